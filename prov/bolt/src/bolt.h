@@ -1,0 +1,55 @@
+/*
+ * bolt.h: what every layer of the provider shares: the provider object used
+ * for logging and parameters, the provider's version, and its tunables.
+ */
+#ifndef BOLT_H
+#define BOLT_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+#include <rdma/providers/fi_log.h>
+#include <rdma/providers/fi_prov.h>
+
+#define BOLT_PROVIDER_NAME "bolt"
+#define BOLT_PROVIDER_VERSION FI_VERSION(0, 1)
+/* The libfabric API version bolt was built against and reports. */
+#define BOLT_FI_VERSION FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
+
+/* libfabric 1.17 leaves FI_EPROTO commented out of fi_errno.h. */
+#ifndef FI_EPROTO
+#define FI_EPROTO EPROTO
+#endif
+
+#define BOLT_ARRAY_LENGTH(array) (sizeof(array) / sizeof((array)[0]))
+
+extern struct fi_provider bolt_prov;
+
+/* Every tunable of the provider, read from its FI_BOLT_* parameter. */
+struct bolt_params {
+	char soft_profile[32];      /* FI_BOLT_SOFT: "", "thunderbolt", "rocev2" */
+	int gid_index;              /* FI_BOLT_GID_INDEX: -1 chooses automatically */
+	char verbs_library[256];    /* FI_BOLT_VERBS_LIBRARY: "" is the system default */
+	char soft_topology[64];     /* FI_BOLT_SOFT_TOPOLOGY: "single", "mesh:H", "mesh:HxC" */
+	int soft_host;              /* FI_BOLT_SOFT_HOST: which emulated host this process is */
+	char soft_namespace[64];    /* FI_BOLT_SOFT_NAMESPACE: keeps independent jobs apart */
+	int soft_max_mr;            /* FI_BOLT_SOFT_MAX_MR: 0 keeps the profile's limit */
+	int soft_max_qp;            /* FI_BOLT_SOFT_MAX_QP: 0 keeps the profile's limit */
+	int soft_max_wr;            /* FI_BOLT_SOFT_MAX_WR: 0 keeps the profile's limit */
+	bool soft_send_only;        /* FI_BOLT_SOFT_SEND_ONLY: no RDMA write or read */
+	int soft_drop_every;        /* FI_BOLT_SOFT_DROP_EVERY: drop every Nth UC packet */
+	int soft_drop_ppm;          /* FI_BOLT_SOFT_DROP_PPM: drop UC packets at this rate */
+	int soft_seed;              /* FI_BOLT_SOFT_SEED: seed of the drop generator */
+	char job_key[256];          /* FI_BOLT_JOB_KEY: "" is "uid:<user id>" */
+};
+
+/* Defines the parameters with libfabric; safe to call more than once. */
+void bolt_params_define(void);
+/* Reads the parameters from the environment into params; -FI_EINVAL names the bad one. */
+int bolt_params_read(struct bolt_params *params);
+
+#endif /* BOLT_H */

@@ -1,0 +1,213 @@
+/*
+ * bolt_getinfo.c: fi_getinfo for bolt. Reads the parameters, opens verbs,
+ * reads the devices, and gives one fi_info per usable port: bolt_attr's
+ * attributes masked to what is implemented, the port's name and limits,
+ * matched against and narrowed to the hints, with node and service as an
+ * address. Everything opened is closed before returning.
+ */
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bolt.h"
+#include "bolt_attr.h"
+#include "bolt_getinfo.h"
+#include "bolt_hints.h"
+#include "device/bolt_device.h"
+#include "verbs/bolt_verbs.h"
+
+/* Hints asking for what the design has but this stage lacks get a clear answer. */
+static int bolt_getinfo_check_implemented(const struct fi_info *hints)
+{
+	uint64_t pending = hints ? hints->caps & BOLT_DESIGN_CAPS & ~BOLT_CAPS_IMPLEMENTED : 0;
+	char text[256];
+
+	if (!pending)
+		return 0;
+	FI_INFO(&bolt_prov, FI_LOG_CORE, "hints caps ask %s, not implemented yet in bolt %u.%u\n",
+		fi_tostr_r(text, sizeof(text), &pending, FI_TYPE_CAPS),
+		FI_MAJOR(BOLT_PROVIDER_VERSION), FI_MINOR(BOLT_PROVIDER_VERSION));
+	return -FI_ENODATA;
+}
+
+int bolt_getinfo_resolve(const char *node, const char *service, uint64_t flags,
+			 struct bolt_address *address)
+{
+	/* The address is where the side channel listens: a TCP port. */
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *results, *result;
+	int ret;
+
+	if (flags & FI_SOURCE)
+		hints.ai_flags |= AI_PASSIVE;
+	if (flags & FI_NUMERICHOST)
+		hints.ai_flags |= AI_NUMERICHOST;
+	ret = getaddrinfo(node, service, &hints, &results);
+	if (ret) {
+		FI_INFO(&bolt_prov, FI_LOG_CORE, "node \"%s\" service \"%s\" do not resolve: %s\n",
+			node ? node : "", service ? service : "", gai_strerror(ret));
+		return -FI_ENODATA;
+	}
+	ret = -FI_ENODATA;
+	for (result = results; result && ret; result = result->ai_next)
+		ret = bolt_address_from_sockaddr(result->ai_addr, 0, address) ? -FI_ENODATA : 0;
+	freeaddrinfo(results);
+	return ret;
+}
+
+static int bolt_getinfo_copy_address(const void *address, void **copy, size_t *length)
+{
+	if (!address)
+		return 0;
+	*copy = malloc(sizeof(struct bolt_address));
+	if (!*copy)
+		return -FI_ENOMEM;
+	memcpy(*copy, address, sizeof(struct bolt_address));
+	*length = sizeof(struct bolt_address);
+	return 0;
+}
+
+/*
+ * fi_getinfo(3): node and service give src_addr with FI_SOURCE, dest_addr
+ * otherwise; the hints' src_addr counts only without FI_SOURCE, their
+ * dest_addr only when node and service do not give one. resolved is NULL
+ * without node and service; the hints' addresses were checked already.
+ */
+static int bolt_getinfo_set_addresses(struct fi_info *info, const struct bolt_address *resolved,
+				      uint64_t flags, const struct fi_info *hints)
+{
+	const void *source = (flags & FI_SOURCE) ? resolved : hints ? hints->src_addr : NULL;
+	const void *destination = (resolved && !(flags & FI_SOURCE)) ? resolved :
+				  hints ? hints->dest_addr : NULL;
+	int ret;
+
+	ret = bolt_getinfo_copy_address(source, &info->src_addr, &info->src_addrlen);
+	if (!ret)
+		ret = bolt_getinfo_copy_address(destination, &info->dest_addr, &info->dest_addrlen);
+	return ret;
+}
+
+/* bolt's attributes for one port: its name and what the device's limits leave. */
+static struct fi_info *bolt_getinfo_port_info(uint32_t version,
+					      const struct bolt_device_report *device,
+					      const struct bolt_port_report *port)
+{
+	struct bolt_device_budget budget;
+	char name[BOLT_DEVICE_DOMAIN_NAME_SIZE];
+	struct fi_info *info;
+
+	info = bolt_attr_info_dup(BOLT_CAPS_IMPLEMENTED);
+	if (!info)
+		return NULL;
+	bolt_device_domain_name(device, port, name, sizeof(name));
+	info->domain_attr->name = strdup(name);
+	if (!info->domain_attr->name) {
+		fi_freeinfo(info);
+		return NULL;
+	}
+	bolt_device_budget(device, &budget);
+	info->domain_attr->mr_cnt = (size_t) budget.user_mr_budget;
+	/* Every endpoint, with its one transmit and one receive context, needs a queue pair. */
+	if (budget.qp_budget >= 0 && info->domain_attr->ep_cnt > (size_t) budget.qp_budget) {
+		info->domain_attr->ep_cnt = (size_t) budget.qp_budget;
+		info->domain_attr->tx_ctx_cnt = info->domain_attr->ep_cnt;
+		info->domain_attr->rx_ctx_cnt = info->domain_attr->ep_cnt;
+	}
+	info->fabric_attr->api_version = version;
+	return info;
+}
+
+/* Appends to *list the fi_info of each usable port that matches the hints. */
+static int bolt_getinfo_ports(uint32_t version, const struct bolt_device_report *device,
+			      const struct fi_info *hints, const struct bolt_address *resolved,
+			      uint64_t flags, struct fi_info **list, struct fi_info **tail)
+{
+	for (int i = 0; i < device->port_count; i++) {
+		const struct bolt_port_report *port = &device->ports[i];
+		struct fi_info *info;
+
+		if (!port->usable) {
+			FI_INFO(&bolt_prov, FI_LOG_CORE, "%s port %u skipped: %s\n",
+				device->name, port->port_num, port->unusable_reason);
+			continue;
+		}
+		info = bolt_getinfo_port_info(version, device, port);
+		if (!info)
+			return -FI_ENOMEM;
+		if (bolt_hints_check(info, hints, version)) {
+			fi_freeinfo(info);
+			continue;
+		}
+		bolt_hints_narrow(info, hints, version);
+		if (bolt_getinfo_set_addresses(info, resolved, flags, hints)) {
+			fi_freeinfo(info);
+			return -FI_ENOMEM;
+		}
+		if (*tail)
+			(*tail)->next = info;
+		else
+			*list = info;
+		*tail = info;
+	}
+	return 0;
+}
+
+static int bolt_getinfo_devices(uint32_t version, const struct bolt_device_report *devices,
+				int device_count, const struct fi_info *hints,
+				const struct bolt_address *resolved, uint64_t flags,
+				struct fi_info **info)
+{
+	struct fi_info *tail = NULL;
+	int ret;
+
+	for (int i = 0; i < device_count; i++) {
+		ret = bolt_getinfo_ports(version, &devices[i], hints, resolved, flags, info, &tail);
+		if (ret) {
+			fi_freeinfo(*info);
+			*info = NULL;
+			return ret;
+		}
+	}
+	return *info ? 0 : -FI_ENODATA;
+}
+
+int bolt_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+		 const struct fi_info *hints, struct fi_info **info)
+{
+	struct bolt_device_report *devices = NULL;
+	struct bolt_address resolved;
+	struct bolt_params params;
+	struct bolt_verbs verbs;
+	int device_count = 0;
+	int ret;
+
+	*info = NULL;
+	ret = bolt_getinfo_check_implemented(hints);
+	if (ret)
+		return ret;
+	if (node || service) {
+		ret = bolt_getinfo_resolve(node, service, flags, &resolved);
+		if (ret)
+			return ret;
+	}
+	ret = bolt_params_read(&params);
+	if (ret)
+		return ret;
+	ret = bolt_verbs_open(&params, &verbs);
+	if (ret)
+		return ret;     /* -FI_ENODATA: no verbs at all, so no devices */
+	ret = bolt_device_reports_create(&verbs, params.gid_index, &devices, &device_count);
+	if (!ret) {
+		ret = bolt_getinfo_devices(version, devices, device_count, hints,
+					   node || service ? &resolved : NULL, flags, info);
+		bolt_device_reports_destroy(devices);
+	}
+	bolt_verbs_close(&verbs);
+	return ret;
+}
+
+void bolt_cleanup(void)
+{
+	/* fi_getinfo closes all it opens, and bolt has no other global state yet. */
+}

@@ -1,0 +1,32 @@
+/*
+ * bolt_getinfo.h: the provider's fi_getinfo and cleanup entry points.
+ */
+#ifndef BOLT_GETINFO_H
+#define BOLT_GETINFO_H
+
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+
+#include "bolt_address.h"
+
+/*
+ * One fi_info per usable device port that satisfies hints, narrowed to them.
+ * node and service become dest_addr, or src_addr with FI_SOURCE. 0, or
+ * -FI_ENODATA when nothing matches (no devices included), or another error.
+ */
+int bolt_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+		 const struct fi_info *hints, struct fi_info **info);
+
+/* Undoes what fi_getinfo left behind when libfabric unloads the provider. */
+void bolt_cleanup(void);
+
+/*
+ * node and service as a bolt address (endpoint id 0), through getaddrinfo:
+ * FI_SOURCE resolves a local, passive address; FI_NUMERICHOST takes numeric
+ * hosts only. -FI_ENODATA when they do not resolve.
+ */
+int bolt_getinfo_resolve(const char *node, const char *service, uint64_t flags,
+			 struct bolt_address *address);
+
+#endif /* BOLT_GETINFO_H */

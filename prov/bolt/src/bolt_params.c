@@ -1,0 +1,194 @@
+/*
+ * bolt_params.c: the provider's tunables, declared once in a table, defined
+ * with libfabric (so fi_info -e lists them as FI_BOLT_*) and read and checked.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bolt.h"
+
+enum bolt_param_kind { BOLT_PARAM_STRING, BOLT_PARAM_INT, BOLT_PARAM_BOOL };
+
+struct bolt_param {
+	const char *name;
+	enum bolt_param_kind kind;
+	size_t offset;          /* of the value in struct bolt_params */
+	size_t size;            /* of a string value's buffer */
+	int minimum, maximum;   /* accepted range of an integer value */
+	const char *help;
+};
+
+#define BOLT_STRING_PARAM(name, field, help) \
+	{ name, BOLT_PARAM_STRING, offsetof(struct bolt_params, field), \
+	  sizeof(((struct bolt_params *) 0)->field), 0, 0, help }
+#define BOLT_INT_PARAM(name, field, minimum, maximum, help) \
+	{ name, BOLT_PARAM_INT, offsetof(struct bolt_params, field), 0, \
+	  minimum, maximum, help }
+#define BOLT_BOOL_PARAM(name, field, help) \
+	{ name, BOLT_PARAM_BOOL, offsetof(struct bolt_params, field), 0, 0, 1, help }
+
+static const struct bolt_param bolt_param_table[] = {
+	BOLT_STRING_PARAM("soft", soft_profile,
+		"Use the software RDMA device with this profile: thunderbolt or rocev2 "
+		"(default: unset, real devices only)"),
+	BOLT_INT_PARAM("gid_index", gid_index, -1, 65535,
+		"Use this GID index on every port instead of choosing one (default: -1, choose)"),
+	BOLT_STRING_PARAM("verbs_library", verbs_library,
+		"Verbs library opened at run time (default: libibverbs.so.1, librdma.dylib on macOS)"),
+	BOLT_STRING_PARAM("soft_topology", soft_topology,
+		"Software device topology: single (one host, one device) or mesh:H[xC] "
+		"(H hosts, each cabled to every other with C cables) (default: single)"),
+	BOLT_INT_PARAM("soft_host", soft_host, 0, 63,
+		"Which emulated host of the software topology this process is (default: 0)"),
+	BOLT_STRING_PARAM("soft_namespace", soft_namespace,
+		"Name that separates independent jobs on the software device (default: default)"),
+	BOLT_INT_PARAM("soft_max_mr", soft_max_mr, 0, 1 << 20,
+		"Memory regions per software device (default: 0, the profile's limit)"),
+	BOLT_INT_PARAM("soft_max_qp", soft_max_qp, 0, 4096,
+		"Queue pairs per software device (default: 0, the profile's limit)"),
+	BOLT_INT_PARAM("soft_max_wr", soft_max_wr, 0, 1 << 16,
+		"Outstanding work requests a software queue accepts (default: 0, the profile's limit)"),
+	BOLT_BOOL_PARAM("soft_send_only", soft_send_only,
+		"Software device offers SEND/RECV only, no RDMA write or read (default: no)"),
+	BOLT_INT_PARAM("soft_drop_every", soft_drop_every, 0, 1 << 30,
+		"Software device drops every Nth UC packet (default: 0, none)"),
+	BOLT_INT_PARAM("soft_drop_ppm", soft_drop_ppm, 0, 1000000,
+		"Software device drops UC packets at this rate, per million (default: 0)"),
+	BOLT_INT_PARAM("soft_seed", soft_seed, 0, 1 << 30,
+		"Seed of the software device's packet-drop generator (default: 1)"),
+	BOLT_STRING_PARAM("job_key", job_key,
+		"Key shared by every process of a job; side channel peers that present another "
+		"key are refused (default: unset, uid:<user id>, which keeps users apart)"),
+};
+
+static const struct bolt_params bolt_param_defaults = {
+	.soft_profile = "",
+	.gid_index = -1,
+	.verbs_library = "",
+	.soft_topology = "single",
+	.soft_host = 0,
+	.soft_namespace = "default",
+	.soft_seed = 1,
+};
+
+static enum fi_param_type bolt_param_fi_type(enum bolt_param_kind kind)
+{
+	switch (kind) {
+	case BOLT_PARAM_STRING: return FI_PARAM_STRING;
+	case BOLT_PARAM_INT: return FI_PARAM_INT;
+	default: return FI_PARAM_BOOL;
+	}
+}
+
+static pthread_once_t bolt_params_once = PTHREAD_ONCE_INIT;
+
+static void bolt_params_define_once(void)
+{
+	for (size_t i = 0; i < BOLT_ARRAY_LENGTH(bolt_param_table); i++) {
+		const struct bolt_param *param = &bolt_param_table[i];
+
+		fi_param_define(&bolt_prov, param->name,
+				bolt_param_fi_type(param->kind), "%s", param->help);
+	}
+}
+
+void bolt_params_define(void)
+{
+	pthread_once(&bolt_params_once, bolt_params_define_once);
+}
+
+/*
+ * libfabric converts integers with strtol and ignores trailing junk; read the
+ * raw value too, so that FI_BOLT_GID_INDEX=one is an error and not index 0.
+ */
+static bool bolt_param_integer_is_wellformed(const struct bolt_param *param)
+{
+	char variable[64] = "FI_BOLT_";
+	size_t length = strlen(variable);
+	const char *raw;
+	char *end;
+
+	for (const char *c = param->name; *c && length + 1 < sizeof(variable); c++)
+		variable[length++] = (char) toupper((unsigned char) *c);
+	variable[length] = '\0';
+	raw = getenv(variable);
+	if (!raw)
+		return true;
+	errno = 0;
+	(void) strtol(raw, &end, 0);
+	return !errno && end != raw && *end == '\0';
+}
+
+static int bolt_param_read(const struct bolt_param *param, struct bolt_params *params)
+{
+	void *destination = (char *) params + param->offset;
+	char *string_value;
+	int int_value;
+	int ret;
+
+	switch (param->kind) {
+	case BOLT_PARAM_STRING:
+		ret = fi_param_get_str(&bolt_prov, param->name, &string_value);
+		if (ret)
+			return 0;
+		if (strlen(string_value) >= param->size) {
+			FI_WARN(&bolt_prov, FI_LOG_CORE,
+				"FI_BOLT_%s is longer than %zu characters\n",
+				param->name, param->size - 1);
+			return -FI_EINVAL;
+		}
+		strcpy(destination, string_value);
+		return 0;
+	case BOLT_PARAM_INT:
+	case BOLT_PARAM_BOOL:
+		ret = param->kind == BOLT_PARAM_INT ?
+		      fi_param_get_int(&bolt_prov, param->name, &int_value) :
+		      fi_param_get_bool(&bolt_prov, param->name, &int_value);
+		if (ret == -FI_ENODATA || ret == -FI_ENOENT)
+			return 0;
+		if (ret || int_value < param->minimum || int_value > param->maximum ||
+		    (param->kind == BOLT_PARAM_INT && !bolt_param_integer_is_wellformed(param))) {
+			FI_WARN(&bolt_prov, FI_LOG_CORE,
+				"FI_BOLT_%s must be %s between %d and %d\n",
+				param->name,
+				param->kind == BOLT_PARAM_BOOL ? "a boolean" : "an integer",
+				param->minimum, param->maximum);
+			return -FI_EINVAL;
+		}
+		if (param->kind == BOLT_PARAM_BOOL)
+			*(bool *) destination = int_value != 0;
+		else
+			*(int *) destination = int_value;
+		return 0;
+	}
+	return -FI_EINVAL;
+}
+
+static int bolt_params_check_profile(const struct bolt_params *params)
+{
+	if (!params->soft_profile[0] || !strcmp(params->soft_profile, "thunderbolt") ||
+	    !strcmp(params->soft_profile, "rocev2"))
+		return 0;
+	FI_WARN(&bolt_prov, FI_LOG_CORE,
+		"FI_BOLT_SOFT=%s is not a software device profile: use thunderbolt or rocev2\n",
+		params->soft_profile);
+	return -FI_EINVAL;
+}
+
+int bolt_params_read(struct bolt_params *params)
+{
+	int ret;
+
+	bolt_params_define();
+	*params = bolt_param_defaults;
+	for (size_t i = 0; i < BOLT_ARRAY_LENGTH(bolt_param_table); i++) {
+		ret = bolt_param_read(&bolt_param_table[i], params);
+		if (ret)
+			return ret;
+	}
+	return bolt_params_check_profile(params);
+}

@@ -1,0 +1,49 @@
+/*
+ * bolt_qp.h: queue pairs as bolt uses them: created with one CQ for both
+ * directions, and connected to a peer through INIT, RTR and RTS with the
+ * attributes each transition requires, as rdma-core's rc_pingpong does.
+ */
+#ifndef BOLT_QP_H
+#define BOLT_QP_H
+
+#include "verbs/bolt_verbs.h"
+
+/*
+ * Every work request bolt posts carries one of these as its wr_id: the
+ * domain's progress hands each device completion to its handler, so the code
+ * that posted a request is the code that finishes it.
+ */
+struct bolt_work_completion {
+	void (*handle)(struct bolt_work_completion *work, const struct ibv_wc *wc);
+};
+
+/* What the peer's side channel tells about its queue pair. */
+struct bolt_qp_remote {
+	uint32_t qpn;
+	uint32_t psn;
+	union ibv_gid gid;
+};
+
+/* Where the local queue pair sits. */
+struct bolt_qp_local {
+	uint8_t port_num;
+	int gid_index;
+	enum ibv_mtu path_mtu;
+	uint32_t psn;
+};
+
+/* NULL with errno set, as create_qp. depth is the WR capacity of each queue. */
+struct ibv_qp *bolt_qp_create(struct bolt_verbs *verbs, struct ibv_pd *pd, struct ibv_cq *cq,
+			      enum ibv_qp_type type, uint32_t depth, uint32_t max_inline);
+
+/*
+ * To INIT, where receives can be posted: they must be, before the peer may
+ * send, since UC drops a SEND that finds none. 0 or a negative error code.
+ */
+int bolt_qp_init(struct bolt_verbs *verbs, struct ibv_qp *qp, uint8_t port_num);
+
+/* From INIT to RTR and RTS; 0 or a negative error code, the failed step logged. */
+int bolt_qp_connect(struct bolt_verbs *verbs, struct ibv_qp *qp, const struct bolt_qp_local *local,
+		    const struct bolt_qp_remote *remote);
+
+#endif /* BOLT_QP_H */

@@ -1,0 +1,125 @@
+/*
+ * softrdma_attach.c: this process's attachment to the device: the config
+ * check, reference-counted attach and detach (the first config wins), and
+ * starting over in a child of fork.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "softrdma/softrdma_internal.h"
+
+struct softrdma_process softrdma_process = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/*
+ * A child of fork inherits its parent's attachment but is not attached: it
+ * drops the inherited mapping (objects of the parent are unusable in it).
+ */
+static void softrdma_forget_parent(void)
+{
+	struct softrdma_process *process = &softrdma_process;
+
+	pthread_mutex_init(&process->lock, NULL);
+	if (process->segment)
+		munmap(process->segment, process->segment_size);
+	free(process->devices);
+	process->devices = NULL;
+	process->device_count = 0;
+	process->segment = NULL;
+	process->qps = NULL;
+	process->waiting_qps = 0;
+	process->attach_count = 0;
+}
+
+static int softrdma_config_check(const struct softrdma_config *config, int *hosts, int *cables)
+{
+	if (!config || (unsigned int) config->profile > SOFTRDMA_PROFILE_ROCEV2 ||
+	    config->host < 0 || softrdma_topology_parse(config->topology, hosts, cables) ||
+	    config->max_mr < 0 || config->max_qp < 0 || config->max_wr < 0 ||
+	    config->drop_every < 0 || config->drop_ppm < 0 || config->drop_ppm > 1000000) {
+		FI_WARN(&bolt_prov, FI_LOG_CORE, "software device: invalid configuration%s%s\n",
+			config ? ", topology " : "", config ? config->topology : "");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* This process's host exists in the segment's topology (the first config's). */
+static int softrdma_host_check(const struct softrdma_config *config)
+{
+	const struct softrdma_segment *segment = softrdma_process.segment;
+
+	if (config->host < segment->hosts)
+		return 0;
+	FI_WARN(&bolt_prov, FI_LOG_CORE,
+		"software device: host %d does not exist in topology %s of namespace %s\n",
+		config->host, segment->config.topology, config->namespace_name);
+	return -EINVAL;
+}
+
+static int softrdma_attach_first(const struct softrdma_config *config)
+{
+	struct softrdma_process *process = &softrdma_process;
+	int hosts, cables, ret;
+
+	ret = softrdma_config_check(config, &hosts, &cables);
+	if (ret)
+		return ret;
+	ret = softrdma_copy_probe();
+	if (ret)
+		return ret;
+	ret = softrdma_segment_name(config, process->segment_name,
+				    sizeof(process->segment_name));
+	if (ret)
+		return ret;
+	ret = softrdma_segment_open(config, hosts, cables);
+	if (ret) {
+		FI_WARN(&bolt_prov, FI_LOG_CORE, "software device: cannot attach to %s: %s\n",
+			process->segment_name, strerror(-ret));
+		return ret;
+	}
+	process->pid = getpid();
+	process->host = config->host;
+	ret = softrdma_host_check(config);
+	if (!ret)
+		ret = softrdma_devices_create();
+	if (ret) {
+		softrdma_segment_close();
+		return ret;
+	}
+	process->attach_count = 1;
+	return 0;
+}
+
+int softrdma_attach(const struct softrdma_config *config)
+{
+	struct softrdma_process *process = &softrdma_process;
+	int ret = 0;
+
+	if (process->attach_count && process->pid != getpid())
+		softrdma_forget_parent();
+	pthread_mutex_lock(&process->lock);
+	if (process->attach_count)
+		process->attach_count++;
+	else
+		ret = softrdma_attach_first(config);
+	pthread_mutex_unlock(&process->lock);
+	return ret;
+}
+
+void softrdma_detach(void)
+{
+	struct softrdma_process *process = &softrdma_process;
+
+	if (process->pid != getpid())
+		return;
+	pthread_mutex_lock(&process->lock);
+	if (process->attach_count && !--process->attach_count) {
+		softrdma_devices_destroy();
+		softrdma_segment_close();
+		process->qps = NULL;
+		process->waiting_qps = 0;
+	}
+	pthread_mutex_unlock(&process->lock);
+}

@@ -1,0 +1,172 @@
+/*
+ * softrdma_cq.c: completion queues. Each is a ring of struct ibv_wc in the
+ * shared segment, since a sender in another process pushes the receive
+ * completions of its target. Producers push under the segment lock; poll_cq
+ * looks at the ring without it first, so an idle poll costs no lock.
+ * Polling a send completion retires its QP's send queue slots.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "softrdma/softrdma_internal.h"
+
+static struct softrdma_shared_cq *softrdma_cq_shared(struct softrdma_cq *cq)
+{
+	struct softrdma_segment *segment = softrdma_process.segment;
+
+	return softrdma_table_slot(segment, &segment->cqs, cq->index);
+}
+
+/* Completion channels and vectors are not emulated: polling is the only way. */
+static int softrdma_cq_check(struct softrdma_context *context, int cqe,
+			     struct ibv_comp_channel *channel, int comp_vector)
+{
+	if (!context || cqe < 1 || cqe > softrdma_process.segment->limits.max_cqe ||
+	    comp_vector != 0)
+		return EINVAL;
+	if (channel)
+		return EOPNOTSUPP;
+	return 0;
+}
+
+struct ibv_cq *softrdma_create_cq(struct ibv_context *ibv_context, int cqe, void *cq_context,
+				  struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct softrdma_context *context = (struct softrdma_context *) ibv_context;
+	struct softrdma_segment *segment = softrdma_process.segment;
+	struct softrdma_shared_cq *shared;
+	struct softrdma_cq *cq;
+	int index, ret;
+
+	ret = softrdma_cq_check(context, cqe, channel, comp_vector);
+	if (ret)
+		return softrdma_fail_null(ret);
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return softrdma_fail_null(ENOMEM);
+	softrdma_lock(segment);
+	index = softrdma_table_alloc(segment, &segment->cqs, softrdma_process.pid);
+	if (index >= 0) {
+		shared = softrdma_table_slot(segment, &segment->cqs, (uint32_t) index);
+		shared->capacity = cqe;
+	}
+	softrdma_unlock(segment);
+	if (index < 0) {
+		free(cq);
+		return softrdma_fail_null(ENOMEM);
+	}
+	cq->index = (uint32_t) index;
+	cq->context = context;
+	cq->ibv.context = ibv_context;
+	cq->ibv.cq_context = cq_context;
+	cq->ibv.cqe = cqe;
+	cq->ibv.handle = cq->index;
+	pthread_mutex_init(&cq->ibv.mutex, NULL);
+	pthread_cond_init(&cq->ibv.cond, NULL);
+	__atomic_add_fetch(&context->children, 1, __ATOMIC_ACQ_REL);
+	return &cq->ibv;
+}
+
+void softrdma_cq_release_locked(struct softrdma_segment *segment, uint32_t index)
+{
+	softrdma_table_free(segment, &segment->cqs, index);
+}
+
+int softrdma_destroy_cq(struct ibv_cq *ibv_cq)
+{
+	struct softrdma_cq *cq = (struct softrdma_cq *) ibv_cq;
+	struct softrdma_segment *segment = softrdma_process.segment;
+
+	if (!cq)
+		return softrdma_fail(EINVAL);
+	if (__atomic_load_n(&cq->children, __ATOMIC_ACQUIRE))
+		return softrdma_fail(EBUSY);
+	softrdma_lock(segment);
+	softrdma_cq_release_locked(segment, cq->index);
+	softrdma_unlock(segment);
+	pthread_cond_destroy(&cq->ibv.cond);
+	pthread_mutex_destroy(&cq->ibv.mutex);
+	__atomic_sub_fetch(&cq->context->children, 1, __ATOMIC_ACQ_REL);
+	free(cq);
+	return 0;
+}
+
+/*
+ * A full CQ loses the completion and stays in error, as a real CQ overrun
+ * does; its poller sees -EOVERFLOW once the ring is drained.
+ */
+int softrdma_cq_push_locked(struct softrdma_segment *segment, int cq_index,
+			    const struct ibv_wc *wc, uint32_t qp_index, bool retires,
+			    uint64_t sequence)
+{
+	struct softrdma_shared_cq *cq = softrdma_table_slot(segment, &segment->cqs,
+							    (uint32_t) cq_index);
+	struct softrdma_shared_completion *entry;
+
+	if (!cq->slot.in_use)
+		return -ENOENT;
+	if (cq->produced - cq->consumed >= (uint64_t) cq->capacity) {
+		if (!cq->overflowed)
+			FI_WARN(&bolt_prov, FI_LOG_CORE,
+				"software device: CQ of %d entries overrun; completions lost\n",
+				cq->capacity);
+		cq->overflowed = 1;
+		return -EOVERFLOW;
+	}
+	entry = &cq->ring[cq->produced % SOFTRDMA_CQ_RING];
+	entry->wc = *wc;
+	entry->qp_index = qp_index;
+	entry->retires = retires;
+	entry->sequence = sequence;
+	__atomic_store_n(&cq->produced, cq->produced + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static void softrdma_cq_retire_locked(struct softrdma_segment *segment,
+				      const struct softrdma_shared_completion *entry)
+{
+	struct softrdma_shared_qp *qp = softrdma_table_slot(segment, &segment->qps,
+							    entry->qp_index);
+
+	if (qp->slot.in_use && qp->qpn == entry->wc.qp_num &&
+	    qp->send_retired < entry->sequence + 1)
+		__atomic_store_n(&qp->send_retired, entry->sequence + 1, __ATOMIC_RELEASE);
+}
+
+static int softrdma_cq_pop_locked(struct softrdma_segment *segment,
+				  struct softrdma_shared_cq *cq, int num_entries,
+				  struct ibv_wc *wc)
+{
+	int count = 0;
+
+	while (count < num_entries && cq->consumed < cq->produced) {
+		const struct softrdma_shared_completion *entry =
+			&cq->ring[cq->consumed % SOFTRDMA_CQ_RING];
+
+		wc[count++] = entry->wc;
+		if (entry->retires)
+			softrdma_cq_retire_locked(segment, entry);
+		__atomic_store_n(&cq->consumed, cq->consumed + 1, __ATOMIC_RELEASE);
+	}
+	return count;
+}
+
+int softrdma_poll_cq(struct ibv_cq *ibv_cq, int num_entries, struct ibv_wc *wc)
+{
+	struct softrdma_cq *cq = (struct softrdma_cq *) ibv_cq;
+	struct softrdma_segment *segment = softrdma_process.segment;
+	struct softrdma_shared_cq *shared;
+	int count;
+
+	if (!cq || num_entries < 0 || (num_entries && !wc))
+		return -EINVAL;
+	softrdma_progress_all();
+	shared = softrdma_cq_shared(cq);
+	if (__atomic_load_n(&shared->produced, __ATOMIC_ACQUIRE) ==
+	    __atomic_load_n(&shared->consumed, __ATOMIC_ACQUIRE))
+		return __atomic_load_n(&shared->overflowed, __ATOMIC_RELAXED) ? -EOVERFLOW : 0;
+	softrdma_lock(segment);
+	count = softrdma_cq_pop_locked(segment, shared, num_entries, wc);
+	softrdma_unlock(segment);
+	return count;
+}

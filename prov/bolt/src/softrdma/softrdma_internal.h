@@ -1,0 +1,364 @@
+/*
+ * softrdma_internal.h: what the files of the software device share: the
+ * layout of the shared-memory segment (tables of MRs, QPs and CQs, devices,
+ * attached processes), the process-local objects that embed the verbs
+ * structures, and the functions one file offers the others.
+ *
+ * Locking: one robust, process-shared mutex guards everything in the
+ * segment. Process-local order is: process lock, then a QP's send lock, then
+ * the segment lock. Data is copied with no lock held.
+ */
+#ifndef SOFTRDMA_INTERNAL_H
+#define SOFTRDMA_INTERNAL_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "bolt.h"
+#include "softrdma/softrdma.h"
+
+#define SOFTRDMA_MAGIC 0x74666f73746c6f62ULL /* "boltsoft" */
+#define SOFTRDMA_LAYOUT_VERSION 1
+
+/* Table sizes: generous, since the file is sparse and pages are touched only when used. */
+#define SOFTRDMA_MAX_PROCESSES 256
+#define SOFTRDMA_MAX_DEVICES 64
+#define SOFTRDMA_MR_INDEX_BITS 17
+#define SOFTRDMA_MR_SLOTS (1u << SOFTRDMA_MR_INDEX_BITS)
+#define SOFTRDMA_QP_INDEX_BITS 12
+#define SOFTRDMA_QP_SLOTS (1u << SOFTRDMA_QP_INDEX_BITS)
+#define SOFTRDMA_CQ_INDEX_BITS 11
+#define SOFTRDMA_CQ_SLOTS (1u << SOFTRDMA_CQ_INDEX_BITS)
+#define SOFTRDMA_RECEIVE_RING 1024      /* the deepest receive queue any profile accepts */
+#define SOFTRDMA_CQ_RING 4096           /* max_cqe of every profile */
+#define SOFTRDMA_MAX_SGE 4
+#define SOFTRDMA_MAX_INLINE 64
+#define SOFTRDMA_FRAME_BYTES 4096       /* thunderbolt's receive frame */
+#define SOFTRDMA_MAX_MESSAGE (1ull << 31)
+#define SOFTRDMA_MAX_MR_SIZE (1ull << 40)
+#define SOFTRDMA_PORT 1
+#define SOFTRDMA_MAX_RD_ATOMIC 16
+#define SOFTRDMA_RNR_RETRY_FOREVER 7
+
+/* ---- The shared segment ---- */
+
+/* The header every table slot starts with. */
+struct softrdma_slot {
+	uint32_t in_use;
+	uint32_t generation;    /* bumped at each allocation, so stale handles miss */
+	uint32_t next_free;     /* free list link: index + 1; 0 ends the list */
+	pid_t owner;
+};
+
+/* A fixed-size table of slots at an offset of the segment, with a free list. */
+struct softrdma_table {
+	uint64_t offset;
+	uint32_t stride;
+	uint32_t zeroed_bytes;  /* of a slot at allocation: all but its ring */
+	uint32_t capacity;
+	uint32_t index_bits;    /* a handle is generation << index_bits | index */
+	uint32_t handle_bits;   /* 32 for MR keys, 24 for QP numbers */
+	uint32_t high_water;    /* slots at and past it were never used */
+	uint32_t free_head;     /* index + 1; 0: empty */
+	uint32_t used;
+};
+
+struct softrdma_shared_device {
+	int32_t host;
+	int32_t index;          /* on its host: the N of rdma_enN or softroceN */
+	int32_t peer;           /* the device at the other end of its cable; -1: none */
+	int32_t mr_count;
+	int32_t qp_count;
+	uint8_t port_down;
+	uint8_t link_cut;
+};
+
+struct softrdma_shared_mr {
+	struct softrdma_slot slot;
+	uint32_t key;           /* lkey and rkey */
+	int32_t device;
+	uint32_t pd_id;
+	int32_t access;
+	uint64_t addr;
+	uint64_t length;
+};
+
+struct softrdma_shared_receive {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	struct ibv_sge sge[SOFTRDMA_MAX_SGE];
+};
+
+struct softrdma_shared_qp {
+	struct softrdma_slot slot;
+	uint32_t qpn;
+	int32_t device;
+	uint32_t pd_id;
+	uint32_t type;          /* enum ibv_qp_type */
+	uint32_t state;         /* enum ibv_qp_state; a sender may move it to ERR */
+	uint32_t access_flags;  /* remote operations the QP accepts */
+	uint32_t path_mtu_bytes;
+	uint32_t min_rnr_timer;
+	uint32_t remote_qpn;
+	int32_t remote_device;
+	int32_t send_cq;
+	int32_t recv_cq;
+	uint64_t send_retired;  /* WRs before this sequence number are retired */
+	uint32_t receive_limit;
+	uint32_t receive_head;
+	uint32_t receive_count;
+	struct softrdma_shared_receive receives[SOFTRDMA_RECEIVE_RING];
+};
+
+struct softrdma_shared_completion {
+	struct ibv_wc wc;
+	uint32_t qp_index;
+	uint32_t retires;       /* a send completion: retires its QP's WRs up to sequence */
+	uint64_t sequence;
+};
+
+struct softrdma_shared_cq {
+	struct softrdma_slot slot;
+	int32_t capacity;       /* the cqe the creator asked for */
+	uint32_t overflowed;
+	uint64_t produced;      /* read without the lock by poll_cq's fast path */
+	uint64_t consumed;
+	struct softrdma_shared_completion ring[SOFTRDMA_CQ_RING];
+};
+
+struct softrdma_drop_state {
+	int32_t every;
+	int32_t ppm;
+	uint32_t seed;
+	uint64_t packets;       /* UC packets sent since the drop settings were set */
+	uint64_t random_state;
+};
+
+struct softrdma_segment {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t initialized;   /* set last by the creator; joiners wait for it */
+	uint64_t size;
+	uint32_t unlinked;      /* the last process detached: joiners must start over */
+	pthread_mutex_t lock;
+	struct softrdma_config config;  /* the first attacher's; its host is meaningless */
+	struct softrdma_profile_limits limits;  /* the profile's, with the overrides */
+	int32_t hosts;
+	int32_t cables;
+	int32_t device_count;
+	uint32_t next_pd_id;
+	struct softrdma_drop_state drop;
+	pid_t processes[SOFTRDMA_MAX_PROCESSES];  /* 0: free */
+	struct softrdma_shared_device devices[SOFTRDMA_MAX_DEVICES];
+	struct softrdma_table mrs;
+	struct softrdma_table qps;
+	struct softrdma_table cqs;
+};
+
+/* ---- Process-local objects: each embeds its verbs structure first ---- */
+
+struct softrdma_device {
+	struct ibv_device ibv;
+	int device_id;          /* in the segment's device table */
+};
+
+struct softrdma_context {
+	struct ibv_context ibv;
+	struct softrdma_device *device;
+	int children;           /* PDs and CQs: close fails with EBUSY while any */
+};
+
+struct softrdma_pd {
+	struct ibv_pd ibv;
+	struct softrdma_context *context;
+	uint32_t pd_id;         /* unique across processes */
+	int children;           /* MRs and QPs */
+};
+
+struct softrdma_mr {
+	struct ibv_mr ibv;
+	struct softrdma_pd *pd;
+	uint32_t index;
+};
+
+struct softrdma_cq {
+	struct ibv_cq ibv;
+	struct softrdma_context *context;
+	uint32_t index;
+	int children;           /* QPs that complete into it */
+};
+
+/* A send WR as posted, kept until it is processed. */
+struct softrdma_send_entry {
+	uint64_t wr_id;
+	uint64_t sequence;      /* position in the QP's send queue, to retire it */
+	uint64_t remote_addr;
+	uint64_t next_attempt_ns; /* RC retrying: not before this time */
+	enum ibv_wr_opcode opcode;
+	unsigned int send_flags;
+	uint32_t imm_data;      /* network order, as verbs carries it */
+	uint32_t rkey;
+	int num_sge;
+	int rnr_retries_left;   /* receiver not ready (RNR NAK) */
+	int retries_left;       /* transport: no answer from the target */
+	uint32_t inline_length;
+	struct ibv_sge sge[SOFTRDMA_MAX_SGE];
+	uint8_t inline_data[SOFTRDMA_MAX_INLINE];
+};
+
+struct softrdma_qp {
+	struct ibv_qp ibv;
+	struct softrdma_pd *pd;
+	struct softrdma_cq *send_cq;
+	struct softrdma_cq *recv_cq;
+	uint32_t index;         /* slot in the shared QP table */
+	struct ibv_qp_cap cap;
+	bool sq_sig_all;
+	uint32_t send_depth;    /* WRs the send queue takes outstanding */
+	struct ibv_qp_attr attr; /* as last set by modify_qp, for query_qp */
+	pthread_mutex_t send_lock; /* the pending ring and send_posted */
+	struct softrdma_send_entry *pending; /* WRs not processed yet, in order */
+	uint32_t pending_head;
+	uint32_t pending_count;
+	uint64_t send_posted;
+	struct softrdma_qp *next;     /* in the process's list of QPs */
+	struct softrdma_qp *previous;
+};
+
+/* What this process knows of its attachment. */
+struct softrdma_process {
+	pthread_mutex_t lock;   /* attach count, devices, the QP list */
+	int attach_count;
+	pid_t pid;              /* the attacher: a forked child must attach again */
+	int host;
+	struct softrdma_segment *segment;
+	size_t segment_size;
+	char segment_name[160];
+	struct softrdma_device *devices; /* this host's */
+	int device_count;
+	struct softrdma_qp *qps; /* list of this process's QPs */
+	int waiting_qps;        /* QPs holding pending WRs (atomic) */
+};
+
+extern struct softrdma_process softrdma_process;
+
+/* ---- softrdma_profile.c ---- */
+const char *softrdma_profile_device_prefix(enum softrdma_profile profile);
+int softrdma_profile_transport(enum softrdma_profile profile);
+enum ibv_mtu softrdma_mtu_enum(int bytes);
+void softrdma_limits_effective(const struct softrdma_config *config,
+			       struct softrdma_profile_limits *limits);
+
+/* ---- softrdma_topology.c ---- */
+int softrdma_topology_parse(const char *text, int *hosts, int *cables);
+void softrdma_topology_build(struct softrdma_segment *segment);
+int softrdma_device_id(const struct softrdma_segment *segment, int host, int index);
+void softrdma_device_gid(const struct softrdma_segment *segment, int device_id, int gid_index,
+			 union ibv_gid *gid);
+int softrdma_device_gid_type(const struct softrdma_segment *segment, int gid_index,
+			     enum ibv_gid_type *type);
+int softrdma_device_find_gid(const struct softrdma_segment *segment, const union ibv_gid *gid);
+bool softrdma_port_active(const struct softrdma_segment *segment, int device_id);
+bool softrdma_device_reachable(const struct softrdma_segment *segment, int from, int to);
+
+/* ---- softrdma_table.c ---- */
+void softrdma_table_init(struct softrdma_table *table, uint64_t offset, uint32_t stride,
+			 uint32_t zeroed_bytes, uint32_t index_bits, uint32_t handle_bits);
+void softrdma_table_reset(struct softrdma_table *table);
+int softrdma_table_alloc(struct softrdma_segment *segment, struct softrdma_table *table,
+			 pid_t owner);
+void softrdma_table_free(struct softrdma_segment *segment, struct softrdma_table *table,
+			 uint32_t index);
+void *softrdma_table_slot(struct softrdma_segment *segment, const struct softrdma_table *table,
+			  uint32_t index);
+uint32_t softrdma_table_handle(const struct softrdma_table *table, const struct softrdma_slot *slot,
+			       uint32_t index);
+void *softrdma_table_lookup(struct softrdma_segment *segment, const struct softrdma_table *table,
+			    uint32_t handle);
+
+/* ---- softrdma_shared.c ---- */
+void softrdma_lock(struct softrdma_segment *segment);
+void softrdma_unlock(struct softrdma_segment *segment);
+bool softrdma_process_exists(pid_t pid);
+bool softrdma_process_alive(pid_t pid);
+void softrdma_release_owner_locked(struct softrdma_segment *segment, pid_t pid);
+/* Creates or joins the config's segment and registers this process in it. */
+int softrdma_segment_open(const struct softrdma_config *config, int hosts, int cables);
+void softrdma_segment_close(void);
+
+/* ---- softrdma_device.c ---- */
+int softrdma_devices_create(void);
+void softrdma_devices_destroy(void);
+
+/* ---- softrdma_mr.c ---- */
+/* The MR key names, if it covers [addr, addr + length) of PD pd_id with access; else NULL. */
+struct softrdma_shared_mr *softrdma_mr_check_locked(struct softrdma_segment *segment,
+						    uint32_t key, uint32_t pd_id, int access,
+						    uint64_t addr, uint64_t length);
+
+/* ---- softrdma_cq.c ---- */
+int softrdma_cq_push_locked(struct softrdma_segment *segment, int cq_index,
+			    const struct ibv_wc *wc, uint32_t qp_index, bool retires,
+			    uint64_t sequence);
+void softrdma_cq_release_locked(struct softrdma_segment *segment, uint32_t index);
+
+/* ---- softrdma_qp.c ---- */
+struct softrdma_shared_qp *softrdma_qp_shared(struct softrdma_qp *qp);
+uint32_t softrdma_qp_state(struct softrdma_qp *qp);
+void softrdma_qp_release_locked(struct softrdma_segment *segment, uint32_t index);
+void softrdma_qp_enter_error_locked(struct softrdma_segment *segment, uint32_t index);
+
+/* ---- softrdma_modify.c ---- */
+/* (softrdma_modify_qp is public) */
+
+/* ---- softrdma_recv.c ---- */
+void softrdma_receive_complete_locked(struct softrdma_segment *segment, uint32_t qp_index,
+				      struct ibv_wc *wc);
+bool softrdma_receive_pop_locked(struct softrdma_shared_qp *shared,
+				 struct softrdma_shared_receive *receive);
+void softrdma_receive_flush_locked(struct softrdma_segment *segment, uint32_t qp_index);
+void softrdma_receive_clear_locked(struct softrdma_shared_qp *shared);
+
+/* ---- softrdma_post.c ---- */
+void softrdma_send_progress(struct softrdma_qp *qp);
+void softrdma_progress_all(void);
+void softrdma_send_discard(struct softrdma_qp *qp);
+uint64_t softrdma_now_ns(void);
+
+/* ---- softrdma_transfer.c ---- */
+enum softrdma_transfer_outcome {
+	SOFTRDMA_TRANSFER_DONE,
+	SOFTRDMA_TRANSFER_WAIT, /* RC retrying: keep it queued */
+};
+enum softrdma_transfer_outcome softrdma_transfer_execute(struct softrdma_qp *qp,
+							 struct softrdma_send_entry *entry);
+
+/* ---- softrdma_copy.c ---- */
+int softrdma_copy_probe(void);
+int softrdma_copy(pid_t pid, bool to_remote, const struct iovec *local, int local_count,
+		  const struct iovec *remote, int remote_count);
+
+/* ---- softrdma_fault.c ---- */
+void softrdma_drop_reset_locked(struct softrdma_segment *segment, int every, int ppm,
+				unsigned int seed);
+bool softrdma_drop_message_locked(struct softrdma_segment *segment, uint64_t packets);
+
+/* Verbs' convention for calls returning int: the errno, also left in errno. */
+static inline int softrdma_fail(int error)
+{
+	errno = error;
+	return error;
+}
+
+/* And for calls returning an object: NULL with errno set. */
+static inline void *softrdma_fail_null(int error)
+{
+	errno = error;
+	return NULL;
+}
+
+#endif /* SOFTRDMA_INTERNAL_H */

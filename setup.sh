@@ -1,0 +1,96 @@
+#!/bin/sh
+# setup.sh: the two commands of the README.
+#   ./setup.sh demo   installs the Debian packages, builds bolt, runs the demo
+#   ./setup.sh test   installs what is missing, builds, runs the whole test suite
+#                     (plain build, then AddressSanitizer/UBSan build)
+set -eu
+top=$(cd "$(dirname "$0")" && pwd)
+cd "$top"
+jobs=$(nproc 2>/dev/null || echo 2)
+
+install_packages() {
+	missing=""
+	for package in $(grep -v '^#' debian-packages.txt); do
+		dpkg -s "$package" >/dev/null 2>&1 || missing="$missing $package"
+	done
+	[ -z "$missing" ] && return 0
+	echo "setup.sh: installing Debian packages:$missing"
+	sudo_command=""
+	[ "$(id -u)" -eq 0 ] || sudo_command=sudo
+	$sudo_command apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo_command apt-get install -y -qq $missing
+}
+
+# build DIRECTORY [configure options...]: an out-of-tree build
+build() {
+	directory=$1
+	shift
+	[ -x configure ] || ./autogen.sh
+	mkdir -p "$directory"
+	(cd "$directory" && { [ -f Makefile ] || "$top/configure" --enable-werror "$@"; } &&
+	 make -j"$jobs")
+}
+
+# synthesis_count FIELD LINE: a number from Criterion's closing line
+synthesis_count() {
+	echo "$2" | sed -n "s/.*$1: \([0-9]*\).*/\1/p"
+}
+
+# summarize DIRECTORY...: one closing line over the Criterion tests and scripts
+summarize() {
+	passed=0
+	failed=0
+	for directory in "$@"; do
+		for log in $(find "$directory/test" -name '*.log'); do
+			synthesis=$(grep -a 'Synthesis: Tested:' "$log" | tail -n 1 || true)
+			if [ -n "$synthesis" ]; then
+				passed=$((passed + $(synthesis_count Passing "$synthesis")))
+				failed=$((failed + $(synthesis_count Failing "$synthesis")))
+				failed=$((failed + $(synthesis_count Crashing "$synthesis")))
+			elif grep -q ':test-result: PASS' "${log%.log}.trs" 2>/dev/null; then
+				passed=$((passed + 1))
+			elif grep -q ':test-result: SKIP' "${log%.log}.trs" 2>/dev/null; then
+				:
+			else
+				failed=$((failed + 1))
+			fi
+		done
+	done
+	# Criterion passes a test whose process LeakSanitizer or UBSan complained about.
+	sanitizer_reports=$(grep -l -a -E 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' \
+		$(find "$@" -path '*/test/*' -name '*.log') 2>/dev/null || true)
+	for log in $sanitizer_reports; do
+		echo "setup.sh: sanitizer report in $log"
+		failed=$((failed + 1))
+	done
+	echo "tests: $passed passed, $failed failed"
+	[ "$failed" -eq 0 ]
+}
+
+run_tests() {
+	status=0
+	build build
+	(cd build && make -j"$jobs" check) || status=1
+	build build-asan --enable-sanitizers
+	(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		make -j"$jobs" check) || status=1
+	summarize build build-asan || status=1
+	return $status
+}
+
+run_demo() {
+	build build
+	echo
+	echo "== bolt_info on the software device, Thunderbolt profile =="
+	FI_BOLT_SOFT=thunderbolt FI_BOLT_SOFT_NAMESPACE="demo-$$" build/util/bolt_info
+	echo
+	echo "== fi_info -p bolt, software device, RoCE v2 profile =="
+	FI_PROVIDER_PATH="$top/build/.libs" FI_BOLT_SOFT=rocev2 FI_BOLT_SOFT_NAMESPACE="demo-$$" \
+		fi_info -p bolt
+}
+
+case "${1:-}" in
+demo) install_packages; run_demo ;;
+test) install_packages; run_tests ;;
+*) echo "usage: $0 demo|test" >&2; exit 2 ;;
+esac

@@ -1,0 +1,485 @@
+/*
+ * softrdma_bench.c: how fast the software RDMA device moves data between two
+ * processes (this one and a forked child) on one device: RDMA write
+ * bandwidth against single-thread memcpy on the same machine, then SEND/RECV
+ * ping-pong latency. Usage: softrdma_bench [thunderbolt|rocev2] (default:
+ * $FI_BOLT_SOFT, else rocev2).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "softrdma/softrdma.h"
+
+#define BENCH_MAX_SIZE (64u << 20)
+#define BENCH_IN_FLIGHT 16          /* within thunderbolt's 63, as MLX keeps to 32 */
+#define BENCH_BYTES_PER_SIZE (1ull << 30)
+#define BENCH_TIMEOUT_MS 10000
+
+struct bench_address {
+	uint32_t qpn;
+	uint32_t rkey;
+	uint64_t addr;
+	union ibv_gid gid;
+};
+
+/* One side: the device, a registered buffer, a QP connected to the other side. */
+struct bench_side {
+	struct ibv_context *context;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	char *buffer;
+	struct ibv_mr *mr;
+	struct bench_address self;
+	struct bench_address peer;
+	int to_peer;            /* pipe ends: the side channel */
+	int from_peer;
+};
+
+/* What the initiator asks of the target before each latency size. */
+struct bench_request {
+	uint32_t size;          /* 0: done */
+	uint32_t iterations;
+};
+
+static double bench_now(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double) now.tv_sec + (double) now.tv_nsec * 1e-9;
+}
+
+static int bench_fail(const char *call, int error)
+{
+	fprintf(stderr, "softrdma_bench: %s failed: %s\n", call, strerror(error));
+	return -1;
+}
+
+static int bench_write_all(int fd, const void *data, size_t size)
+{
+	const char *bytes = data;
+
+	while (size) {
+		ssize_t written = write(fd, bytes, size);
+
+		if (written < 0 && errno == EINTR)
+			continue;
+		if (written <= 0)
+			return bench_fail("write to the side channel", errno ? errno : EIO);
+		bytes += written;
+		size -= (size_t) written;
+	}
+	return 0;
+}
+
+static int bench_read_all(int fd, void *data, size_t size)
+{
+	struct pollfd pollfd = { .fd = fd, .events = POLLIN };
+	char *bytes = data;
+
+	while (size) {
+		ssize_t got;
+
+		if (poll(&pollfd, 1, BENCH_TIMEOUT_MS) <= 0)
+			return bench_fail("read from the side channel", ETIMEDOUT);
+		got = read(fd, bytes, size);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return bench_fail("read from the side channel", got ? errno : EPIPE);
+		bytes += got;
+		size -= (size_t) got;
+	}
+	return 0;
+}
+
+static int bench_open_device(struct bench_side *side)
+{
+	struct ibv_device **list;
+	int count;
+
+	list = softrdma_get_device_list(&count);
+	if (!list)
+		return bench_fail("get_device_list", errno);
+	side->context = count ? softrdma_open_device(list[0]) : NULL;
+	softrdma_free_device_list(list);
+	if (!side->context)
+		return bench_fail("open_device", count ? errno : ENODEV);
+	side->pd = softrdma_alloc_pd(side->context);
+	if (!side->pd)
+		return bench_fail("alloc_pd", errno);
+	side->cq = softrdma_create_cq(side->context, 1024, NULL, NULL, 0);
+	if (!side->cq)
+		return bench_fail("create_cq", errno);
+	return 0;
+}
+
+static int bench_create_objects(struct bench_side *side, enum ibv_qp_type type)
+{
+	struct ibv_qp_init_attr attr = {
+		.send_cq = side->cq, .recv_cq = side->cq, .qp_type = type,
+		.cap = { .max_send_wr = 32, .max_recv_wr = 32, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+
+	side->buffer = calloc(1, BENCH_MAX_SIZE);
+	if (!side->buffer)
+		return bench_fail("calloc", ENOMEM);
+	side->mr = softrdma_reg_mr(side->pd, side->buffer, BENCH_MAX_SIZE,
+				   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!side->mr)
+		return bench_fail("reg_mr", errno);
+	side->qp = softrdma_create_qp(side->pd, &attr);
+	if (!side->qp)
+		return bench_fail("create_qp", errno);
+	side->self.qpn = side->qp->qp_num;
+	side->self.rkey = side->mr->rkey;
+	side->self.addr = (uintptr_t) side->buffer;
+	if (softrdma_query_gid(side->context, 1, 1, &side->self.gid))
+		return bench_fail("query_gid", errno);
+	return 0;
+}
+
+static int bench_connect(struct bench_side *side)
+{
+	bool rc = side->qp->qp_type == IBV_QPT_RC;
+	struct ibv_port_attr port;
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+	};
+	int ret;
+
+	if (softrdma_query_port(side->context, 1, &port))
+		return bench_fail("query_port", errno);
+	ret = softrdma_modify_qp(side->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				 IBV_QP_ACCESS_FLAGS);
+	if (ret)
+		return bench_fail("modify_qp to INIT", ret);
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	attr.path_mtu = port.active_mtu;
+	attr.dest_qp_num = side->peer.qpn;
+	attr.max_dest_rd_atomic = 1;
+	attr.min_rnr_timer = 1;
+	attr.ah_attr = (struct ibv_ah_attr) { .is_global = 1, .port_num = 1,
+		.grh = { .dgid = side->peer.gid, .sgid_index = 1, .hop_limit = 1 } };
+	ret = softrdma_modify_qp(side->qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				 (rc ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0));
+	if (ret)
+		return bench_fail("modify_qp to RTR", ret);
+	memset(&attr, 0, sizeof(attr));
+	attr = (struct ibv_qp_attr) { .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
+				      .rnr_retry = 7, .max_rd_atomic = 1 };
+	ret = softrdma_modify_qp(side->qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN |
+				 (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				       IBV_QP_MAX_QP_RD_ATOMIC : 0));
+	return ret ? bench_fail("modify_qp to RTS", ret) : 0;
+}
+
+/* Exchanges addresses, connects, and waits until the peer is connected too. */
+static int bench_side_open(struct bench_side *side, const struct softrdma_config *config,
+			   enum ibv_qp_type type)
+{
+	char ready = 1;
+	int ret = softrdma_attach(config);
+
+	if (ret)
+		return bench_fail("softrdma_attach", -ret);
+	if (bench_open_device(side) || bench_create_objects(side, type) ||
+	    bench_write_all(side->to_peer, &side->self, sizeof(side->self)) ||
+	    bench_read_all(side->from_peer, &side->peer, sizeof(side->peer)) ||
+	    bench_connect(side) || bench_write_all(side->to_peer, &ready, 1) ||
+	    bench_read_all(side->from_peer, &ready, 1))
+		return -1;
+	return 0;
+}
+
+static void bench_side_close(struct bench_side *side)
+{
+	if (side->qp)
+		softrdma_destroy_qp(side->qp);
+	if (side->mr)
+		softrdma_dereg_mr(side->mr);
+	if (side->cq)
+		softrdma_destroy_cq(side->cq);
+	if (side->pd)
+		softrdma_dealloc_pd(side->pd);
+	if (side->context)
+		softrdma_close_device(side->context);
+	free(side->buffer);
+	softrdma_detach();
+}
+
+/* Polls until `receives` receive and `sends` send completions have arrived. */
+static int bench_wait(struct bench_side *side, int receives, int sends)
+{
+	double deadline = bench_now() + BENCH_TIMEOUT_MS / 1000.0;
+	struct ibv_wc wc;
+
+	while (receives > 0 || sends > 0) {
+		int got = softrdma_poll_cq(side->cq, 1, &wc);
+
+		if (got < 0)
+			return bench_fail("poll_cq", -got);
+		if (got && wc.status != IBV_WC_SUCCESS) {
+			fprintf(stderr, "softrdma_bench: completion: %s\n",
+				softrdma_wc_status_str(wc.status));
+			return -1;
+		}
+		if (got && wc.opcode == IBV_WC_RECV)
+			receives--;
+		else if (got)
+			sends--;
+		else if (bench_now() > deadline)
+			return bench_fail("waiting for a completion", ETIMEDOUT);
+	}
+	return 0;
+}
+
+static int bench_post(struct bench_side *side, enum ibv_wr_opcode opcode, uint32_t size)
+{
+	struct ibv_sge sge = { (uintptr_t) side->buffer, size, side->mr->lkey };
+	struct ibv_send_wr wr = {
+		.sg_list = &sge, .num_sge = 1, .opcode = opcode, .send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = side->peer.addr, .rkey = side->peer.rkey },
+	}, *bad_wr;
+	int ret = softrdma_post_send(side->qp, &wr, &bad_wr);
+
+	return ret ? bench_fail("post_send", ret) : 0;
+}
+
+static int bench_post_receive(struct bench_side *side, uint32_t size)
+{
+	struct ibv_sge sge = { (uintptr_t) side->buffer, size, side->mr->lkey };
+	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad_wr;
+	int ret = softrdma_post_recv(side->qp, &wr, &bad_wr);
+
+	return ret ? bench_fail("post_recv", ret) : 0;
+}
+
+static uint32_t bench_iterations(uint64_t size, uint64_t bytes, uint32_t least)
+{
+	uint64_t iterations = bytes / size;
+
+	return iterations < least ? least : (uint32_t) iterations;
+}
+
+/* Seconds for `iterations` writes of size bytes, BENCH_IN_FLIGHT at a time. */
+static int bench_write_time(struct bench_side *side, uint32_t size, uint32_t iterations,
+			    double *seconds)
+{
+	uint32_t posted = 0, completed = 0;
+	double start = bench_now();
+
+	while (completed < iterations) {
+		while (posted < iterations && posted - completed < BENCH_IN_FLIGHT) {
+			if (bench_post(side, IBV_WR_RDMA_WRITE, size))
+				return -1;
+			posted++;
+		}
+		if (bench_wait(side, 0, 1))
+			return -1;
+		completed++;
+	}
+	*seconds = bench_now() - start;
+	return 0;
+}
+
+static double bench_memcpy_time(char *destination, const char *source, uint32_t size,
+				uint32_t iterations)
+{
+	double start = bench_now();
+
+	for (uint32_t index = 0; index < iterations; index++) {
+		memcpy(destination, source, size);
+		/* Keeps the compiler from merging or dropping the copies. */
+		__asm__ volatile("" : : "r"(destination) : "memory");
+	}
+	return bench_now() - start;
+}
+
+static int bench_bandwidth(struct bench_side *side)
+{
+	char *destination = malloc(BENCH_MAX_SIZE);
+
+	if (!destination)
+		return bench_fail("malloc", ENOMEM);
+	memset(destination, 1, BENCH_MAX_SIZE);
+	printf("# RDMA write bandwidth (%d in flight) vs single-thread memcpy, GB/s = 1e9 B/s\n",
+	       BENCH_IN_FLIGHT);
+	printf("# %10s %8s %12s %12s %8s\n", "size", "iters", "write GB/s", "memcpy GB/s", "ratio");
+	for (uint32_t size = 4096; size <= BENCH_MAX_SIZE; size *= 4) {
+		uint32_t iterations = bench_iterations(size, BENCH_BYTES_PER_SIZE, 16);
+		double write_seconds, memcpy_seconds, write_rate, memcpy_rate;
+
+		if (bench_write_time(side, size, iterations / 8, &write_seconds) ||
+		    bench_write_time(side, size, iterations, &write_seconds)) {
+			free(destination);
+			return -1;
+		}
+		bench_memcpy_time(destination, side->buffer, size, iterations / 8);
+		memcpy_seconds = bench_memcpy_time(destination, side->buffer, size, iterations);
+		write_rate = (double) size * iterations / write_seconds / 1e9;
+		memcpy_rate = (double) size * iterations / memcpy_seconds / 1e9;
+		printf("  %10u %8u %12.2f %12.2f %8.2f\n", size, iterations, write_rate,
+		       memcpy_rate, write_rate / memcpy_rate);
+		fflush(stdout);
+	}
+	free(destination);
+	return 0;
+}
+
+static int bench_ping(struct bench_side *side, uint32_t size, uint32_t iterations,
+		      double *seconds)
+{
+	struct bench_request request = { size, iterations };
+	double start;
+	char ready;
+
+	if (bench_write_all(side->to_peer, &request, sizeof(request)) ||
+	    bench_read_all(side->from_peer, &ready, 1))
+		return -1;
+	start = bench_now();
+	for (uint32_t index = 0; index < iterations; index++) {
+		if (bench_post_receive(side, size) || bench_post(side, IBV_WR_SEND, size) ||
+		    bench_wait(side, 1, 1))
+			return -1;
+	}
+	*seconds = bench_now() - start;
+	return 0;
+}
+
+static int bench_latency(struct bench_side *side)
+{
+	static const uint32_t sizes[] = { 8, 64, 512, 4096, 16384, 65536 };
+	struct bench_request done = { 0, 0 };
+
+	printf("# SEND/RECV ping-pong latency, half round trip\n");
+	printf("# %10s %8s %12s\n", "size", "iters", "latency us");
+	for (size_t index = 0; index < sizeof(sizes) / sizeof(sizes[0]); index++) {
+		uint32_t size = sizes[index];
+		uint32_t iterations = bench_iterations(size, 256u << 20, 2000);
+		double seconds;
+
+		if (iterations > 20000)
+			iterations = 20000;
+		if (bench_ping(side, size, iterations / 10, &seconds) ||
+		    bench_ping(side, size, iterations, &seconds))
+			return -1;
+		printf("  %10u %8u %12.2f\n", size, iterations, seconds / iterations / 2 * 1e6);
+		fflush(stdout);
+	}
+	return bench_write_all(side->to_peer, &done, sizeof(done));
+}
+
+/* The target: answers each ping with a pong of the same size. */
+static int bench_pong(struct bench_side *side, const struct bench_request *request)
+{
+	char ready = 1;
+
+	if (bench_post_receive(side, request->size) ||
+	    bench_write_all(side->to_peer, &ready, 1))
+		return -1;
+	for (uint32_t index = 0; index < request->iterations; index++) {
+		if (bench_wait(side, 1, 0))
+			return -1;
+		if (index + 1 < request->iterations && bench_post_receive(side, request->size))
+			return -1;
+		if (bench_post(side, IBV_WR_SEND, request->size) || bench_wait(side, 0, 1))
+			return -1;
+	}
+	return 0;
+}
+
+static int bench_target(const struct softrdma_config *config, enum ibv_qp_type type,
+			int to_peer, int from_peer)
+{
+	struct bench_side side = { .to_peer = to_peer, .from_peer = from_peer };
+	struct bench_request request;
+	int ret = bench_side_open(&side, config, type);
+
+	while (!ret) {
+		ret = bench_read_all(from_peer, &request, sizeof(request));
+		if (ret || !request.size)
+			break;
+		ret = bench_pong(&side, &request);
+	}
+	bench_side_close(&side);
+	return ret ? 1 : 0;
+}
+
+static void bench_header(const struct softrdma_config *config, struct bench_side *side)
+{
+	struct softrdma_profile_limits limits;
+
+	softrdma_profile_limits(config->profile, &limits);
+	printf("# softrdma_bench: profile %s, device %s, topology %s, %s QP, path MTU %d, "
+	       "2 processes (fork), single copy by process_vm_writev\n",
+	       softrdma_profile_name(config->profile), side->context->device->name,
+	       config->topology, side->qp->qp_type == IBV_QPT_RC ? "RC" : "UC",
+	       limits.path_mtu_bytes);
+}
+
+static int bench_initiator(const struct softrdma_config *config, enum ibv_qp_type type,
+			   int to_peer, int from_peer)
+{
+	struct bench_side side = { .to_peer = to_peer, .from_peer = from_peer };
+	int ret = bench_side_open(&side, config, type);
+
+	if (!ret) {
+		bench_header(config, &side);
+		ret = bench_bandwidth(&side);
+	}
+	if (!ret)
+		ret = bench_latency(&side);
+	bench_side_close(&side);
+	return ret;
+}
+
+static int bench_config(int argc, char **argv, struct softrdma_config *config)
+{
+	const char *profile = argc > 1 ? argv[1] : getenv("FI_BOLT_SOFT");
+
+	memset(config, 0, sizeof(*config));
+	if (softrdma_profile_parse(profile && *profile ? profile : "rocev2", &config->profile)) {
+		fprintf(stderr, "usage: %s [thunderbolt|rocev2]\n", argv[0]);
+		return -1;
+	}
+	snprintf(config->topology, sizeof(config->topology), "single");
+	snprintf(config->namespace_name, sizeof(config->namespace_name), "bench-%d",
+		 (int) getpid());
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct softrdma_config config;
+	enum ibv_qp_type type;
+	int down[2], up[2], status, ret;
+	pid_t target;
+
+	if (bench_config(argc, argv, &config))
+		return 2;
+	type = config.profile == SOFTRDMA_PROFILE_THUNDERBOLT ? IBV_QPT_UC : IBV_QPT_RC;
+	if (pipe(down) || pipe(up))
+		return bench_fail("pipe", errno) ? 1 : 0;
+	target = fork();
+	if (target < 0)
+		return bench_fail("fork", errno) ? 1 : 0;
+	if (target == 0)
+		_exit(bench_target(&config, type, up[1], down[0]));
+	ret = bench_initiator(&config, type, down[1], up[0]);
+	close(down[1]);
+	if (waitpid(target, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+		ret = -1;
+	return ret ? 1 : 0;
+}
