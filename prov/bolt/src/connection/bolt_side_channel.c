@@ -1,0 +1,589 @@
+/*
+ * bolt_side_channel.c: the side channel's sockets, framing and validation:
+ * listening and accepting, non-blocking connect, queued output that drains as
+ * the socket takes it, and input checked frame by frame before any of it is
+ * handed up. The wire format is described in bolt_side_channel.h.
+ */
+#define _GNU_SOURCE     /* accept4 */
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bolt.h"
+#include "connection/bolt_side_channel.h"
+
+#define BOLT_SIDE_CHANNEL_BACKLOG 128
+#define BOLT_SIDE_CHANNEL_ADDRESS_TEXT 96
+
+/* Linux creates sockets non-blocking and close-on-exec atomically (no window
+ * in which a concurrent fork + exec inherits them); elsewhere (macOS) the
+ * flags are set right after creation, and SO_NOSIGPIPE does MSG_NOSIGNAL's job. */
+#ifdef SOCK_CLOEXEC
+#define BOLT_SIDE_CHANNEL_SOCKET_FLAGS (SOCK_NONBLOCK | SOCK_CLOEXEC)
+#else
+#define BOLT_SIDE_CHANNEL_SOCKET_FLAGS 0
+#endif
+#ifndef MSG_NOSIGNAL
+#define MSG_NOSIGNAL 0
+#endif
+
+struct bolt_side_channel_header {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint32_t length;
+	uint64_t job_key_digest;
+};
+
+static void bolt_store_big_endian(uint8_t *bytes, uint64_t value, size_t size)
+{
+	for (size_t i = size; i > 0; i--, value >>= 8)
+		bytes[i - 1] = (uint8_t) value;
+}
+
+static uint64_t bolt_load_big_endian(const uint8_t *bytes, size_t size)
+{
+	uint64_t value = 0;
+
+	for (size_t i = 0; i < size; i++)
+		value = value << 8 | bytes[i];
+	return value;
+}
+
+static void bolt_side_channel_encode_header(const struct bolt_side_channel_header *header,
+					    uint8_t *bytes)
+{
+	bolt_store_big_endian(bytes, header->magic, 4);
+	bolt_store_big_endian(bytes + 4, header->version, 2);
+	bolt_store_big_endian(bytes + 6, header->type, 2);
+	bolt_store_big_endian(bytes + 8, header->length, 4);
+	bolt_store_big_endian(bytes + 12, header->job_key_digest, 8);
+}
+
+static void bolt_side_channel_decode_header(const uint8_t *bytes,
+					    struct bolt_side_channel_header *header)
+{
+	header->magic = (uint32_t) bolt_load_big_endian(bytes, 4);
+	header->version = (uint16_t) bolt_load_big_endian(bytes + 4, 2);
+	header->type = (uint16_t) bolt_load_big_endian(bytes + 6, 2);
+	header->length = (uint32_t) bolt_load_big_endian(bytes + 8, 4);
+	header->job_key_digest = bolt_load_big_endian(bytes + 12, 8);
+}
+
+/* "192.0.2.1:4000" or "[fe80::1%en0]:4000"; numeric only, so no name lookup can block. */
+static void bolt_side_channel_format_address(const struct sockaddr *address, socklen_t length,
+					     char *text, size_t size)
+{
+	char host[NI_MAXHOST], service[NI_MAXSERV];
+
+	if (getnameinfo(address, length, host, sizeof(host), service, sizeof(service),
+			NI_NUMERICHOST | NI_NUMERICSERV)) {
+		snprintf(text, size, "(unknown address)");
+		return;
+	}
+	snprintf(text, size, address->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, service);
+}
+
+static int bolt_side_channel_check_address(const struct sockaddr *address, socklen_t length)
+{
+	socklen_t needed = 0;
+
+	if (address && address->sa_family == AF_INET)
+		needed = sizeof(struct sockaddr_in);
+	else if (address && address->sa_family == AF_INET6)
+		needed = sizeof(struct sockaddr_in6);
+	if (needed && length >= needed && length <= sizeof(struct sockaddr_storage))
+		return 0;
+	FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
+		"side channel: the address is not a whole IPv4 or IPv6 socket address\n");
+	return -FI_EINVAL;
+}
+
+/* Completes what BOLT_SIDE_CHANNEL_SOCKET_FLAGS could not do at creation. */
+static int bolt_side_channel_configure_socket(int fd)
+{
+#ifndef SOCK_CLOEXEC
+	int flags = fcntl(fd, F_GETFL);
+
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) || fcntl(fd, F_SETFD, FD_CLOEXEC))
+		return -errno;
+#endif
+#ifdef SO_NOSIGPIPE
+	int one = 1;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof(one)))
+		return -errno;
+#endif
+	(void) fd;      /* Linux did it all at creation */
+	return 0;
+}
+
+/* A new configured socket, or -errno. */
+static int bolt_side_channel_socket(int family)
+{
+	int fd = socket(family, SOCK_STREAM | BOLT_SIDE_CHANNEL_SOCKET_FLAGS, 0);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = bolt_side_channel_configure_socket(fd);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* An accepted configured socket, or -errno. */
+static int bolt_side_channel_accept_socket(int listen_fd, struct sockaddr_storage *peer,
+					   socklen_t *peer_length)
+{
+	int fd, ret;
+
+#ifdef SOCK_CLOEXEC
+	fd = accept4(listen_fd, (struct sockaddr *) peer, peer_length,
+		     BOLT_SIDE_CHANNEL_SOCKET_FLAGS);
+#else
+	fd = accept(listen_fd, (struct sockaddr *) peer, peer_length);
+#endif
+	if (fd < 0)
+		return -errno;
+	ret = bolt_side_channel_configure_socket(fd);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* Messages are small and latency matters more than packet count. */
+static int bolt_side_channel_set_nodelay(int fd)
+{
+	int one = 1;
+
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
+		return -errno;
+	return 0;
+}
+
+static void bolt_side_channel_stream_init(struct bolt_side_channel_stream *stream, int fd,
+					  uint64_t job_key_digest, const struct sockaddr *peer,
+					  socklen_t peer_length)
+{
+	stream->fd = fd;
+	stream->connecting = false;
+	stream->error = 0;
+	stream->job_key_digest = job_key_digest;
+	memcpy(&stream->peer, peer, peer_length);
+	stream->peer_length = peer_length;
+	stream->out_length = 0;
+	stream->in_length = 0;
+	stream->in_checked = 0;
+}
+
+/*
+ * Marks the connection dead, naming why (error is an errno value, or 0 when
+ * what says it all). Info level: a peer going away is an event the connection
+ * layer reports, not necessarily a fault.
+ */
+static int bolt_side_channel_fail(struct bolt_side_channel_stream *stream, int error,
+				  const char *what)
+{
+	char peer[BOLT_SIDE_CHANNEL_ADDRESS_TEXT];
+
+	bolt_side_channel_format_address((struct sockaddr *) &stream->peer, stream->peer_length,
+					 peer, sizeof(peer));
+	FI_INFO(&bolt_prov, FI_LOG_EP_CTRL, "side channel with %s: %s%s%s\n", peer, what,
+		error ? ": " : "", error ? strerror(error) : "");
+	stream->connecting = false;
+	stream->error = -FI_ECONNRESET;
+	return stream->error;
+}
+
+/* Marks the stream unusable after a malformed frame, naming what was wrong. */
+__attribute__((format(printf, 2, 3)))
+static int bolt_side_channel_reject(struct bolt_side_channel_stream *stream,
+				    const char *format, ...)
+{
+	char peer[BOLT_SIDE_CHANNEL_ADDRESS_TEXT], reason[160];
+	va_list arguments;
+
+	va_start(arguments, format);
+	vsnprintf(reason, sizeof(reason), format, arguments);
+	va_end(arguments);
+	bolt_side_channel_format_address((struct sockaddr *) &stream->peer, stream->peer_length,
+					 peer, sizeof(peer));
+	FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
+		"side channel from %s: %s; the connection is dropped\n", peer, reason);
+	stream->error = -FI_EPROTO;
+	return stream->error;
+}
+
+static int bolt_side_channel_check_header(struct bolt_side_channel_stream *stream,
+					  const struct bolt_side_channel_header *header)
+{
+	if (header->magic != BOLT_SIDE_CHANNEL_MAGIC)
+		return bolt_side_channel_reject(stream,
+			"bad magic 0x%08x, not a bolt side channel peer", header->magic);
+	if (header->version != BOLT_SIDE_CHANNEL_VERSION)
+		return bolt_side_channel_reject(stream,
+			"protocol version %u, this process speaks version %u",
+			header->version, BOLT_SIDE_CHANNEL_VERSION);
+	if (header->type == 0)
+		return bolt_side_channel_reject(stream, "message type 0");
+	if (header->length > BOLT_SIDE_CHANNEL_MAX_BODY)
+		return bolt_side_channel_reject(stream, "body of %u bytes, above the maximum %u",
+			header->length, BOLT_SIDE_CHANNEL_MAX_BODY);
+	if (header->job_key_digest != stream->job_key_digest)
+		return bolt_side_channel_reject(stream,
+			"another job's key (every process of a job needs the same "
+			"FI_BOLT_JOB_KEY, or the same user when it is unset)");
+	return 0;
+}
+
+/* Checks the header of every frame that has arrived in whole or in part, once each. */
+static int bolt_side_channel_check_input(struct bolt_side_channel_stream *stream)
+{
+	struct bolt_side_channel_header header;
+	int ret;
+
+	if (stream->error == -FI_EPROTO)
+		return stream->error;
+	while (stream->in_checked + BOLT_SIDE_CHANNEL_HEADER_SIZE <= stream->in_length) {
+		bolt_side_channel_decode_header(stream->in_buffer + stream->in_checked, &header);
+		ret = bolt_side_channel_check_header(stream, &header);
+		if (ret)
+			return ret;
+		stream->in_checked += BOLT_SIDE_CHANNEL_HEADER_SIZE + header.length;
+	}
+	return 0;
+}
+
+/* Whether a connect() error comes from the network or the peer, not from this host. */
+static bool bolt_side_channel_is_peer_error(int error)
+{
+	switch (error) {
+	case ECONNREFUSED: case ECONNRESET: case ETIMEDOUT:
+	case ENETUNREACH: case EHOSTUNREACH: case ENETDOWN: case EHOSTDOWN:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Whether accept() failed for one connection only, so the listener carries on (accept(2)). */
+static bool bolt_side_channel_is_transient_accept_error(int error)
+{
+	switch (error) {
+	case EAGAIN: case EINTR: case ECONNABORTED:
+#if EWOULDBLOCK != EAGAIN
+	case EWOULDBLOCK:
+#endif
+	case ENETDOWN: case EPROTO: case ENOPROTOOPT: case EHOSTDOWN: case EHOSTUNREACH:
+	case EOPNOTSUPP: case ENETUNREACH:
+#ifdef ENONET
+	case ENONET:
+#endif
+		return true;
+	default:
+		return false;
+	}
+}
+
+int bolt_side_channel_listen(const struct sockaddr *address, socklen_t length,
+			     uint64_t job_key_digest, struct bolt_side_channel_listener *listener)
+{
+	char text[BOLT_SIDE_CHANNEL_ADDRESS_TEXT];
+	const char *what = "socket";
+	int one = 1, fd, ret;
+
+	listener->fd = -1;
+	ret = bolt_side_channel_check_address(address, length);
+	if (ret)
+		return ret;
+	fd = bolt_side_channel_socket(address->sa_family);
+	if (fd < 0) {
+		ret = fd;
+		goto fail;
+	}
+	/* Lets a restarted job bind the fixed port its predecessor's connections hold in TIME_WAIT. */
+	what = "SO_REUSEADDR";
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
+		goto fail_errno;
+	what = "bind";
+	if (bind(fd, address, length))
+		goto fail_errno;
+	what = "listen";
+	if (listen(fd, BOLT_SIDE_CHANNEL_BACKLOG))
+		goto fail_errno;
+	what = "getsockname";
+	listener->address_length = sizeof(listener->address);
+	if (getsockname(fd, (struct sockaddr *) &listener->address, &listener->address_length))
+		goto fail_errno;
+
+	listener->fd = fd;
+	listener->job_key_digest = job_key_digest;
+	bolt_side_channel_format_address((struct sockaddr *) &listener->address,
+					 listener->address_length, text, sizeof(text));
+	FI_INFO(&bolt_prov, FI_LOG_EP_CTRL, "side channel: listening on %s\n", text);
+	return 0;
+
+fail_errno:
+	ret = -errno;
+	close(fd);
+fail:
+	bolt_side_channel_format_address(address, length, text, sizeof(text));
+	FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "side channel: cannot listen on %s: %s: %s\n",
+		text, what, strerror(-ret));
+	return ret;
+}
+
+void bolt_side_channel_listener_close(struct bolt_side_channel_listener *listener)
+{
+	if (listener->fd >= 0)
+		close(listener->fd);
+	listener->fd = -1;
+}
+
+int bolt_side_channel_accept(struct bolt_side_channel_listener *listener,
+			     struct bolt_side_channel_stream *stream)
+{
+	struct sockaddr_storage peer;
+	socklen_t peer_length = sizeof(peer);
+	int fd, ret;
+
+	stream->fd = -1;
+	fd = bolt_side_channel_accept_socket(listener->fd, &peer, &peer_length);
+	if (fd < 0) {
+		if (bolt_side_channel_is_transient_accept_error(-fd))
+			return -FI_EAGAIN;
+		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "side channel: accept: %s\n", strerror(-fd));
+		return fd;
+	}
+	ret = bolt_side_channel_set_nodelay(fd);
+	if (ret) {
+		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "side channel: TCP_NODELAY: %s\n",
+			strerror(-ret));
+		close(fd);
+		return ret;
+	}
+	bolt_side_channel_stream_init(stream, fd, listener->job_key_digest,
+				      (struct sockaddr *) &peer, peer_length);
+	return 0;
+}
+
+int bolt_side_channel_connect(const struct sockaddr *address, socklen_t length,
+			      uint64_t job_key_digest, struct bolt_side_channel_stream *stream)
+{
+	char text[BOLT_SIDE_CHANNEL_ADDRESS_TEXT];
+	const char *what = "socket";
+	int fd, ret;
+
+	stream->fd = -1;
+	ret = bolt_side_channel_check_address(address, length);
+	if (ret)
+		return ret;
+	fd = bolt_side_channel_socket(address->sa_family);
+	if (fd < 0) {
+		ret = fd;
+		goto fail;
+	}
+	what = "TCP_NODELAY";
+	ret = bolt_side_channel_set_nodelay(fd);
+	if (ret)
+		goto fail_close;
+
+	bolt_side_channel_stream_init(stream, fd, job_key_digest, address, length);
+	if (!connect(fd, address, length))
+		return 0;
+	/* A non-blocking connect that was interrupted carries on like one in progress. */
+	if (errno == EINPROGRESS || errno == EINTR) {
+		stream->connecting = true;
+		return 0;
+	}
+	/* Loopback may refuse at once; report it where every other refusal shows. */
+	if (bolt_side_channel_is_peer_error(errno)) {
+		bolt_side_channel_fail(stream, errno, "connect");
+		return 0;
+	}
+	what = "connect";
+	ret = -errno;
+fail_close:
+	close(fd);
+	stream->fd = -1;
+fail:
+	bolt_side_channel_format_address(address, length, text, sizeof(text));
+	FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "side channel: cannot connect to %s: %s: %s\n",
+		text, what, strerror(-ret));
+	return ret;
+}
+
+/* A non-blocking connect has ended when the socket turns writable; SO_ERROR says how. */
+static int bolt_side_channel_finish_connect(struct bolt_side_channel_stream *stream)
+{
+	struct pollfd pollfd = { .fd = stream->fd, .events = POLLOUT };
+	socklen_t length = sizeof(int);
+	int error = 0;
+
+	/* Zero timeout: only asks. -1 (EINTR, ENOMEM) is asked again at the next progress. */
+	if (poll(&pollfd, 1, 0) <= 0)
+		return 0;
+	if (getsockopt(stream->fd, SOL_SOCKET, SO_ERROR, &error, &length))
+		error = errno;
+	if (error)
+		return bolt_side_channel_fail(stream, error, "connect");
+	stream->connecting = false;
+	return 0;
+}
+
+/* Writes queued output until the socket is full; output waits while connecting. */
+static int bolt_side_channel_flush(struct bolt_side_channel_stream *stream)
+{
+	uint32_t sent = 0;
+	ssize_t written;
+	int ret = 0;
+
+	if (stream->connecting) {
+		ret = bolt_side_channel_finish_connect(stream);
+		if (ret || stream->connecting)
+			return ret;
+	}
+	while (!ret && sent < stream->out_length) {
+		written = send(stream->fd, stream->out_buffer + sent, stream->out_length - sent,
+			       MSG_NOSIGNAL);
+		if (written > 0)
+			sent += (uint32_t) written;
+		else if (written == 0 || errno == EAGAIN || errno == EWOULDBLOCK)
+			break;
+		else if (errno != EINTR)
+			ret = bolt_side_channel_fail(stream, errno, "send");
+	}
+	memmove(stream->out_buffer, stream->out_buffer + sent, stream->out_length - sent);
+	stream->out_length -= sent;
+	return ret;
+}
+
+/*
+ * Reads until the socket is empty or the input buffer full (receive makes
+ * room; the socket stays readable for poll meanwhile), then checks what came.
+ */
+static int bolt_side_channel_read(struct bolt_side_channel_stream *stream)
+{
+	ssize_t received;
+	int ret = 0, check;
+
+	while (!ret && stream->in_length < sizeof(stream->in_buffer)) {
+		received = recv(stream->fd, stream->in_buffer + stream->in_length,
+				sizeof(stream->in_buffer) - stream->in_length, 0);
+		if (received > 0)
+			stream->in_length += (uint32_t) received;
+		else if (received == 0)
+			ret = bolt_side_channel_fail(stream, 0, "the peer closed the connection");
+		else if (errno == EAGAIN || errno == EWOULDBLOCK)
+			break;
+		else if (errno != EINTR)
+			ret = bolt_side_channel_fail(stream, errno, "recv");
+	}
+	/* A malformed frame says more about the peer than the close that followed it. */
+	check = bolt_side_channel_check_input(stream);
+	return check ? check : ret;
+}
+
+int bolt_side_channel_progress(struct bolt_side_channel_stream *stream)
+{
+	int ret;
+
+	if (stream->error)
+		return stream->error;
+	ret = bolt_side_channel_flush(stream);
+	if (ret || stream->connecting)
+		return ret;
+	return bolt_side_channel_read(stream);
+}
+
+int bolt_side_channel_send(struct bolt_side_channel_stream *stream, uint16_t type,
+			   const void *body, uint32_t length)
+{
+	struct bolt_side_channel_header header = {
+		.magic = BOLT_SIDE_CHANNEL_MAGIC,
+		.version = BOLT_SIDE_CHANNEL_VERSION,
+		.type = type,
+		.length = length,
+		.job_key_digest = stream->job_key_digest,
+	};
+	uint32_t frame_length;
+	uint8_t *frame;
+	int ret;
+
+	if (type == 0 || length > BOLT_SIDE_CHANNEL_MAX_BODY || (length && !body))
+		return -FI_EINVAL;
+	if (stream->error)
+		return stream->error;
+	frame_length = BOLT_SIDE_CHANNEL_HEADER_SIZE + length;
+	if (frame_length > sizeof(stream->out_buffer) - stream->out_length) {
+		ret = bolt_side_channel_flush(stream);
+		if (ret)
+			return ret;
+		if (frame_length > sizeof(stream->out_buffer) - stream->out_length)
+			return -FI_EAGAIN;
+	}
+	frame = stream->out_buffer + stream->out_length;
+	bolt_side_channel_encode_header(&header, frame);
+	if (length)
+		memcpy(frame + BOLT_SIDE_CHANNEL_HEADER_SIZE, body, length);
+	stream->out_length += frame_length;
+	return bolt_side_channel_flush(stream);
+}
+
+int bolt_side_channel_receive(struct bolt_side_channel_stream *stream, uint16_t *type,
+			      void *body, uint32_t capacity, uint32_t *length)
+{
+	struct bolt_side_channel_header header;
+	uint32_t frame_length;
+
+	/* in_checked > 0: the header at offset 0 has been checked. */
+	if (!stream->in_checked)
+		return stream->error ? stream->error : -FI_EAGAIN;
+	bolt_side_channel_decode_header(stream->in_buffer, &header);
+	frame_length = BOLT_SIDE_CHANNEL_HEADER_SIZE + header.length;
+	if (stream->in_length < frame_length)
+		return stream->error ? stream->error : -FI_EAGAIN;
+	*length = header.length;
+	if (header.length > capacity)
+		return -FI_ETOOSMALL;
+	*type = header.type;
+	if (header.length)
+		memcpy(body, stream->in_buffer + BOLT_SIDE_CHANNEL_HEADER_SIZE, header.length);
+	memmove(stream->in_buffer, stream->in_buffer + frame_length,
+		stream->in_length - frame_length);
+	stream->in_length -= frame_length;
+	stream->in_checked -= frame_length;
+	return 0;
+}
+
+void bolt_side_channel_stream_close(struct bolt_side_channel_stream *stream)
+{
+	if (stream->fd >= 0)
+		close(stream->fd);
+	stream->fd = -1;
+	stream->connecting = false;
+	stream->out_length = 0;
+	stream->in_length = 0;
+	stream->in_checked = 0;
+}
+
+int bolt_side_channel_fd(const struct bolt_side_channel_stream *stream)
+{
+	return stream->fd;
+}
+
+short bolt_side_channel_poll_events(const struct bolt_side_channel_stream *stream)
+{
+	return (short) (POLLIN | (stream->connecting || stream->out_length ? POLLOUT : 0));
+}

@@ -1,0 +1,120 @@
+/*
+ * bolt_side_channel.h: the transport of the connection manager's side
+ * channel: non-blocking TCP streams that carry framed, validated messages
+ * between the processes of one job. The connection layer defines the message
+ * types and what they carry (queue pair numbers, PSNs, GIDs, liveness); this
+ * module moves them and refuses anything that is not a well-formed frame of
+ * this job. A closed or reset connection is how a dead peer shows itself.
+ *
+ * A frame on the wire, every field in network byte order:
+ *   offset  0  uint32  magic, BOLT_SIDE_CHANNEL_MAGIC ("BOLT")
+ *   offset  4  uint16  protocol version, BOLT_SIDE_CHANNEL_VERSION
+ *   offset  6  uint16  message type; opaque here, except that 0 is invalid
+ *   offset  8  uint32  body length, at most BOLT_SIDE_CHANNEL_MAX_BODY
+ *   offset 12  uint64  job key digest (connection/bolt_job_key.h)
+ *   offset 20          body
+ *
+ * Nothing here blocks and nothing allocates per message: each stream holds
+ * fixed-size buffers. Not thread-safe: callers serialise the use of a stream.
+ */
+#ifndef BOLT_SIDE_CHANNEL_H
+#define BOLT_SIDE_CHANNEL_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "bolt.h"
+
+#define BOLT_SIDE_CHANNEL_MAGIC 0x424f4c54u
+#define BOLT_SIDE_CHANNEL_VERSION 1
+#define BOLT_SIDE_CHANNEL_HEADER_SIZE 20
+/* Messages are small (connection setup, liveness); a bound keeps buffers fixed. */
+#define BOLT_SIDE_CHANNEL_MAX_BODY 4096
+#define BOLT_SIDE_CHANNEL_MAX_FRAME (BOLT_SIDE_CHANNEL_HEADER_SIZE + BOLT_SIDE_CHANNEL_MAX_BODY)
+/* Room for a maximum message while the previous one is still draining. */
+#define BOLT_SIDE_CHANNEL_OUT_CAPACITY (2 * BOLT_SIDE_CHANNEL_MAX_FRAME)
+
+struct bolt_side_channel_listener {
+	int fd;                             /* -1 when closed */
+	uint64_t job_key_digest;            /* given to every accepted stream */
+	struct sockaddr_storage address;    /* as bound: port 0 replaced by the real one */
+	socklen_t address_length;
+};
+
+struct bolt_side_channel_stream {
+	int fd;                             /* -1 when closed */
+	bool connecting;                    /* a non-blocking connect not yet complete */
+	int error;                          /* once set, 0 -> -FI_ECONNRESET or -FI_EPROTO */
+	uint64_t job_key_digest;            /* sent in every frame, required in every frame */
+	struct sockaddr_storage peer;       /* for log messages */
+	socklen_t peer_length;
+	uint32_t out_length;                /* bytes queued at the start of out_buffer */
+	uint32_t in_length;                 /* bytes received at the start of in_buffer */
+	uint32_t in_checked;                /* offset of the first frame whose header is unchecked */
+	uint8_t out_buffer[BOLT_SIDE_CHANNEL_OUT_CAPACITY];
+	/* One maximum frame: a checked frame at offset 0 always fits whole. */
+	uint8_t in_buffer[BOLT_SIDE_CHANNEL_MAX_FRAME];
+};
+
+/*
+ * Binds address (IPv4 or IPv6; port 0 picks an ephemeral port, reported in
+ * listener->address) and listens, non-blocking and close-on-exec. Accepted
+ * streams expect job_key_digest. 0 or a negative error code.
+ */
+int bolt_side_channel_listen(const struct sockaddr *address, socklen_t length,
+			     uint64_t job_key_digest, struct bolt_side_channel_listener *listener);
+void bolt_side_channel_listener_close(struct bolt_side_channel_listener *listener);
+
+/* Takes one pending connection: 0, -FI_EAGAIN when none is pending, or an error. */
+int bolt_side_channel_accept(struct bolt_side_channel_listener *listener,
+			     struct bolt_side_channel_stream *stream);
+
+/*
+ * Starts connecting to a listener. 0 means the attempt is under way: whether
+ * it succeeds, progress tells (-FI_ECONNRESET when refused or unreachable).
+ * Messages may be sent at once; they leave when the connection is up. Errors
+ * returned here are local (bad address, no file descriptors).
+ */
+int bolt_side_channel_connect(const struct sockaddr *address, socklen_t length,
+			      uint64_t job_key_digest, struct bolt_side_channel_stream *stream);
+
+/*
+ * Queues one message and writes what the socket takes. type is never 0;
+ * length is at most BOLT_SIDE_CHANNEL_MAX_BODY (else -FI_EINVAL). -FI_EAGAIN
+ * when the output buffer has no room: progress and try again.
+ */
+int bolt_side_channel_send(struct bolt_side_channel_stream *stream, uint16_t type,
+			   const void *body, uint32_t length);
+
+/*
+ * Completes a pending connect, writes queued output, reads available input
+ * and checks every frame header that has arrived. 0, -FI_ECONNRESET when the
+ * connection failed or the peer closed or reset it, -FI_EPROTO on a malformed
+ * frame. Errors are final: every later call returns the same one, and the
+ * caller closes the stream.
+ */
+int bolt_side_channel_progress(struct bolt_side_channel_stream *stream);
+
+/*
+ * Takes one whole, checked message: 0, or -FI_EAGAIN when none has arrived
+ * (yet), or the stream's error once the messages that came before it are
+ * taken. -FI_ETOOSMALL when the body exceeds capacity: *length tells the
+ * size and the message stays for another call.
+ */
+int bolt_side_channel_receive(struct bolt_side_channel_stream *stream, uint16_t *type,
+			      void *body, uint32_t capacity, uint32_t *length);
+
+/* Closes the socket; queued output is dropped. Harmless on a closed stream. */
+void bolt_side_channel_stream_close(struct bolt_side_channel_stream *stream);
+
+/*
+ * For poll(): the stream's socket and the events to wait for (POLLIN, and
+ * POLLOUT while connecting or while output is queued). Call progress before
+ * sleeping: it may already have something to report.
+ */
+int bolt_side_channel_fd(const struct bolt_side_channel_stream *stream);
+short bolt_side_channel_poll_events(const struct bolt_side_channel_stream *stream);
+
+#endif /* BOLT_SIDE_CHANNEL_H */
