@@ -9,16 +9,7 @@ library="$library_dir/libbolt-fi.so"
 namespace="provider-load-$$"
 failures=0
 
-# A provider built with sanitizers loads into the uninstrumented fi_info only
-# when their runtimes come first.
-for runtime in asan ubsan; do
-	if readelf -d "$library" | grep -aq "NEEDED.*lib$runtime"; then
-		LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$(${CC:-cc} -print-file-name=lib$runtime.so)"
-		export LD_PRELOAD
-		# fi_info's own allocations are not ours to judge.
-		export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-	fi
-done
+. "$(dirname "$0")/sanitizer_preload.sh"
 
 check() {
 	description=$1

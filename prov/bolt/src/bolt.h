@@ -45,6 +45,7 @@ struct bolt_params {
 	int soft_drop_ppm;          /* FI_BOLT_SOFT_DROP_PPM: drop UC packets at this rate */
 	int soft_seed;              /* FI_BOLT_SOFT_SEED: seed of the drop generator */
 	char job_key[256];          /* FI_BOLT_JOB_KEY: "" is "uid:<user id>" */
+	char side_channel_address[64];  /* FI_BOLT_SIDE_CHANNEL_ADDRESS: "" chooses */
 };
 
 /* Defines the parameters with libfabric; safe to call more than once. */

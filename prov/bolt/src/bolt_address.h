@@ -93,4 +93,30 @@ static inline int bolt_address_from_sockaddr(const struct sockaddr *sockaddr,
 	return -FI_EINVAL;
 }
 
+/* The socket address of the side channel behind address; -FI_EINVAL if malformed. */
+static inline int bolt_address_to_sockaddr(const struct bolt_address *address,
+					   struct sockaddr_storage *sockaddr, socklen_t *length)
+{
+	memset(sockaddr, 0, sizeof(*sockaddr));
+	if (address->family == BOLT_ADDRESS_FAMILY_IPV4) {
+		struct sockaddr_in *ipv4 = (struct sockaddr_in *) sockaddr;
+
+		ipv4->sin_family = AF_INET;
+		ipv4->sin_port = address->port;
+		memcpy(&ipv4->sin_addr, address->ip, sizeof(ipv4->sin_addr));
+		*length = sizeof(*ipv4);
+		return 0;
+	}
+	if (address->family == BOLT_ADDRESS_FAMILY_IPV6) {
+		struct sockaddr_in6 *ipv6 = (struct sockaddr_in6 *) sockaddr;
+
+		ipv6->sin6_family = AF_INET6;
+		ipv6->sin6_port = address->port;
+		memcpy(&ipv6->sin6_addr, address->ip, sizeof(ipv6->sin6_addr));
+		*length = sizeof(*ipv6);
+		return 0;
+	}
+	return -FI_EINVAL;
+}
+
 #endif /* BOLT_ADDRESS_H */

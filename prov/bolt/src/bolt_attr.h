@@ -25,11 +25,10 @@
 
 /*
  * What bolt advertises today: fi_getinfo reports caps & BOLT_CAPS_IMPLEMENTED
- * and rejects hints asking for more. Endpoints do not exist yet, so nothing
- * works; the next issue grows this mask as each capability lands with its
- * tests.
+ * and rejects hints asking for more. RDM endpoints carry messages, tagged
+ * messages and RMA; collectives come next.
  */
-#define BOLT_CAPS_IMPLEMENTED 0ULL
+#define BOLT_CAPS_IMPLEMENTED (BOLT_DESIGN_CAPS & ~(uint64_t) FI_COLLECTIVE)
 
 /*
  * Registration modes bolt can live with, any subset of them: it registers

@@ -63,6 +63,9 @@ static const struct bolt_param bolt_param_table[] = {
 	BOLT_STRING_PARAM("job_key", job_key,
 		"Key shared by every process of a job; side channel peers that present another "
 		"key are refused (default: unset, uid:<user id>, which keeps users apart)"),
+	BOLT_STRING_PARAM("side_channel_address", side_channel_address,
+		"IP address endpoints' side channels listen on (default: 127.0.0.1 on the "
+		"software device, else the address this host's name resolves to)"),
 };
 
 static const struct bolt_params bolt_param_defaults = {

@@ -1,0 +1,385 @@
+/*
+ * bolt_cq.c: completion queues. Successful completions wait in a ring sized
+ * when the CQ opens, failed operations in a list that fi_cq_readerr drains.
+ * Every entry point runs under the domain lock, and reads drive the domain's
+ * progress first, since bolt's progress is manual.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utlist.h>
+
+#include "bolt_provider.h"
+#include "bolt_unsupported.h"
+#include "bolt_wait.h"
+
+/* Large enough that the ring fills only when the application stops reading. */
+#define BOLT_CQ_DEFAULT_SIZE 1024
+#define BOLT_CQ_ERROR_TEXT_SIZE 160
+
+/* Each format is a prefix of fi_cq_tagged_entry, so one ring entry serves them all. */
+_Static_assert(offsetof(struct fi_cq_msg_entry, len) ==
+	       offsetof(struct fi_cq_tagged_entry, len), "msg entry is a prefix of tagged");
+_Static_assert(offsetof(struct fi_cq_data_entry, data) ==
+	       offsetof(struct fi_cq_tagged_entry, data), "data entry is a prefix of tagged");
+
+struct bolt_cq_error {
+	struct fi_cq_err_entry entry;
+	char text[BOLT_CQ_ERROR_TEXT_SIZE];   /* err_data: the failure in words */
+	struct bolt_cq_error *prev, *next;
+};
+
+/* The size of one entry of format as the application reads it; 0 for no format. */
+static size_t bolt_cq_format_size(enum fi_cq_format format)
+{
+	switch (format) {
+	case FI_CQ_FORMAT_CONTEXT:
+		return sizeof(struct fi_cq_entry);
+	case FI_CQ_FORMAT_MSG:
+		return sizeof(struct fi_cq_msg_entry);
+	case FI_CQ_FORMAT_DATA:
+		return sizeof(struct fi_cq_data_entry);
+	case FI_CQ_FORMAT_TAGGED:
+		return sizeof(struct fi_cq_tagged_entry);
+	default:
+		return 0;
+	}
+}
+
+/*
+ * bolt's provider errors are verbs work completion statuses; errors found
+ * above the device (a dead peer, say) carry a libfabric error code instead.
+ */
+static const char *bolt_cq_provider_error_text(const struct bolt_cq *cq, int provider_error)
+{
+	const struct bolt_verbs *verbs = &cq->domain->fabric->verbs;
+
+	if (provider_error > IBV_WC_SUCCESS && provider_error <= IBV_WC_GENERAL_ERR &&
+	    verbs->wc_status_str)
+		return verbs->wc_status_str((enum ibv_wc_status) provider_error);
+	return fi_strerror(provider_error < 0 ? -provider_error : provider_error);
+}
+
+/* The err_data of an error: what failed, in words, for logs and fi_cq_strerror users. */
+static void bolt_cq_describe_error(const struct bolt_cq *cq, struct bolt_cq_error *error)
+{
+	const struct fi_cq_err_entry *entry = &error->entry;
+
+	if (entry->prov_errno)
+		snprintf(error->text, sizeof(error->text), "%s (provider error %d: %s)",
+			 fi_strerror(entry->err), entry->prov_errno,
+			 bolt_cq_provider_error_text(cq, entry->prov_errno));
+	else
+		snprintf(error->text, sizeof(error->text), "%s", fi_strerror(entry->err));
+}
+
+/* The error whose err_data the application was lent is freed by its next read. */
+static void bolt_cq_end_loan(struct bolt_cq *cq)
+{
+	free(cq->lent_error);
+	cq->lent_error = NULL;
+}
+
+int bolt_cq_report(struct bolt_cq *cq, void *op_context, uint64_t flags, size_t length,
+		   void *buffer, uint64_t data, uint64_t tag, fi_addr_t source)
+{
+	struct bolt_cq_entry *slot;
+
+	if (cq->count == cq->capacity)
+		return -FI_EAGAIN;
+	slot = &cq->ring[(cq->head + cq->count) % cq->capacity];
+	slot->entry = (struct fi_cq_tagged_entry) {
+		.op_context = op_context,
+		.flags = flags,
+		.len = length,
+		.buf = buffer,
+		.data = data,
+		.tag = tag,
+	};
+	slot->source = source;
+	/* Said once, when the ring fills, not on every completion that then waits. */
+	if (++cq->count == cq->capacity)
+		FI_WARN(&bolt_prov, FI_LOG_CQ,
+			"completion queue full (%zu entries): completions wait in the provider "
+			"until the application reads; open the CQ with a larger size\n",
+			cq->capacity);
+	return 0;
+}
+
+int bolt_cq_report_error(struct bolt_cq *cq, void *op_context, uint64_t flags, size_t length,
+			 void *buffer, uint64_t data, uint64_t tag, size_t overflow_length,
+			 int error, int provider_error)
+{
+	struct bolt_cq_error *cq_error = calloc(1, sizeof(*cq_error));
+
+	if (!cq_error) {
+		FI_WARN(&bolt_prov, FI_LOG_CQ, "no memory to report error %d\n", error);
+		return -FI_ENOMEM;
+	}
+	cq_error->entry = (struct fi_cq_err_entry) {
+		.op_context = op_context,
+		.flags = flags,
+		.len = length,
+		.buf = buffer,
+		.data = data,
+		.tag = tag,
+		.olen = overflow_length,
+		.err = error,
+		.prov_errno = provider_error,
+	};
+	bolt_cq_describe_error(cq, cq_error);
+	DL_APPEND(cq->errors, cq_error);
+	return 0;
+}
+
+/*
+ * Moves up to count completions to buffer, and their sources to sources when
+ * given. Errors go first: while one is pending the application must call
+ * fi_cq_readerr (-FI_EAVAIL), as libfabric's own providers do. Lock held.
+ */
+static ssize_t bolt_cq_take(struct bolt_cq *cq, void *buffer, size_t count, fi_addr_t *sources)
+{
+	char *destination = buffer;
+	size_t taken;
+
+	if (cq->errors)
+		return -FI_EAVAIL;
+	if (!cq->count)
+		return -FI_EAGAIN;
+	for (taken = 0; taken < count && cq->count; taken++) {
+		const struct bolt_cq_entry *slot = &cq->ring[cq->head];
+
+		memcpy(destination + taken * cq->entry_size, &slot->entry, cq->entry_size);
+		if (sources)
+			sources[taken] = slot->source;
+		cq->head = (cq->head + 1) % cq->capacity;
+		cq->count--;
+	}
+	return (ssize_t) taken;
+}
+
+static ssize_t bolt_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+				fi_addr_t *src_addr)
+{
+	struct bolt_cq *cq = bolt_container_of(cq_fid, struct bolt_cq, cq_fid);
+	ssize_t ret;
+
+	if (count && !buf)
+		return -FI_EINVAL;
+	bolt_domain_lock(cq->domain);
+	bolt_cq_end_loan(cq);
+	bolt_domain_progress(cq->domain);
+	ret = bolt_cq_take(cq, buf, count, src_addr);
+	bolt_domain_unlock(cq->domain);
+	return ret;
+}
+
+static ssize_t bolt_cq_read(struct fid_cq *cq_fid, void *buf, size_t count)
+{
+	return bolt_cq_readfrom(cq_fid, buf, count, NULL);
+}
+
+/* Whether a blocked reader has something to return: a completion, an error, a signal. */
+static bool bolt_cq_ready(void *argument)
+{
+	const struct bolt_cq *cq = argument;
+
+	return cq->count || cq->errors || atomic_load(&cq->signaled);
+}
+
+/*
+ * cond (an FI_CQ_COND_THRESHOLD count) is a hint fi_cq(3) lets a provider
+ * ignore: the first completion ends the wait, so latency does not depend on
+ * the application guessing a batch size.
+ */
+static ssize_t bolt_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+				 fi_addr_t *src_addr, const void *cond, int timeout)
+{
+	struct bolt_cq *cq = bolt_container_of(cq_fid, struct bolt_cq, cq_fid);
+	ssize_t ret;
+
+	if (count && !buf)
+		return -FI_EINVAL;
+	bolt_domain_lock(cq->domain);
+	bolt_cq_end_loan(cq);
+	/* A timeout needs no separate answer: an empty ring below gives -FI_EAGAIN. */
+	bolt_wait_progress(cq->domain, bolt_cq_ready, cq, timeout);
+	atomic_store(&cq->signaled, false);
+	ret = bolt_cq_take(cq, buf, count, src_addr);
+	bolt_domain_unlock(cq->domain);
+	return ret;
+}
+
+static ssize_t bolt_cq_sread(struct fid_cq *cq_fid, void *buf, size_t count, const void *cond,
+			     int timeout)
+{
+	return bolt_cq_sreadfrom(cq_fid, buf, count, NULL, cond, timeout);
+}
+
+/*
+ * fi_cq(3)'s rules for err_data: from API 1.5 on, a caller that gives a
+ * buffer (err_data_size > 0) gets a copy in it; otherwise err_data points at
+ * the provider's text, valid until the next read of the CQ. Before 1.5 the
+ * entry ended at err_data, so err_data_size is not the caller's memory.
+ */
+static void bolt_cq_copy_error(const struct bolt_cq *cq, struct bolt_cq_error *error,
+			       struct fi_cq_err_entry *buf)
+{
+	uint32_t api_version = cq->domain->fabric->fabric_fid.api_version;
+	size_t text_size = strlen(error->text) + 1;
+	void *caller_data = buf->err_data;
+	size_t caller_size = buf->err_data_size;
+
+	error->entry.err_data = error->text;
+	if (!FI_VERSION_GE(api_version, FI_VERSION(1, 5))) {
+		memcpy(buf, &error->entry, offsetof(struct fi_cq_err_entry, err_data_size));
+		return;
+	}
+	*buf = error->entry;
+	buf->err_data_size = text_size;
+	if (caller_data && caller_size) {
+		buf->err_data = caller_data;
+		buf->err_data_size = caller_size < text_size ? caller_size : text_size;
+		memcpy(caller_data, error->text, buf->err_data_size);
+	}
+}
+
+static ssize_t bolt_cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
+			       uint64_t flags)
+{
+	struct bolt_cq *cq = bolt_container_of(cq_fid, struct bolt_cq, cq_fid);
+	struct bolt_cq_error *error;
+
+	if (!buf)
+		return -FI_EINVAL;
+	bolt_domain_lock(cq->domain);
+	bolt_cq_end_loan(cq);
+	error = cq->errors;
+	if (!error) {
+		bolt_domain_unlock(cq->domain);
+		return -FI_EAGAIN;
+	}
+	DL_DELETE(cq->errors, error);
+	bolt_cq_copy_error(cq, error, buf);
+	cq->lent_error = error;
+	bolt_domain_unlock(cq->domain);
+	return 1;
+}
+
+/* Wakes a thread in fi_cq_sread; it returns -FI_EAGAIN if nothing arrived meanwhile. */
+static int bolt_cq_signal(struct fid_cq *cq_fid)
+{
+	struct bolt_cq *cq = bolt_container_of(cq_fid, struct bolt_cq, cq_fid);
+
+	atomic_store(&cq->signaled, true);
+	return 0;
+}
+
+static const char *bolt_cq_strerror(struct fid_cq *cq_fid, int prov_errno, const void *err_data,
+				    char *buf, size_t len)
+{
+	struct bolt_cq *cq = bolt_container_of(cq_fid, struct bolt_cq, cq_fid);
+	const char *text = bolt_cq_provider_error_text(cq, prov_errno);
+
+	if (!buf || !len)
+		return text;
+	snprintf(buf, len, "%s", text);
+	return buf;
+}
+
+static struct fi_ops_cq bolt_cq_ops = {
+	.size = sizeof(struct fi_ops_cq),
+	.read = bolt_cq_read,
+	.readfrom = bolt_cq_readfrom,
+	.readerr = bolt_cq_readerr,
+	.sread = bolt_cq_sread,
+	.sreadfrom = bolt_cq_sreadfrom,
+	.signal = bolt_cq_signal,
+	.strerror = bolt_cq_strerror,
+};
+
+static int bolt_cq_close(struct fid *fid)
+{
+	struct bolt_cq *cq = bolt_container_of(fid, struct bolt_cq, cq_fid.fid);
+	struct bolt_cq_error *error, *next;
+
+	if (atomic_load(&cq->bind_count)) {
+		FI_WARN(&bolt_prov, FI_LOG_CQ, "completion queue still bound to %d objects\n",
+			atomic_load(&cq->bind_count));
+		return -FI_EBUSY;
+	}
+	DL_FOREACH_SAFE(cq->errors, error, next) {
+		DL_DELETE(cq->errors, error);
+		free(error);
+	}
+	bolt_cq_end_loan(cq);
+	free(cq->ring);
+	atomic_fetch_sub(&cq->domain->child_count, 1);
+	free(cq);
+	return 0;
+}
+
+static struct fi_ops bolt_cq_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = bolt_cq_close,
+	.bind = bolt_no_bind,
+	.control = bolt_no_control,
+	.ops_open = bolt_no_ops_open,
+};
+
+/* The attributes bolt can honour; signaling_vector and wait_cond are hints it ignores. */
+static int bolt_cq_check_attr(const struct fi_cq_attr *attr)
+{
+	if (attr->flags) {
+		FI_WARN(&bolt_prov, FI_LOG_CQ,
+			"completion queue flags %#llx: bolt takes none, FI_AFFINITY included\n",
+			(unsigned long long) attr->flags);
+		return -FI_ENOSYS;
+	}
+	if (attr->format != FI_CQ_FORMAT_UNSPEC && !bolt_cq_format_size(attr->format)) {
+		FI_WARN(&bolt_prov, FI_LOG_CQ, "unknown completion format %d\n", attr->format);
+		return -FI_EINVAL;
+	}
+	return bolt_wait_object_check(attr->wait_obj, FI_LOG_CQ);
+}
+
+int bolt_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
+		 struct fid_cq **cq_fid, void *context)
+{
+	struct bolt_domain *domain = bolt_container_of(domain_fid, struct bolt_domain, domain_fid);
+	struct fi_cq_attr defaults = { .format = FI_CQ_FORMAT_UNSPEC, .wait_obj = FI_WAIT_NONE };
+	struct bolt_cq *cq;
+	int ret;
+
+	if (!cq_fid)
+		return -FI_EINVAL;
+	if (!attr)
+		attr = &defaults;
+	ret = bolt_cq_check_attr(attr);
+	if (ret)
+		return ret;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -FI_ENOMEM;
+	cq->capacity = attr->size > BOLT_CQ_DEFAULT_SIZE ? attr->size : BOLT_CQ_DEFAULT_SIZE;
+	cq->ring = calloc(cq->capacity, sizeof(*cq->ring));
+	if (!cq->ring) {
+		free(cq);
+		return -FI_ENOMEM;
+	}
+	cq->domain = domain;
+	cq->format = attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr->format;
+	cq->entry_size = bolt_cq_format_size(cq->format);
+	cq->wait_object = attr->wait_obj;
+	atomic_init(&cq->bind_count, 0);
+	atomic_init(&cq->signaled, false);
+	cq->cq_fid.fid.fclass = FI_CLASS_CQ;
+	cq->cq_fid.fid.context = context;
+	cq->cq_fid.fid.ops = &bolt_cq_fi_ops;
+	cq->cq_fid.ops = &bolt_cq_ops;
+	atomic_fetch_add(&domain->child_count, 1);
+	FI_INFO(&bolt_prov, FI_LOG_CQ, "completion queue of %zu entries, format %d, wait %d\n",
+		cq->capacity, cq->format, cq->wait_object);
+	*cq_fid = &cq->cq_fid;
+	return 0;
+}

@@ -1,0 +1,287 @@
+/*
+ * bolt_endpoint.h: the RDM endpoint and what it is made of: its connections
+ * to peers (layer 4), the operations it has started (transmits) and the
+ * receives it has posted or messages it has not matched yet (layer 5), and
+ * the memory regions bound to it.
+ */
+#ifndef BOLT_ENDPOINT_H
+#define BOLT_ENDPOINT_H
+
+#include <sys/uio.h>
+#include <uthash.h>
+
+#include "bolt_attr.h"
+#include "bolt_provider.h"
+#include "connection/bolt_side_channel.h"
+#include "protocol/bolt_wire.h"
+
+/* Named in libfabric 1.18 and later, right after FI_OPT_XPU_TRIGGER. */
+#define BOLT_OPT_CUDA_API_PERMITTED (FI_OPT_XPU_TRIGGER + 1)
+#define BOLT_OPT_SHARED_MEMORY_PERMITTED (FI_OPT_XPU_TRIGGER + 2)
+
+/* Bytes of payload one control buffer carries after the wire header. */
+#define BOLT_SEGMENT_PAYLOAD (4096 - sizeof(struct bolt_wire_header))
+
+enum bolt_counter_kind {
+	BOLT_COUNTER_SEND,
+	BOLT_COUNTER_RECV,
+	BOLT_COUNTER_READ,
+	BOLT_COUNTER_WRITE,
+	BOLT_COUNTER_REMOTE_READ,
+	BOLT_COUNTER_REMOTE_WRITE,
+	BOLT_COUNTER_KINDS,
+};
+
+/* An operation this endpoint started, or a reply it owes a peer (internal). */
+struct bolt_transmit {
+	enum bolt_wire_op op;           /* MESSAGE, WRITE, READ_REQUEST, READ_RESPONSE, WRITE_ACK */
+	struct bolt_connection *connection;
+	void *context;
+	uint64_t flags;                 /* FI_COMPLETION, FI_TAGGED, FI_REMOTE_CQ_DATA, ... */
+	bool internal;                  /* a reply: no completion for the application */
+	struct iovec iov[BOLT_IOV_LIMIT];
+	size_t iov_count;
+	size_t length;
+	size_t sent;                    /* bytes already put in segments */
+	size_t received;                /* READ_REQUEST: bytes of the response placed */
+	int in_flight;                  /* segments posted whose send has not completed */
+	bool posted_last;               /* every segment is posted */
+	bool silent;                    /* fi_inject: counters, but no CQ entry */
+	bool reply_pending;             /* WRITE waits for its ack, READ for its data */
+	int status;                     /* 0 or a positive FI_E* code */
+	uint64_t tag;
+	uint32_t cq_data;               /* to send; WRITE_ACK, READ_RESPONSE: the status */
+	uint64_t remote_address;
+	uint64_t remote_key;
+	uint64_t request_id;            /* ours, or the peer's for a reply */
+	char *inject_copy;              /* FI_INJECT: the data, owned */
+	struct bolt_transmit *prev, *next;
+};
+
+/* A posted fi_recv or fi_trecv. */
+struct bolt_receive {
+	void *context;
+	uint64_t flags;
+	bool tagged;
+	struct iovec iov[BOLT_IOV_LIMIT];
+	size_t iov_count;
+	size_t length;
+	fi_addr_t source;               /* FI_ADDR_UNSPEC: any */
+	uint64_t tag;
+	uint64_t ignore;
+	struct bolt_receive *prev, *next;
+};
+
+/* A message that arrived before a receive matched it; data is a copy. */
+struct bolt_unexpected {
+	struct bolt_connection *connection;
+	bool tagged;
+	uint8_t wire_flags;
+	uint64_t tag;
+	uint32_t cq_data;
+	size_t length;
+	size_t received;
+	char *data;
+	struct bolt_receive *claimed;   /* matched while it was still arriving */
+	struct bolt_unexpected *prev, *next;
+};
+
+enum bolt_connection_state {
+	BOLT_CONNECTION_CONNECTING,     /* our hello sent, waiting for the reply */
+	BOLT_CONNECTION_WAITING_READY,  /* replied to the peer's hello, waiting for ready */
+	BOLT_CONNECTION_ESTABLISHED,
+	BOLT_CONNECTION_FAILED,
+};
+
+/* The message a connection is receiving: segments arrive in order. */
+struct bolt_inbound {
+	bool active;
+	bool tagged;
+	uint8_t wire_flags;
+	uint64_t tag;
+	uint32_t cq_data;
+	struct bolt_receive *receive;   /* matched: segments go to the user's buffer */
+	struct bolt_unexpected *unexpected;     /* else: to a copy */
+	size_t received;
+	size_t length;
+};
+
+struct bolt_connection {
+	struct bolt_endpoint *endpoint;
+	struct bolt_address peer;
+	fi_addr_t fi_addr;              /* the peer in the endpoint's AV, if inserted */
+	UT_hash_handle hh;              /* endpoint->connections, by peer address */
+	enum bolt_connection_state state;
+	int error;                      /* FAILED: the positive FI_E* operations get */
+	bool loopback;                  /* the endpoint's own address: no side channel */
+	bool has_stream;
+	struct bolt_side_channel_stream stream;
+	struct ibv_qp *qp;
+	uint32_t psn;
+	uint32_t receive_depth;         /* receives posted for the peer, and its credits */
+	uint32_t peer_receive_depth;    /* what the peer posted for us at the start */
+	uint32_t send_credits;          /* receives the peer has posted for us */
+	uint32_t credits_to_return;
+	uint32_t send_sequence;
+	uint32_t receive_sequence;
+	int outstanding_sends;          /* posted, send completion pending */
+	uint64_t next_request_id;
+	struct bolt_transmit *transmits;        /* in order; the first unsent is next */
+	struct bolt_inbound inbound;
+	int write_status;               /* of the write whose segments are arriving */
+	uint64_t failed_generation;     /* FAILED: the domain poll its buffers wait for */
+	bool reclaim_pending;           /* FAILED: buffers still posted on the lost QP */
+	uint64_t started_ns;            /* when connecting began, for its timeout */
+};
+
+/*
+ * The record of a control buffer while a send or receive of it is posted:
+ * the work completion its WR carries, and whom it belongs to.
+ */
+struct bolt_control_buffer {
+	struct bolt_work_completion work;
+	struct bolt_connection *connection;     /* NULL: free, or its connection is gone */
+	struct bolt_transmit *transmit;         /* a send's operation */
+	bool posted;
+};
+
+/* Control buffers (protocol/bolt_control.c); all under the domain lock. */
+struct bolt_control_buffer *bolt_control_buffer_get(struct bolt_domain *domain);
+void bolt_control_buffer_put(struct bolt_domain *domain, struct bolt_control_buffer *record);
+char *bolt_control_buffer_data(struct bolt_domain *domain, const struct bolt_control_buffer *record);
+struct bolt_control_buffer *bolt_control_buffer_of_work(struct bolt_work_completion *work);
+/* Returns the buffers still posted for connection, whose queue pair is gone. */
+void bolt_control_buffer_reclaim(struct bolt_domain *domain, struct bolt_connection *connection);
+
+/* Accepted side channels whose peer has not said hello yet. */
+struct bolt_accepted {
+	struct bolt_side_channel_stream stream;
+	struct bolt_accepted *prev, *next;
+};
+
+struct bolt_mr {
+	struct fid_mr mr_fid;
+	struct bolt_domain *domain;
+	struct bolt_endpoint *endpoint; /* FI_MR_ENDPOINT: bound with fi_mr_bind */
+	bool enabled;
+	uint64_t access;
+	char *address;
+	size_t length;
+	uint64_t requested_key;         /* without FI_MR_PROV_KEY, the key it gets when enabled */
+	UT_hash_handle hh;              /* by key: in the endpoint's or the domain's table */
+};
+
+struct bolt_endpoint {
+	struct fid_ep ep_fid;
+	struct bolt_domain *domain;
+	struct fi_info *info;
+	uint64_t caps;
+	uint64_t transmit_op_flags;
+	uint64_t receive_op_flags;
+	bool enabled;
+
+	struct bolt_cq *transmit_cq;
+	struct bolt_cq *receive_cq;
+	bool transmit_selective;        /* FI_SELECTIVE_COMPLETION on the transmit CQ */
+	bool receive_selective;
+	struct bolt_cntr *counters[BOLT_COUNTER_KINDS];
+	struct bolt_av *av;
+	struct bolt_eq *eq;
+
+	struct bolt_address address;
+	struct bolt_side_channel_listener listener;
+	struct bolt_connection *connections;    /* hash by peer address */
+	struct bolt_accepted *accepted;
+
+	struct bolt_receive *posted;            /* fi_recv, in order */
+	struct bolt_receive *posted_tagged;     /* fi_trecv, in order */
+	struct bolt_unexpected *unexpected;
+	struct bolt_unexpected *unexpected_tagged;
+
+	struct bolt_mr *mrs;                    /* FI_MR_ENDPOINT: enabled on it, by key */
+	int bound_mr_count;                     /* bound, enabled or not: must close first */
+	bool cuda_api_permitted;
+	bool shared_memory_permitted;
+	struct bolt_endpoint *prev, *next;      /* domain->endpoints */
+};
+
+int bolt_endpoint_open(struct fid_domain *domain_fid, struct fi_info *info,
+		       struct fid_ep **ep_fid, void *context);
+void bolt_endpoint_progress(struct bolt_endpoint *endpoint);
+
+/* Completions the protocols report; status is 0 or a positive FI_E* code. */
+void bolt_endpoint_complete_transmit(struct bolt_endpoint *endpoint,
+				     struct bolt_transmit *transmit);
+void bolt_endpoint_complete_receive(struct bolt_endpoint *endpoint, struct bolt_receive *receive,
+				    struct bolt_connection *connection, size_t length,
+				    size_t message_length, uint8_t wire_flags, uint64_t tag,
+				    uint32_t cq_data, int status);
+/* A remote write or read landed in, or was served from, this endpoint's memory. */
+void bolt_endpoint_count_remote(struct bolt_endpoint *endpoint, enum bolt_counter_kind kind,
+				bool remote_cq_data, uint32_t cq_data, size_t length);
+
+/* ---- Connections (connection/bolt_connection.c) ---- */
+
+/* The connection to peer, started if there is none. NULL only when out of memory. */
+struct bolt_connection *bolt_connection_get(struct bolt_endpoint *endpoint,
+					    const struct bolt_address *peer);
+/* Accepts side channels, advances handshakes, notices dead peers. */
+void bolt_connection_progress_all(struct bolt_endpoint *endpoint);
+/* Fails the connection: every operation on it completes with error. */
+void bolt_connection_fail(struct bolt_connection *connection, int error, const char *why);
+void bolt_connection_destroy(struct bolt_connection *connection);
+/* The peer's fi_addr in the endpoint's AV, looked up again while it is unknown. */
+fi_addr_t bolt_connection_fi_addr(struct bolt_connection *connection);
+/* Closing an endpoint: every connection, its queue pair and buffers, and accepted side channels. */
+void bolt_connection_destroy_all(struct bolt_endpoint *endpoint);
+
+/* ---- Protocols (protocol/) ---- */
+
+/* Queues a transmit on its connection and sends what credits allow. */
+void bolt_transmit_start(struct bolt_transmit *transmit);
+/* Sends queued segments while the connection has credits, buffers and queue room. */
+void bolt_transmit_progress(struct bolt_connection *connection);
+/* Posts the connection's receives; 0 or a negative error code. */
+int bolt_receive_post_initial(struct bolt_connection *connection);
+/* Ends every transmit and the inbound message of a failed connection with its error. */
+void bolt_transmit_fail_all(struct bolt_connection *connection);
+void bolt_transmit_free(struct bolt_transmit *transmit);
+/* The operation of ours that a WRITE_ACK or READ_RESPONSE answers; NULL if none. */
+struct bolt_transmit *bolt_transmit_find_request(struct bolt_connection *connection,
+						 enum bolt_wire_op op, uint64_t request_id);
+/* Its reply came (status 0 or a positive FI_E*): it may complete now. */
+void bolt_transmit_reply_arrived(struct bolt_transmit *transmit, int status);
+
+/* Matching (protocol/bolt_match.c). */
+void bolt_match_post(struct bolt_endpoint *endpoint, struct bolt_receive *receive);
+/* The first segment of a message from connection: matched or kept as unexpected. */
+void bolt_match_arrival(struct bolt_connection *connection, const struct bolt_wire_header *header,
+			const char *payload);
+/* A later segment of the message connection->inbound is receiving. */
+void bolt_match_segment(struct bolt_connection *connection, const struct bolt_wire_header *header,
+			const char *payload);
+/* FI_ECANCELED for the posted receive with this context; -FI_ENOENT if none. */
+int bolt_match_cancel(struct bolt_endpoint *endpoint, void *context);
+/* Fails the inbound message and directed receives of a failed connection. */
+void bolt_match_connection_failed(struct bolt_connection *connection);
+void bolt_match_free_all(struct bolt_endpoint *endpoint);
+
+/* Memory regions (bolt_mr.c). */
+extern struct fi_ops_mr bolt_mr_ops;
+/*
+ * The local bytes a peer's key, address and length name on this endpoint, if
+ * the MR allows access; else a positive FI_E* code (FI_EACCES, FI_EINVAL).
+ */
+int bolt_mr_translate(struct bolt_endpoint *endpoint, uint64_t key, uint64_t address,
+		      size_t length, uint64_t access, char **local);
+
+/* iovec helpers (bolt_iov.c). */
+size_t bolt_iov_length(const struct iovec *iov, size_t count);
+/* Copies length bytes of source to the iov at offset; returns bytes copied. */
+size_t bolt_iov_copy_in(const struct iovec *iov, size_t count, size_t offset,
+			const void *source, size_t length);
+/* Copies length bytes of the iov at offset to destination; returns bytes copied. */
+size_t bolt_iov_copy_out(const struct iovec *iov, size_t count, size_t offset,
+			 void *destination, size_t length);
+
+#endif /* BOLT_ENDPOINT_H */

@@ -1,0 +1,541 @@
+/*
+ * bolt_ep.c: the RDM endpoint object: opening it (with its side channel
+ * listening, so fi_getname works at once), binding CQs, counters, the AV and
+ * an EQ, enabling, names, options, cancel, closing, and reporting the
+ * completions the protocols produce.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <utlist.h>
+#include <netdb.h>
+
+#include "bolt_endpoint.h"
+#include "bolt_unsupported.h"
+
+extern struct fi_ops_msg bolt_msg_ops;
+extern struct fi_ops_tagged bolt_tagged_ops;
+extern struct fi_ops_rma bolt_rma_ops;
+
+static struct bolt_cntr *bolt_endpoint_counter(const struct bolt_endpoint *endpoint,
+					       enum bolt_counter_kind kind)
+{
+	return endpoint->counters[kind];
+}
+
+static void bolt_endpoint_count(struct bolt_endpoint *endpoint, enum bolt_counter_kind kind,
+				int status)
+{
+	struct bolt_cntr *counter = bolt_endpoint_counter(endpoint, kind);
+
+	if (!counter)
+		return;
+	if (status)
+		bolt_cntr_increment_error(counter);
+	else
+		bolt_cntr_increment(counter);
+}
+
+static void bolt_endpoint_report(struct bolt_cq *cq, bool wanted, void *context, uint64_t flags,
+				 size_t length, void *buffer, uint64_t data, uint64_t tag,
+				 fi_addr_t source, size_t overflow_length, int status)
+{
+	if (!cq)
+		return;
+	if (status)
+		bolt_cq_report_error(cq, context, flags, length, buffer, data, tag, overflow_length,
+				     status, 0);
+	else if (wanted)
+		bolt_cq_report(cq, context, flags, length, buffer, data, tag, source);
+}
+
+void bolt_endpoint_complete_transmit(struct bolt_endpoint *endpoint, struct bolt_transmit *transmit)
+{
+	uint64_t flags;
+	enum bolt_counter_kind kind;
+	bool wanted;
+
+	switch (transmit->op) {
+	case BOLT_WIRE_WRITE:
+		flags = FI_RMA | FI_WRITE;
+		kind = BOLT_COUNTER_WRITE;
+		break;
+	case BOLT_WIRE_READ_REQUEST:
+		flags = FI_RMA | FI_READ;
+		kind = BOLT_COUNTER_READ;
+		break;
+	default:
+		flags = FI_SEND | (transmit->flags & FI_TAGGED ? FI_TAGGED : FI_MSG);
+		kind = BOLT_COUNTER_SEND;
+		break;
+	}
+	wanted = !transmit->silent &&
+		 (!endpoint->transmit_selective || (transmit->flags & FI_COMPLETION));
+	bolt_endpoint_report(endpoint->transmit_cq, wanted, transmit->context, flags, 0, NULL, 0, 0,
+			     FI_ADDR_NOTAVAIL, 0, transmit->status);
+	bolt_endpoint_count(endpoint, kind, transmit->status);
+	bolt_transmit_free(transmit);
+}
+
+void bolt_endpoint_complete_receive(struct bolt_endpoint *endpoint, struct bolt_receive *receive,
+				    struct bolt_connection *connection, size_t length,
+				    size_t message_length, uint8_t wire_flags, uint64_t tag,
+				    uint32_t cq_data, int status)
+{
+	uint64_t flags = FI_RECV | (receive->tagged ? FI_TAGGED : FI_MSG);
+	bool wanted = !endpoint->receive_selective || (receive->flags & FI_COMPLETION);
+	fi_addr_t source = connection ? bolt_connection_fi_addr(connection) : FI_ADDR_NOTAVAIL;
+
+	if (wire_flags & BOLT_WIRE_FLAG_REMOTE_CQ_DATA)
+		flags |= FI_REMOTE_CQ_DATA;
+	bolt_endpoint_report(endpoint->receive_cq, wanted, receive->context, flags, length,
+			     receive->iov_count ? receive->iov[0].iov_base : NULL, cq_data,
+			     receive->tagged ? tag : 0, source,
+			     message_length > length ? message_length - length : 0, status);
+	bolt_endpoint_count(endpoint, BOLT_COUNTER_RECV, status);
+	free(receive);
+}
+
+void bolt_endpoint_count_remote(struct bolt_endpoint *endpoint, enum bolt_counter_kind kind,
+				bool remote_cq_data, uint32_t cq_data, size_t length)
+{
+	bolt_endpoint_count(endpoint, kind, 0);
+	/* fi_writedata: a completion at the target that consumes no posted receive. */
+	if (remote_cq_data && endpoint->receive_cq)
+		bolt_cq_report(endpoint->receive_cq, NULL,
+			       FI_REMOTE_CQ_DATA | FI_RMA | FI_REMOTE_WRITE, length, NULL, cq_data, 0,
+			       FI_ADDR_NOTAVAIL);
+}
+
+void bolt_endpoint_progress(struct bolt_endpoint *endpoint)
+{
+	bolt_connection_progress_all(endpoint);
+}
+
+/* ---- Binding ---- */
+
+static int bolt_endpoint_bind_cq(struct bolt_endpoint *endpoint, struct bolt_cq *cq, uint64_t flags)
+{
+	if (!(flags & (FI_TRANSMIT | FI_RECV)))
+		return -FI_EINVAL;
+	if ((flags & FI_TRANSMIT && endpoint->transmit_cq) || (flags & FI_RECV && endpoint->receive_cq))
+		return -FI_EINVAL;
+	if (flags & FI_TRANSMIT) {
+		endpoint->transmit_cq = cq;
+		endpoint->transmit_selective = flags & FI_SELECTIVE_COMPLETION;
+		atomic_fetch_add(&cq->bind_count, 1);
+	}
+	if (flags & FI_RECV) {
+		endpoint->receive_cq = cq;
+		endpoint->receive_selective = flags & FI_SELECTIVE_COMPLETION;
+		atomic_fetch_add(&cq->bind_count, 1);
+	}
+	return 0;
+}
+
+static int bolt_endpoint_bind_counter(struct bolt_endpoint *endpoint, struct bolt_cntr *counter,
+				      uint64_t flags)
+{
+	static const struct {
+		uint64_t flag;
+		enum bolt_counter_kind kind;
+	} kinds[] = {
+		{ FI_SEND, BOLT_COUNTER_SEND }, { FI_RECV, BOLT_COUNTER_RECV },
+		{ FI_READ, BOLT_COUNTER_READ }, { FI_WRITE, BOLT_COUNTER_WRITE },
+		{ FI_REMOTE_READ, BOLT_COUNTER_REMOTE_READ },
+		{ FI_REMOTE_WRITE, BOLT_COUNTER_REMOTE_WRITE },
+	};
+	bool bound = false;
+
+	for (size_t i = 0; i < BOLT_ARRAY_LENGTH(kinds); i++) {
+		if (!(flags & kinds[i].flag))
+			continue;
+		if (endpoint->counters[kinds[i].kind])
+			return -FI_EINVAL;
+		endpoint->counters[kinds[i].kind] = counter;
+		atomic_fetch_add(&counter->bind_count, 1);
+		bound = true;
+	}
+	return bound ? 0 : -FI_EINVAL;
+}
+
+static int bolt_endpoint_bind(struct fid *fid, struct fid *bound_fid, uint64_t flags)
+{
+	struct bolt_endpoint *endpoint = bolt_container_of(fid, struct bolt_endpoint, ep_fid.fid);
+	int ret = -FI_EINVAL;
+
+	if (endpoint->enabled)
+		return -FI_EOPBADSTATE;
+	bolt_domain_lock(endpoint->domain);
+	switch (bound_fid->fclass) {
+	case FI_CLASS_CQ:
+		ret = bolt_endpoint_bind_cq(endpoint, bolt_container_of(bound_fid, struct bolt_cq, cq_fid.fid),
+					    flags);
+		break;
+	case FI_CLASS_CNTR:
+		ret = bolt_endpoint_bind_counter(endpoint,
+						 bolt_container_of(bound_fid, struct bolt_cntr, cntr_fid.fid),
+						 flags);
+		break;
+	case FI_CLASS_AV:
+		if (endpoint->av)
+			break;
+		endpoint->av = bolt_container_of(bound_fid, struct bolt_av, av_fid.fid);
+		atomic_fetch_add(&endpoint->av->bind_count, 1);
+		ret = 0;
+		break;
+	case FI_CLASS_EQ:
+		if (endpoint->eq)
+			break;
+		endpoint->eq = bolt_container_of(bound_fid, struct bolt_eq, eq_fid.fid);
+		atomic_fetch_add(&endpoint->eq->bind_count, 1);
+		ret = 0;
+		break;
+	}
+	bolt_domain_unlock(endpoint->domain);
+	return ret;
+}
+
+static void bolt_endpoint_unbind_all(struct bolt_endpoint *endpoint)
+{
+	if (endpoint->transmit_cq)
+		atomic_fetch_sub(&endpoint->transmit_cq->bind_count, 1);
+	if (endpoint->receive_cq)
+		atomic_fetch_sub(&endpoint->receive_cq->bind_count, 1);
+	for (int kind = 0; kind < BOLT_COUNTER_KINDS; kind++)
+		if (endpoint->counters[kind])
+			atomic_fetch_sub(&endpoint->counters[kind]->bind_count, 1);
+	if (endpoint->av)
+		atomic_fetch_sub(&endpoint->av->bind_count, 1);
+	if (endpoint->eq)
+		atomic_fetch_sub(&endpoint->eq->bind_count, 1);
+}
+
+/* ---- Control, names and options ---- */
+
+static int bolt_endpoint_enable(struct bolt_endpoint *endpoint)
+{
+	if (endpoint->enabled)
+		return 0;
+	if (!endpoint->av) {
+		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "an RDM endpoint needs an address vector\n");
+		return -FI_ENOAV;
+	}
+	bolt_domain_lock(endpoint->domain);
+	endpoint->enabled = true;
+	DL_APPEND(endpoint->domain->endpoints, endpoint);
+	bolt_domain_unlock(endpoint->domain);
+	return 0;
+}
+
+static int bolt_endpoint_control(struct fid *fid, int command, void *argument)
+{
+	struct bolt_endpoint *endpoint = bolt_container_of(fid, struct bolt_endpoint, ep_fid.fid);
+	uint64_t *flags = argument;
+
+	switch (command) {
+	case FI_ENABLE:
+		return bolt_endpoint_enable(endpoint);
+	case FI_GETOPSFLAG:
+		if (!flags)
+			return -FI_EINVAL;
+		*flags = *flags & FI_RECV ? endpoint->receive_op_flags : endpoint->transmit_op_flags;
+		return 0;
+	case FI_SETOPSFLAG:
+		if (!flags)
+			return -FI_EINVAL;
+		if (*flags & FI_RECV)
+			endpoint->receive_op_flags = *flags & ~(uint64_t) FI_RECV;
+		else
+			endpoint->transmit_op_flags = *flags & ~(uint64_t) FI_TRANSMIT;
+		return 0;
+	}
+	return -FI_ENOSYS;
+}
+
+/* Where the side channel listens when the application says nothing. */
+static int bolt_endpoint_default_sockaddr(const struct bolt_endpoint *endpoint,
+					  struct sockaddr_storage *address, socklen_t *length)
+{
+	const struct bolt_params *params = &endpoint->domain->fabric->params;
+	const char *host = params->side_channel_address;
+	char name[256];
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *result;
+	int ret;
+
+	if (!host[0] && endpoint->domain->fabric->verbs.software)
+		host = "127.0.0.1";
+	if (!host[0]) {
+		if (gethostname(name, sizeof(name)))
+			return -FI_EINVAL;
+		name[sizeof(name) - 1] = '\0';
+		host = name;
+	}
+	ret = getaddrinfo(host, NULL, &hints, &result);
+	if (ret) {
+		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "side channel address %s: %s\n", host, gai_strerror(ret));
+		return -FI_EINVAL;
+	}
+	memcpy(address, result->ai_addr, result->ai_addrlen);
+	*length = result->ai_addrlen;
+	freeaddrinfo(result);
+	return 0;
+}
+
+static uint32_t bolt_endpoint_new_id(void)
+{
+	static atomic_uint counter;
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (uint32_t) getpid() * 2654435761u ^ (uint32_t) now.tv_nsec ^
+	       atomic_fetch_add(&counter, 1) * 40503u;
+}
+
+/* Listens at address (port 0: any) and takes the name that results. */
+static int bolt_endpoint_listen(struct bolt_endpoint *endpoint, const struct sockaddr *address,
+				socklen_t length, uint32_t endpoint_id)
+{
+	struct bolt_side_channel_listener listener;
+	int ret;
+
+	ret = bolt_side_channel_listen(address, length, endpoint->domain->job_key_digest, &listener);
+	if (ret)
+		return ret;
+	if (endpoint->listener.fd >= 0)
+		bolt_side_channel_listener_close(&endpoint->listener);
+	endpoint->listener = listener;
+	return bolt_address_from_sockaddr((struct sockaddr *) &listener.address, endpoint_id,
+					  &endpoint->address);
+}
+
+/*
+ * Listening on the wildcard address (a passive FI_SOURCE address, as fabtests'
+ * servers give) reaches every interface, but peers need one real address.
+ */
+static int bolt_endpoint_name_reachable(struct bolt_endpoint *endpoint)
+{
+	struct sockaddr_storage address;
+	struct bolt_address reachable;
+	socklen_t length;
+	int ret;
+
+	if (!bolt_address_bytes_are_zero(endpoint->address.ip, sizeof(endpoint->address.ip)))
+		return 0;
+	ret = bolt_endpoint_default_sockaddr(endpoint, &address, &length);
+	if (!ret)
+		ret = bolt_address_from_sockaddr((struct sockaddr *) &address, 0, &reachable);
+	if (ret)
+		return ret;
+	endpoint->address.family = reachable.family;
+	memcpy(endpoint->address.ip, reachable.ip, sizeof(reachable.ip));
+	return 0;
+}
+
+static int bolt_endpoint_listen_initial(struct bolt_endpoint *endpoint, const struct fi_info *info)
+{
+	struct sockaddr_storage address;
+	socklen_t length;
+	uint32_t endpoint_id = bolt_endpoint_new_id();
+	int ret;
+
+	if (info->src_addr && bolt_address_is_valid(info->src_addr, info->src_addrlen)) {
+		const struct bolt_address *source = info->src_addr;
+
+		if (source->endpoint_id)
+			endpoint_id = ntohl(source->endpoint_id);
+		ret = bolt_address_to_sockaddr(source, &address, &length);
+	} else {
+		ret = bolt_endpoint_default_sockaddr(endpoint, &address, &length);
+	}
+	if (ret)
+		return ret;
+	ret = bolt_endpoint_listen(endpoint, (struct sockaddr *) &address, length, endpoint_id);
+	if (ret)
+		return ret;
+	return bolt_endpoint_name_reachable(endpoint);
+}
+
+static int bolt_endpoint_getname(fid_t fid, void *address, size_t *length)
+{
+	struct bolt_endpoint *endpoint = bolt_container_of(fid, struct bolt_endpoint, ep_fid.fid);
+	size_t available = *length;
+
+	*length = sizeof(endpoint->address);
+	if (available < sizeof(endpoint->address))
+		return -FI_ETOOSMALL;
+	memcpy(address, &endpoint->address, sizeof(endpoint->address));
+	return 0;
+}
+
+static int bolt_endpoint_setname(fid_t fid, void *address, size_t length)
+{
+	struct bolt_endpoint *endpoint = bolt_container_of(fid, struct bolt_endpoint, ep_fid.fid);
+	struct bolt_address name;
+	struct sockaddr_storage sockaddr;
+	socklen_t sockaddr_length;
+	int ret;
+
+	if (endpoint->enabled)
+		return -FI_EOPBADSTATE;
+	if (!bolt_address_is_valid(address, length))
+		return -FI_EINVAL;
+	memcpy(&name, address, sizeof(name));
+	ret = bolt_address_to_sockaddr(&name, &sockaddr, &sockaddr_length);
+	if (!ret)
+		ret = bolt_endpoint_listen(endpoint, (struct sockaddr *) &sockaddr, sockaddr_length,
+					   ntohl(name.endpoint_id));
+	return ret;
+}
+
+static int bolt_endpoint_getopt(fid_t fid, int level, int name, void *value, size_t *length)
+{
+	struct bolt_endpoint *endpoint = bolt_container_of(fid, struct bolt_endpoint, ep_fid.fid);
+
+	if (level != FI_OPT_ENDPOINT)
+		return -FI_ENOPROTOOPT;
+	if (name != BOLT_OPT_CUDA_API_PERMITTED && name != BOLT_OPT_SHARED_MEMORY_PERMITTED)
+		return -FI_ENOPROTOOPT;
+	if (!value || !length || *length < sizeof(bool))
+		return -FI_EINVAL;
+	*(bool *) value = name == BOLT_OPT_CUDA_API_PERMITTED ? endpoint->cuda_api_permitted :
+			  endpoint->shared_memory_permitted;
+	*length = sizeof(bool);
+	return 0;
+}
+
+/*
+ * bolt never calls CUDA and moves no data through shared memory of its own
+ * (the software device aside, which stands for the wire): both options are
+ * honoured by doing nothing.
+ */
+static int bolt_endpoint_setopt(fid_t fid, int level, int name, const void *value, size_t length)
+{
+	struct bolt_endpoint *endpoint = bolt_container_of(fid, struct bolt_endpoint, ep_fid.fid);
+
+	if (level != FI_OPT_ENDPOINT)
+		return -FI_ENOPROTOOPT;
+	if (name != BOLT_OPT_CUDA_API_PERMITTED && name != BOLT_OPT_SHARED_MEMORY_PERMITTED)
+		return -FI_ENOPROTOOPT;
+	if (!value || length != sizeof(bool))
+		return -FI_EINVAL;
+	if (name == BOLT_OPT_CUDA_API_PERMITTED)
+		endpoint->cuda_api_permitted = *(const bool *) value;
+	else
+		endpoint->shared_memory_permitted = *(const bool *) value;
+	return 0;
+}
+
+static ssize_t bolt_endpoint_cancel(fid_t fid, void *context)
+{
+	struct bolt_endpoint *endpoint = bolt_container_of(fid, struct bolt_endpoint, ep_fid.fid);
+
+	bolt_domain_lock(endpoint->domain);
+	/* Nothing to cancel is not an error: the operation may have completed. */
+	bolt_match_cancel(endpoint, context);
+	bolt_domain_unlock(endpoint->domain);
+	return 0;
+}
+
+static int bolt_endpoint_close(struct fid *fid)
+{
+	struct bolt_endpoint *endpoint = bolt_container_of(fid, struct bolt_endpoint, ep_fid.fid);
+	struct bolt_domain *domain = endpoint->domain;
+
+	if (endpoint->bound_mr_count) {
+		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
+			"endpoint closed with %d memory regions bound to it: close them first\n",
+			endpoint->bound_mr_count);
+		return -FI_EBUSY;
+	}
+	bolt_domain_lock(domain);
+	if (endpoint->enabled)
+		DL_DELETE(domain->endpoints, endpoint);
+	bolt_connection_destroy_all(endpoint);
+	bolt_match_free_all(endpoint);
+	bolt_side_channel_listener_close(&endpoint->listener);
+	bolt_endpoint_unbind_all(endpoint);
+	bolt_domain_unlock(domain);
+	atomic_fetch_sub(&domain->child_count, 1);
+	fi_freeinfo(endpoint->info);
+	free(endpoint);
+	return 0;
+}
+
+static struct fi_ops bolt_endpoint_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = bolt_endpoint_close,
+	.bind = bolt_endpoint_bind,
+	.control = bolt_endpoint_control,
+	.ops_open = bolt_no_ops_open,
+};
+
+static struct fi_ops_ep bolt_endpoint_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = bolt_endpoint_cancel,
+	.getopt = bolt_endpoint_getopt,
+	.setopt = bolt_endpoint_setopt,
+	.tx_ctx = bolt_no_tx_context,
+	.rx_ctx = bolt_no_rx_context,
+	.rx_size_left = bolt_no_size_left,
+	.tx_size_left = bolt_no_size_left,
+};
+
+static struct fi_ops_cm bolt_endpoint_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = bolt_endpoint_setname,
+	.getname = bolt_endpoint_getname,
+	.getpeer = bolt_no_getpeer,
+	.connect = bolt_no_connect,
+	.listen = bolt_no_listen,
+	.accept = bolt_no_accept,
+	.reject = bolt_no_reject,
+	.shutdown = bolt_no_shutdown,
+	.join = bolt_no_join,
+};
+
+int bolt_endpoint_open(struct fid_domain *domain_fid, struct fi_info *info,
+		       struct fid_ep **ep_fid, void *context)
+{
+	struct bolt_domain *domain = bolt_container_of(domain_fid, struct bolt_domain, domain_fid);
+	struct bolt_endpoint *endpoint;
+	int ret;
+
+	if (!info || (info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
+		      info->ep_attr->type != FI_EP_UNSPEC))
+		return -FI_EINVAL;
+	endpoint = calloc(1, sizeof(*endpoint));
+	if (!endpoint)
+		return -FI_ENOMEM;
+	endpoint->domain = domain;
+	endpoint->listener.fd = -1;
+	endpoint->info = fi_dupinfo(info);
+	if (!endpoint->info) {
+		free(endpoint);
+		return -FI_ENOMEM;
+	}
+	endpoint->caps = info->caps ? info->caps : BOLT_CAPS_IMPLEMENTED;
+	endpoint->transmit_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+	endpoint->receive_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
+	ret = bolt_endpoint_listen_initial(endpoint, info);
+	if (ret) {
+		fi_freeinfo(endpoint->info);
+		free(endpoint);
+		return ret;
+	}
+	endpoint->ep_fid.fid.fclass = FI_CLASS_EP;
+	endpoint->ep_fid.fid.context = context;
+	endpoint->ep_fid.fid.ops = &bolt_endpoint_fi_ops;
+	endpoint->ep_fid.ops = &bolt_endpoint_ops;
+	endpoint->ep_fid.cm = &bolt_endpoint_cm_ops;
+	endpoint->ep_fid.msg = &bolt_msg_ops;
+	endpoint->ep_fid.tagged = &bolt_tagged_ops;
+	endpoint->ep_fid.rma = &bolt_rma_ops;
+	/* FI_ATOMIC and FI_COLLECTIVE are not advertised: no ops tables for them. */
+	atomic_fetch_add(&domain->child_count, 1);
+	*ep_fid = &endpoint->ep_fid;
+	return 0;
+}

@@ -1,0 +1,137 @@
+/*
+ * bolt_operation.c: starting operations. What fi_send, fi_tsend, fi_write,
+ * fi_read and the receives share: argument checks, descriptor checks under
+ * FI_MR_ENDPOINT, address resolution, and the transmit or receive record.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bolt_endpoint.h"
+#include "bolt_operation.h"
+
+/* Under FI_MR_ENDPOINT, a descriptor must be an MR enabled on this endpoint. */
+static int bolt_operation_check_descriptors(const struct bolt_endpoint *endpoint, void **desc,
+					    size_t count)
+{
+	if (!desc || !(endpoint->domain->info->domain_attr->mr_mode & FI_MR_ENDPOINT))
+		return 0;
+	for (size_t i = 0; i < count; i++) {
+		const struct bolt_mr *mr = desc[i];
+
+		if (!mr)
+			continue;
+		if (mr->mr_fid.fid.fclass != FI_CLASS_MR || !mr->enabled || mr->endpoint != endpoint) {
+			FI_WARN(&bolt_prov, FI_LOG_EP_DATA,
+				"descriptor %zu is not a memory region enabled on this endpoint\n", i);
+			return -FI_EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int bolt_operation_check(const struct bolt_endpoint *endpoint, const struct iovec *iov,
+				void **desc, size_t count, size_t *length)
+{
+	if (!endpoint->enabled)
+		return -FI_EOPBADSTATE;
+	if (count > BOLT_IOV_LIMIT || (count && !iov))
+		return -FI_EINVAL;
+	*length = bolt_iov_length(iov, count);
+	if (*length > BOLT_MAX_MSG_SIZE)
+		return -FI_EMSGSIZE;
+	return bolt_operation_check_descriptors(endpoint, desc, count);
+}
+
+/* FI_INJECT: the data is the operation's own from the start. */
+static int bolt_operation_inject(struct bolt_transmit *transmit)
+{
+	if (transmit->length > BOLT_INJECT_SIZE)
+		return -FI_EMSGSIZE;
+	transmit->inject_copy = malloc(transmit->length ? transmit->length : 1);
+	if (!transmit->inject_copy)
+		return -FI_ENOMEM;
+	bolt_iov_copy_out(transmit->iov, transmit->iov_count, 0, transmit->inject_copy,
+			  transmit->length);
+	transmit->iov[0].iov_base = transmit->inject_copy;
+	transmit->iov[0].iov_len = transmit->length;
+	transmit->iov_count = 1;
+	return 0;
+}
+
+ssize_t bolt_operation_transmit(struct bolt_endpoint *endpoint, const struct bolt_operation *operation)
+{
+	struct bolt_transmit *transmit;
+	struct bolt_address peer;
+	size_t length;
+	ssize_t ret;
+
+	ret = bolt_operation_check(endpoint, operation->iov, operation->desc, operation->iov_count,
+				   &length);
+	if (ret)
+		return ret;
+	bolt_domain_lock(endpoint->domain);
+	ret = bolt_av_lookup_address(endpoint->av, operation->peer, &peer);
+	if (ret)
+		goto unlock;
+	ret = -FI_ENOMEM;
+	transmit = calloc(1, sizeof(*transmit));
+	if (!transmit)
+		goto unlock;
+	transmit->op = operation->op;
+	transmit->context = operation->context;
+	transmit->flags = operation->flags;
+	transmit->silent = operation->flags & FI_INJECT && operation->silent_inject;
+	memcpy(transmit->iov, operation->iov, operation->iov_count * sizeof(*operation->iov));
+	transmit->iov_count = operation->iov_count;
+	transmit->length = length;
+	transmit->tag = operation->tag;
+	transmit->cq_data = (uint32_t) operation->data;
+	transmit->remote_address = operation->remote_address;
+	transmit->remote_key = operation->remote_key;
+	if (operation->flags & FI_INJECT) {
+		ret = bolt_operation_inject(transmit);
+		if (ret) {
+			bolt_transmit_free(transmit);
+			goto unlock;
+		}
+	}
+	transmit->connection = bolt_connection_get(endpoint, &peer);
+	if (!transmit->connection) {
+		bolt_transmit_free(transmit);
+		goto unlock;
+	}
+	bolt_transmit_start(transmit);
+	ret = 0;
+unlock:
+	bolt_domain_unlock(endpoint->domain);
+	return ret;
+}
+
+ssize_t bolt_operation_receive(struct bolt_endpoint *endpoint, const struct bolt_operation *operation,
+			       bool tagged)
+{
+	struct bolt_receive *receive;
+	size_t length;
+	ssize_t ret;
+
+	ret = bolt_operation_check(endpoint, operation->iov, operation->desc, operation->iov_count,
+				   &length);
+	if (ret)
+		return ret;
+	receive = calloc(1, sizeof(*receive));
+	if (!receive)
+		return -FI_ENOMEM;
+	receive->context = operation->context;
+	receive->flags = operation->flags;
+	receive->tagged = tagged;
+	memcpy(receive->iov, operation->iov, operation->iov_count * sizeof(*operation->iov));
+	receive->iov_count = operation->iov_count;
+	receive->length = length;
+	receive->source = endpoint->caps & FI_DIRECTED_RECV ? operation->peer : FI_ADDR_UNSPEC;
+	receive->tag = operation->tag;
+	receive->ignore = operation->ignore;
+	bolt_domain_lock(endpoint->domain);
+	bolt_match_post(endpoint, receive);
+	bolt_domain_unlock(endpoint->domain);
+	return 0;
+}

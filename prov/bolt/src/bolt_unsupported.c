@@ -1,0 +1,153 @@
+/*
+ * bolt_unsupported.c: one function per signature for the ops bolt does not
+ * offer, shared by every ops table.
+ */
+#include "bolt.h"
+#include "bolt_unsupported.h"
+
+int bolt_no_bind(struct fid *fid, struct fid *bound_fid, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_control(struct fid *fid, int command, void *argument)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
+		     void *context)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
+		       void *context)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+		      struct fid_wait **waitset)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_scalable_ep(struct fid_domain *domain, struct fi_info *info, struct fid_ep **sep,
+			void *context)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+		      struct fid_poll **pollset)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_stx_context(struct fid_domain *domain, struct fi_tx_attr *attr,
+			struct fid_stx **stx, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
+			struct fid_ep **rx_ep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_query_atomic(struct fid_domain *domain, enum fi_datatype datatype, enum fi_op op,
+			 struct fi_atomic_attr *attr, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_av_insertsvc(struct fid_av *av, const char *node, const char *service,
+			 fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_av_insertsym(struct fid_av *av, const char *node, size_t node_count,
+			 const char *service, size_t service_count, fi_addr_t *fi_addr,
+			 uint64_t flags, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_av_set(struct fid_av *av, struct fi_av_set_attr *attr, struct fid_av_set **av_set,
+		   void *context)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_tx_context(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
+		       struct fid_ep **tx_ep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_rx_context(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
+		       struct fid_ep **rx_ep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+ssize_t bolt_no_size_left(struct fid_ep *ep)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_connect(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_listen(struct fid_pep *pep)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_accept(struct fid_ep *ep, const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_shutdown(struct fid_ep *ep, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc,
+		 void *context)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
+			     struct fi_collective_attr *attr, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+int bolt_no_endpoint2(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
+		      uint64_t flags, void *context)
+{
+	return -FI_ENOSYS;
+}

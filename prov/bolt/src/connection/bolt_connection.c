@@ -1,0 +1,483 @@
+/*
+ * bolt_connection.c: connections between endpoints. On first use, the
+ * initiator creates a queue pair, posts its receives and says hello over the
+ * peer's side channel; the peer does the same and replies; the initiator
+ * connects its queue pair and says it is ready, after which both may send
+ * (a queue pair that is not yet ready to receive drops what reaches it).
+ * When both ends connect at once, the side channel started by the smaller
+ * address wins. The side channel stays open: when it closes, the peer is gone,
+ * and every operation on the connection ends with an error instead of
+ * hanging (UC reports nothing when a peer dies).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <utlist.h>
+
+#include "bolt_endpoint.h"
+
+#define BOLT_CONNECTION_RECEIVE_DEPTH 32       /* also the peer's credits */
+#define BOLT_CONNECTION_TIMEOUT_NS (10ULL * 1000000000ULL)
+#define BOLT_HANDSHAKE_BYTE_ORDER 0x01020304u
+
+enum bolt_handshake_type {
+	BOLT_HANDSHAKE_HELLO = 1,
+	BOLT_HANDSHAKE_REPLY,
+	BOLT_HANDSHAKE_READY,
+	BOLT_HANDSHAKE_REJECT,          /* body: the error, an FI_E* code */
+};
+
+struct bolt_handshake {
+	struct bolt_address sender;
+	struct bolt_address receiver;   /* whom the sender means: the listener checks it */
+	uint32_t byte_order;            /* the wire header is in the sender's order */
+	uint32_t qp_type;
+	uint32_t qpn;
+	uint32_t psn;
+	uint32_t receive_depth;
+	uint8_t gid[16];
+};
+
+static uint64_t bolt_connection_now_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t) now.tv_sec * 1000000000ULL + (uint64_t) now.tv_nsec;
+}
+
+static bool bolt_connection_same_address(const struct bolt_address *a, const struct bolt_address *b)
+{
+	return !memcmp(a, b, sizeof(*a));
+}
+
+/* The QP of a connection, within the device's budget, in INIT with its receives posted. */
+static int bolt_connection_create_qp(struct bolt_connection *connection)
+{
+	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_verbs *verbs = &domain->fabric->verbs;
+	int ret;
+
+	if (domain->qp_count >= domain->budget.qp_budget) {
+		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
+			"%s allows %d queue pairs and this domain uses them all: no connection to one more peer\n",
+			domain->device.name, domain->budget.qp_budget);
+		return -FI_ENOSPC;
+	}
+	connection->qp = bolt_qp_create(verbs, domain->handle.pd, domain->handle.cq, domain->qp_type,
+					(uint32_t) domain->budget.queue_depth, 0);
+	if (!connection->qp) {
+		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
+			"%s refused a queue pair (%s): its limit is %d queue pairs, shared by every process on it\n",
+			domain->device.name, strerror(errno), domain->budget.qp_budget);
+		return -FI_ENOSPC;
+	}
+	domain->qp_count++;
+	connection->psn = (uint32_t) rand() & 0xffffff;
+	connection->receive_depth = BOLT_CONNECTION_RECEIVE_DEPTH;
+	ret = bolt_qp_init(verbs, connection->qp, domain->qp_local.port_num);
+	if (ret)
+		return ret;
+	return bolt_receive_post_initial(connection);
+}
+
+static void bolt_connection_handshake_fill(const struct bolt_connection *connection,
+					   struct bolt_handshake *handshake)
+{
+	const struct bolt_domain *domain = connection->endpoint->domain;
+
+	memset(handshake, 0, sizeof(*handshake));
+	handshake->sender = connection->endpoint->address;
+	handshake->receiver = connection->peer;
+	handshake->byte_order = BOLT_HANDSHAKE_BYTE_ORDER;
+	handshake->qp_type = domain->qp_type;
+	handshake->qpn = connection->qp->qp_num;
+	handshake->psn = connection->psn;
+	handshake->receive_depth = connection->receive_depth;
+	memcpy(handshake->gid, domain->gid.raw, sizeof(handshake->gid));
+}
+
+/* Why a handshake from the peer cannot be used, or NULL. */
+static const char *bolt_connection_handshake_check(const struct bolt_endpoint *endpoint,
+						   const struct bolt_handshake *handshake,
+						   uint32_t length)
+{
+	if (length != sizeof(*handshake))
+		return "handshake of the wrong size";
+	if (handshake->byte_order != BOLT_HANDSHAKE_BYTE_ORDER)
+		return "peer of another byte order";
+	if (!bolt_address_is_valid(&handshake->sender, sizeof(handshake->sender)))
+		return "malformed sender address";
+	if (!bolt_connection_same_address(&handshake->receiver, &endpoint->address))
+		return "handshake meant for another endpoint";
+	if (handshake->qp_type != endpoint->domain->qp_type)
+		return "peer uses another queue pair type";
+	if (handshake->qpn == 0 || handshake->qpn > 0xffffff || handshake->psn > 0xffffff)
+		return "queue pair number or PSN out of range";
+	if (handshake->receive_depth < 2 || handshake->receive_depth > 1024)
+		return "receive depth out of range";
+	return NULL;
+}
+
+/* RTR and RTS towards the peer the handshake describes. */
+static int bolt_connection_connect_qp(struct bolt_connection *connection,
+				      const struct bolt_handshake *handshake)
+{
+	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_qp_local local = domain->qp_local;
+	struct bolt_qp_remote remote = { .qpn = handshake->qpn, .psn = handshake->psn };
+
+	local.psn = connection->psn;
+	memcpy(remote.gid.raw, handshake->gid, sizeof(remote.gid.raw));
+	connection->peer_receive_depth = handshake->receive_depth;
+	connection->send_credits = handshake->receive_depth;
+	return bolt_qp_connect(&domain->fabric->verbs, connection->qp, &local, &remote);
+}
+
+static int bolt_connection_send_handshake(struct bolt_connection *connection, uint16_t type)
+{
+	struct bolt_handshake handshake;
+
+	bolt_connection_handshake_fill(connection, &handshake);
+	return bolt_side_channel_send(&connection->stream, type, &handshake, sizeof(handshake));
+}
+
+static struct bolt_connection *bolt_connection_create(struct bolt_endpoint *endpoint,
+						      const struct bolt_address *peer)
+{
+	struct bolt_connection *connection = calloc(1, sizeof(*connection));
+
+	if (!connection)
+		return NULL;
+	connection->endpoint = endpoint;
+	connection->peer = *peer;
+	connection->fi_addr = endpoint->av ? bolt_av_reverse_lookup(endpoint->av, peer) : FI_ADDR_NOTAVAIL;
+	connection->started_ns = bolt_connection_now_ns();
+	connection->stream.fd = -1;
+	HASH_ADD(hh, endpoint->connections, peer, sizeof(connection->peer), connection);
+	return connection;
+}
+
+fi_addr_t bolt_connection_fi_addr(struct bolt_connection *connection)
+{
+	struct bolt_av *av = connection->endpoint->av;
+
+	/* The peer may be inserted after it first connected to us. */
+	if (connection->fi_addr == FI_ADDR_NOTAVAIL && av)
+		connection->fi_addr = bolt_av_reverse_lookup(av, &connection->peer);
+	return connection->fi_addr;
+}
+
+/* The endpoint's own address: a queue pair connected to itself. */
+static int bolt_connection_start_loopback(struct bolt_connection *connection)
+{
+	struct bolt_handshake self;
+	int ret;
+
+	connection->loopback = true;
+	bolt_connection_handshake_fill(connection, &self);
+	ret = bolt_connection_connect_qp(connection, &self);
+	if (ret)
+		return ret;
+	connection->state = BOLT_CONNECTION_ESTABLISHED;
+	return 0;
+}
+
+static int bolt_connection_start_remote(struct bolt_connection *connection)
+{
+	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct sockaddr_storage address;
+	socklen_t length;
+	int ret;
+
+	ret = bolt_address_to_sockaddr(&connection->peer, &address, &length);
+	if (ret)
+		return ret;
+	ret = bolt_side_channel_connect((struct sockaddr *) &address, length,
+					endpoint->domain->job_key_digest, &connection->stream);
+	if (ret)
+		return ret;
+	connection->has_stream = true;
+	connection->state = BOLT_CONNECTION_CONNECTING;
+	return bolt_connection_send_handshake(connection, BOLT_HANDSHAKE_HELLO);
+}
+
+struct bolt_connection *bolt_connection_get(struct bolt_endpoint *endpoint,
+					    const struct bolt_address *peer)
+{
+	struct bolt_connection *connection;
+	int ret;
+
+	HASH_FIND(hh, endpoint->connections, peer, sizeof(*peer), connection);
+	if (connection)
+		return connection;
+	connection = bolt_connection_create(endpoint, peer);
+	if (!connection)
+		return NULL;
+	ret = bolt_connection_create_qp(connection);
+	if (!ret)
+		ret = bolt_connection_same_address(peer, &endpoint->address) ?
+		      bolt_connection_start_loopback(connection) :
+		      bolt_connection_start_remote(connection);
+	if (ret)
+		bolt_connection_fail(connection, -ret, "the connection could not start");
+	return connection;
+}
+
+/* Tears down the device side of a connection; its buffers wait for the next full poll. */
+static void bolt_connection_release_device(struct bolt_connection *connection)
+{
+	struct bolt_domain *domain = connection->endpoint->domain;
+
+	if (connection->qp) {
+		domain->fabric->verbs.destroy_qp(connection->qp);
+		connection->qp = NULL;
+		domain->qp_count--;
+	}
+	if (connection->has_stream) {
+		bolt_side_channel_stream_close(&connection->stream);
+		connection->has_stream = false;
+	}
+}
+
+void bolt_connection_fail(struct bolt_connection *connection, int error, const char *why)
+{
+	struct bolt_domain *domain = connection->endpoint->domain;
+	char text[INET6_ADDRSTRLEN] = "?";
+
+	if (connection->state == BOLT_CONNECTION_FAILED)
+		return;
+	inet_ntop(connection->peer.family == BOLT_ADDRESS_FAMILY_IPV4 ? AF_INET : AF_INET6,
+		  connection->peer.ip, text, sizeof(text));
+	FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
+		"connection from port %u to %s port %u failed: %s (state %d, %u credits, %d sends in flight, %s operations waiting, %u free buffers)\n",
+		ntohs(connection->endpoint->address.port), text, ntohs(connection->peer.port), why, connection->state, connection->send_credits,
+		connection->outstanding_sends, connection->transmits ? "some" : "no",
+		domain->control_pool.free_count);
+	connection->state = BOLT_CONNECTION_FAILED;
+	connection->error = error ? error : FI_EIO;
+	bolt_connection_release_device(connection);
+	connection->reclaim_pending = true;
+	connection->failed_generation = domain->poll_generation;
+	bolt_transmit_fail_all(connection);
+	bolt_match_connection_failed(connection);
+}
+
+void bolt_connection_destroy(struct bolt_connection *connection)
+{
+	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_transmit *transmit, *next;
+
+	bolt_connection_release_device(connection);
+	DL_FOREACH_SAFE(connection->transmits, transmit, next) {
+		DL_DELETE(connection->transmits, transmit);
+		bolt_transmit_free(transmit);
+	}
+	HASH_DEL(endpoint->connections, connection);
+	free(connection);
+}
+
+/* Tells the peer why it gets no connection; best effort, the side channel closes next. */
+static void bolt_connection_reject(struct bolt_accepted *accepted, int error)
+{
+	uint32_t reason = (uint32_t) error;
+
+	if (!bolt_side_channel_send(&accepted->stream, BOLT_HANDSHAKE_REJECT, &reason, sizeof(reason)))
+		bolt_side_channel_progress(&accepted->stream);
+}
+
+/* The peer said hello on a side channel we accepted: answer it, or drop it. */
+static void bolt_connection_answer_hello(struct bolt_endpoint *endpoint,
+					 struct bolt_accepted *accepted,
+					 const struct bolt_handshake *hello)
+{
+	struct bolt_connection *connection;
+	int ret;
+
+	HASH_FIND(hh, endpoint->connections, &hello->sender, sizeof(hello->sender), connection);
+	if (connection && connection->state == BOLT_CONNECTION_CONNECTING &&
+	    memcmp(&hello->sender, &endpoint->address, sizeof(hello->sender)) > 0)
+		return;         /* both connect at once, and ours wins: the peer answers us */
+	if (connection && connection->state != BOLT_CONNECTION_CONNECTING)
+		return;         /* a second hello for a live or failed connection */
+	if (!connection) {
+		connection = bolt_connection_create(endpoint, &hello->sender);
+		if (!connection)
+			return;
+		ret = bolt_connection_create_qp(connection);
+		if (ret) {
+			bolt_connection_reject(accepted, -ret);
+			bolt_connection_fail(connection, -ret, "no queue pair for an incoming connection");
+			return;
+		}
+	} else {
+		/* Both connect at once and the peer's side channel wins: take it. */
+		bolt_side_channel_stream_close(&connection->stream);
+	}
+	connection->stream = accepted->stream;
+	connection->has_stream = true;
+	accepted->stream.fd = -1;
+	ret = bolt_connection_connect_qp(connection, hello);
+	if (!ret)
+		ret = bolt_connection_send_handshake(connection, BOLT_HANDSHAKE_REPLY);
+	if (ret) {
+		bolt_connection_fail(connection, -ret, "answering the peer's hello failed");
+		return;
+	}
+	connection->state = BOLT_CONNECTION_WAITING_READY;
+}
+
+static void bolt_connection_handle_reply(struct bolt_connection *connection,
+					 const struct bolt_handshake *reply)
+{
+	int ret = bolt_connection_connect_qp(connection, reply);
+
+	if (!ret)
+		ret = bolt_side_channel_send(&connection->stream, BOLT_HANDSHAKE_READY, NULL, 0);
+	if (ret) {
+		bolt_connection_fail(connection, -ret, "connecting to the peer's queue pair failed");
+		return;
+	}
+	connection->state = BOLT_CONNECTION_ESTABLISHED;
+	bolt_transmit_progress(connection);
+}
+
+/* One handshake message on an established side channel. */
+static void bolt_connection_handle(struct bolt_connection *connection, uint16_t type,
+				   const struct bolt_handshake *handshake, uint32_t length)
+{
+	const char *problem = NULL;
+
+	if (type == BOLT_HANDSHAKE_REPLY && connection->state == BOLT_CONNECTION_CONNECTING) {
+		problem = bolt_connection_handshake_check(connection->endpoint, handshake, length);
+		if (!problem && !bolt_connection_same_address(&handshake->sender, &connection->peer))
+			problem = "reply from another endpoint";
+		if (!problem) {
+			bolt_connection_handle_reply(connection, handshake);
+			return;
+		}
+	} else if (type == BOLT_HANDSHAKE_REJECT && connection->state == BOLT_CONNECTION_CONNECTING &&
+		   length == sizeof(uint32_t)) {
+		uint32_t reason;
+
+		memcpy(&reason, handshake, sizeof(reason));
+		/* Only the refusals a peer can have; anything else is an I/O error. */
+		bolt_connection_fail(connection, reason == FI_ENOSPC || reason == FI_ENOMEM ? (int) reason : FI_EIO,
+				     "the peer refused: it has no queue pair or memory left");
+		return;
+	} else if (type == BOLT_HANDSHAKE_READY && connection->state == BOLT_CONNECTION_WAITING_READY &&
+		   length == 0) {
+		connection->state = BOLT_CONNECTION_ESTABLISHED;
+		bolt_transmit_progress(connection);
+		return;
+	}
+	bolt_connection_fail(connection, FI_EPROTO, problem ? problem : "unexpected side channel message");
+}
+
+static void bolt_connection_progress_stream(struct bolt_connection *connection)
+{
+	struct bolt_handshake handshake;
+	uint32_t length;
+	uint16_t type;
+	int ret;
+
+	bolt_side_channel_progress(&connection->stream);
+	while (connection->has_stream &&
+	       !(ret = bolt_side_channel_receive(&connection->stream, &type, &handshake,
+						 sizeof(handshake), &length)))
+		bolt_connection_handle(connection, type, &handshake, length);
+	if (!connection->has_stream || ret == -FI_EAGAIN)
+		return;
+	if (ret == -FI_ECONNRESET)
+		bolt_connection_fail(connection, FI_EIO, "the peer closed its side channel: it is gone");
+	else
+		bolt_connection_fail(connection, FI_EPROTO, "malformed side channel message");
+}
+
+static void bolt_connection_accept_all(struct bolt_endpoint *endpoint)
+{
+	struct bolt_accepted *accepted = calloc(1, sizeof(*accepted));
+
+	while (accepted && !bolt_side_channel_accept(&endpoint->listener, &accepted->stream)) {
+		DL_APPEND(endpoint->accepted, accepted);
+		accepted = calloc(1, sizeof(*accepted));
+	}
+	free(accepted);
+}
+
+static void bolt_connection_free_accepted(struct bolt_endpoint *endpoint, struct bolt_accepted *accepted)
+{
+	DL_DELETE(endpoint->accepted, accepted);
+	bolt_side_channel_stream_close(&accepted->stream);
+	free(accepted);
+}
+
+/* Side channels accepted but not yet attached to a connection: wait for their hello. */
+static void bolt_connection_progress_accepted(struct bolt_endpoint *endpoint)
+{
+	struct bolt_accepted *accepted, *next;
+	struct bolt_handshake hello;
+	uint32_t length;
+	uint16_t type;
+	int ret;
+
+	DL_FOREACH_SAFE(endpoint->accepted, accepted, next) {
+		bolt_side_channel_progress(&accepted->stream);
+		ret = bolt_side_channel_receive(&accepted->stream, &type, &hello, sizeof(hello), &length);
+		if (ret == -FI_EAGAIN)
+			continue;
+		if (!ret && type == BOLT_HANDSHAKE_HELLO &&
+		    !bolt_connection_handshake_check(endpoint, &hello, length))
+			bolt_connection_answer_hello(endpoint, accepted, &hello);
+		else
+			FI_INFO(&bolt_prov, FI_LOG_EP_CTRL, "dropped a side channel that did not say hello\n");
+		bolt_connection_free_accepted(endpoint, accepted);
+	}
+}
+
+void bolt_connection_progress_all(struct bolt_endpoint *endpoint)
+{
+	struct bolt_domain *domain = endpoint->domain;
+	struct bolt_connection *connection, *next;
+	uint64_t now;
+
+	bolt_connection_accept_all(endpoint);
+	bolt_connection_progress_accepted(endpoint);
+	/* After accepting: connections created just now must not look older. */
+	now = bolt_connection_now_ns();
+	HASH_ITER(hh, endpoint->connections, connection, next) {
+		if (connection->has_stream)
+			bolt_connection_progress_stream(connection);
+		if (connection->state != BOLT_CONNECTION_ESTABLISHED &&
+		    connection->state != BOLT_CONNECTION_FAILED &&
+		    now > connection->started_ns + BOLT_CONNECTION_TIMEOUT_NS)
+			bolt_connection_fail(connection, FI_ETIMEDOUT, "no answer from the peer");
+		/* Its queue pair is gone and the CQ has been polled empty since: no
+		 * completion can still name its buffers. */
+		if (connection->reclaim_pending && domain->poll_generation > connection->failed_generation) {
+			bolt_control_buffer_reclaim(domain, connection);
+			connection->reclaim_pending = false;
+		}
+		if (connection->state == BOLT_CONNECTION_ESTABLISHED)
+			bolt_transmit_progress(connection);
+	}
+}
+
+/* Closing the endpoint: the CQ is polled empty after the QPs are gone, then buffers return. */
+void bolt_connection_destroy_all(struct bolt_endpoint *endpoint)
+{
+	struct bolt_domain *domain = endpoint->domain;
+	struct bolt_connection *connection, *next;
+	struct bolt_accepted *accepted, *next_accepted;
+
+	HASH_ITER(hh, endpoint->connections, connection, next)
+		bolt_connection_release_device(connection);
+	bolt_domain_poll_device(domain);
+	HASH_ITER(hh, endpoint->connections, connection, next) {
+		bolt_control_buffer_reclaim(domain, connection);
+		bolt_connection_destroy(connection);
+	}
+	DL_FOREACH_SAFE(endpoint->accepted, accepted, next_accepted)
+		bolt_connection_free_accepted(endpoint, accepted);
+}

@@ -1,0 +1,49 @@
+/*
+ * bolt_control.c: the domain's control buffers: slab buffers of one frame,
+ * each with a record that travels as the wr_id of the send or receive that
+ * uses it.
+ */
+#include "bolt_endpoint.h"
+
+struct bolt_control_buffer *bolt_control_buffer_get(struct bolt_domain *domain)
+{
+	char *data = bolt_slab_get(&domain->control_pool);
+	struct bolt_control_buffer *record;
+
+	if (!data)
+		return NULL;
+	record = &domain->control_buffers[bolt_slab_index(&domain->control_pool, data)];
+	record->connection = NULL;
+	record->transmit = NULL;
+	record->posted = false;
+	return record;
+}
+
+void bolt_control_buffer_put(struct bolt_domain *domain, struct bolt_control_buffer *record)
+{
+	record->connection = NULL;
+	record->transmit = NULL;
+	record->posted = false;
+	bolt_slab_put(&domain->control_pool, bolt_control_buffer_data(domain, record));
+}
+
+char *bolt_control_buffer_data(struct bolt_domain *domain, const struct bolt_control_buffer *record)
+{
+	return bolt_slab_buffer(&domain->control_pool,
+				(uint32_t) (record - domain->control_buffers));
+}
+
+struct bolt_control_buffer *bolt_control_buffer_of_work(struct bolt_work_completion *work)
+{
+	return bolt_container_of(work, struct bolt_control_buffer, work);
+}
+
+void bolt_control_buffer_reclaim(struct bolt_domain *domain, struct bolt_connection *connection)
+{
+	for (uint32_t i = 0; i < domain->control_pool.buffer_count; i++) {
+		struct bolt_control_buffer *record = &domain->control_buffers[i];
+
+		if (record->posted && record->connection == connection)
+			bolt_control_buffer_put(domain, record);
+	}
+}

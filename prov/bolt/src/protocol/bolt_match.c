@@ -1,0 +1,268 @@
+/*
+ * bolt_match.c: matching messages to receives. Posted receives and messages
+ * that arrived first (unexpected) are kept in order, separately for untagged
+ * and tagged traffic. A message's segments arrive in order on its connection:
+ * the first one is matched, the rest follow it into the same place.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <utlist.h>
+
+#include "bolt_endpoint.h"
+
+static bool bolt_match_source(const struct bolt_endpoint *endpoint,
+			      const struct bolt_receive *receive,
+			      struct bolt_connection *connection)
+{
+	if (receive->source == FI_ADDR_UNSPEC || !(endpoint->caps & FI_DIRECTED_RECV))
+		return true;
+	return bolt_connection_fi_addr(connection) == receive->source;
+}
+
+static bool bolt_match_tag(const struct bolt_receive *receive, bool tagged, uint64_t tag)
+{
+	return !tagged || ((receive->tag ^ tag) & ~receive->ignore) == 0;
+}
+
+static bool bolt_match_one(const struct bolt_endpoint *endpoint, const struct bolt_receive *receive,
+			   struct bolt_connection *connection, bool tagged, uint64_t tag)
+{
+	return bolt_match_source(endpoint, receive, connection) &&
+	       bolt_match_tag(receive, tagged, tag);
+}
+
+/* Completes receive with a message of length bytes, of which it holds copied. */
+static void bolt_match_deliver(struct bolt_endpoint *endpoint, struct bolt_receive *receive,
+			       struct bolt_connection *connection, size_t length,
+			       uint8_t wire_flags, uint64_t tag, uint32_t cq_data)
+{
+	size_t copied = length < receive->length ? length : receive->length;
+
+	bolt_endpoint_complete_receive(endpoint, receive, connection, copied, length, wire_flags,
+				       tag, cq_data, length > receive->length ? FI_ETRUNC : 0);
+}
+
+static void bolt_match_free_unexpected(struct bolt_unexpected **list, struct bolt_unexpected *unexpected)
+{
+	DL_DELETE(*list, unexpected);
+	free(unexpected->data);
+	free(unexpected);
+}
+
+/* An unexpected message is complete and has a receive: hand it over. */
+static void bolt_match_hand_over(struct bolt_endpoint *endpoint, struct bolt_unexpected **list,
+				 struct bolt_unexpected *unexpected, struct bolt_receive *receive)
+{
+	bolt_iov_copy_in(receive->iov, receive->iov_count, 0, unexpected->data,
+			 unexpected->length < receive->length ? unexpected->length : receive->length);
+	bolt_match_deliver(endpoint, receive, unexpected->connection, unexpected->length,
+			   unexpected->wire_flags, unexpected->tag, unexpected->cq_data);
+	bolt_match_free_unexpected(list, unexpected);
+}
+
+void bolt_match_post(struct bolt_endpoint *endpoint, struct bolt_receive *receive)
+{
+	struct bolt_unexpected **list = receive->tagged ? &endpoint->unexpected_tagged :
+				       &endpoint->unexpected;
+	struct bolt_unexpected *unexpected;
+
+	DL_FOREACH(*list, unexpected) {
+		if (unexpected->claimed ||
+		    !bolt_match_one(endpoint, receive, unexpected->connection, receive->tagged,
+				    unexpected->tag))
+			continue;
+		if (unexpected->received == unexpected->length)
+			bolt_match_hand_over(endpoint, list, unexpected, receive);
+		else
+			unexpected->claimed = receive;
+		return;
+	}
+	if (receive->tagged)
+		DL_APPEND(endpoint->posted_tagged, receive);
+	else
+		DL_APPEND(endpoint->posted, receive);
+}
+
+static struct bolt_receive *bolt_match_find_posted(struct bolt_endpoint *endpoint,
+						   struct bolt_connection *connection, bool tagged,
+						   uint64_t tag)
+{
+	struct bolt_receive **list = tagged ? &endpoint->posted_tagged : &endpoint->posted;
+	struct bolt_receive *receive;
+
+	DL_FOREACH(*list, receive) {
+		if (bolt_match_one(endpoint, receive, connection, tagged, tag)) {
+			DL_DELETE(*list, receive);
+			return receive;
+		}
+	}
+	return NULL;
+}
+
+void bolt_match_arrival(struct bolt_connection *connection, const struct bolt_wire_header *header,
+			const char *payload)
+{
+	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_inbound *inbound = &connection->inbound;
+	bool tagged = header->flags & BOLT_WIRE_FLAG_TAGGED;
+	struct bolt_unexpected *unexpected;
+
+	memset(inbound, 0, sizeof(*inbound));
+	inbound->active = true;
+	inbound->tagged = tagged;
+	inbound->wire_flags = header->flags;
+	inbound->tag = header->tag;
+	inbound->cq_data = header->cq_data;
+	inbound->length = header->total_length;
+	inbound->receive = bolt_match_find_posted(endpoint, connection, tagged, header->tag);
+	if (!inbound->receive) {
+		unexpected = calloc(1, sizeof(*unexpected));
+		if (!unexpected || !(unexpected->data = malloc(header->total_length ? header->total_length : 1))) {
+			free(unexpected);
+			bolt_connection_fail(connection, FI_ENOMEM, "no memory for an unexpected message");
+			return;
+		}
+		unexpected->connection = connection;
+		unexpected->tagged = tagged;
+		unexpected->wire_flags = header->flags;
+		unexpected->tag = header->tag;
+		unexpected->cq_data = header->cq_data;
+		unexpected->length = header->total_length;
+		DL_APPEND(*(tagged ? &endpoint->unexpected_tagged : &endpoint->unexpected), unexpected);
+		inbound->unexpected = unexpected;
+	}
+	bolt_match_segment(connection, header, payload);
+}
+
+static void bolt_match_finish(struct bolt_connection *connection)
+{
+	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_inbound *inbound = &connection->inbound;
+	struct bolt_unexpected *unexpected = inbound->unexpected;
+
+	inbound->active = false;
+	if (inbound->receive) {
+		bolt_match_deliver(endpoint, inbound->receive, connection, inbound->length,
+				   inbound->wire_flags, inbound->tag, inbound->cq_data);
+		return;
+	}
+	if (unexpected->claimed)
+		bolt_match_hand_over(endpoint, inbound->tagged ? &endpoint->unexpected_tagged :
+				     &endpoint->unexpected, unexpected, unexpected->claimed);
+}
+
+void bolt_match_segment(struct bolt_connection *connection, const struct bolt_wire_header *header,
+			const char *payload)
+{
+	struct bolt_inbound *inbound = &connection->inbound;
+	size_t length = header->payload_length;
+
+	if (header->total_length != inbound->length) {
+		bolt_connection_fail(connection, FI_EIO, "segment of another message");
+		return;
+	}
+	if (inbound->receive) {
+		if (header->offset < inbound->receive->length)
+			bolt_iov_copy_in(inbound->receive->iov, inbound->receive->iov_count,
+					 header->offset, payload, length);
+	} else {
+		memcpy(inbound->unexpected->data + header->offset, payload, length);
+		inbound->unexpected->received += length;
+	}
+	inbound->received += length;
+	if (header->flags & BOLT_WIRE_FLAG_LAST) {
+		if (inbound->received != inbound->length) {
+			bolt_connection_fail(connection, FI_EIO, "last segment before the message ends");
+			return;
+		}
+		bolt_match_finish(connection);
+	}
+}
+
+static struct bolt_receive *bolt_match_remove_context(struct bolt_receive **list, void *context)
+{
+	struct bolt_receive *receive;
+
+	DL_FOREACH(*list, receive) {
+		if (receive->context == context) {
+			DL_DELETE(*list, receive);
+			return receive;
+		}
+	}
+	return NULL;
+}
+
+int bolt_match_cancel(struct bolt_endpoint *endpoint, void *context)
+{
+	struct bolt_receive *receive = bolt_match_remove_context(&endpoint->posted, context);
+
+	if (!receive)
+		receive = bolt_match_remove_context(&endpoint->posted_tagged, context);
+	if (!receive)
+		return -FI_ENOENT;
+	bolt_endpoint_complete_receive(endpoint, receive, NULL, 0, 0, 0, receive->tag, 0,
+				       FI_ECANCELED);
+	return 0;
+}
+
+/* Directed receives waiting on a peer that is gone end with its error. */
+static void bolt_match_fail_directed(struct bolt_connection *connection, struct bolt_receive **list)
+{
+	struct bolt_receive *receive, *next;
+
+	DL_FOREACH_SAFE(*list, receive, next) {
+		if (receive->source == FI_ADDR_UNSPEC || receive->source != connection->fi_addr ||
+		    !(connection->endpoint->caps & FI_DIRECTED_RECV))
+			continue;
+		DL_DELETE(*list, receive);
+		bolt_endpoint_complete_receive(connection->endpoint, receive, connection, 0, 0, 0,
+					       receive->tag, 0, connection->error);
+	}
+}
+
+void bolt_match_connection_failed(struct bolt_connection *connection)
+{
+	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_inbound *inbound = &connection->inbound;
+	struct bolt_unexpected *unexpected = inbound->unexpected;
+
+	if (inbound->active && inbound->receive) {
+		bolt_endpoint_complete_receive(endpoint, inbound->receive, connection, 0, 0, 0,
+					       inbound->tag, 0, connection->error);
+	} else if (inbound->active) {
+		if (unexpected->claimed)
+			bolt_endpoint_complete_receive(endpoint, unexpected->claimed, connection, 0, 0,
+						       0, inbound->tag, 0, connection->error);
+		bolt_match_free_unexpected(inbound->tagged ? &endpoint->unexpected_tagged :
+					   &endpoint->unexpected, unexpected);
+	}
+	memset(inbound, 0, sizeof(*inbound));
+	bolt_match_fail_directed(connection, &endpoint->posted);
+	bolt_match_fail_directed(connection, &endpoint->posted_tagged);
+}
+
+static void bolt_match_free_receives(struct bolt_receive **list)
+{
+	struct bolt_receive *receive, *next;
+
+	DL_FOREACH_SAFE(*list, receive, next) {
+		DL_DELETE(*list, receive);
+		free(receive);
+	}
+}
+
+static void bolt_match_free_unexpected_list(struct bolt_unexpected **list)
+{
+	struct bolt_unexpected *unexpected, *next;
+
+	DL_FOREACH_SAFE(*list, unexpected, next)
+		bolt_match_free_unexpected(list, unexpected);
+}
+
+void bolt_match_free_all(struct bolt_endpoint *endpoint)
+{
+	bolt_match_free_receives(&endpoint->posted);
+	bolt_match_free_receives(&endpoint->posted_tagged);
+	bolt_match_free_unexpected_list(&endpoint->unexpected);
+	bolt_match_free_unexpected_list(&endpoint->unexpected_tagged);
+}

@@ -1,0 +1,280 @@
+/*
+ * bolt_receive.c: receiving. Each connection keeps receive_depth control
+ * buffers posted; every arriving message is checked (op, lengths, sequence,
+ * credits) before anything in it is trusted, handled by its op, and its
+ * buffer posted again at once, which earns the peer a credit back.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bolt_endpoint.h"
+
+static void bolt_receive_completed(struct bolt_work_completion *work, const struct ibv_wc *wc);
+
+static int bolt_receive_post(struct bolt_connection *connection, struct bolt_control_buffer *record)
+{
+	struct bolt_domain *domain = connection->endpoint->domain;
+	struct ibv_sge sge = {
+		.addr = (uintptr_t) bolt_control_buffer_data(domain, record),
+		.length = (uint32_t) domain->control_pool.buffer_size,
+		.lkey = domain->control_pool.mr->lkey,
+	};
+	struct ibv_recv_wr wr = {
+		.wr_id = (uintptr_t) &record->work,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+	struct ibv_recv_wr *bad_wr;
+	int ret;
+
+	record->work.handle = bolt_receive_completed;
+	record->connection = connection;
+	record->posted = true;
+	ret = domain->fabric->verbs.post_recv(connection->qp, &wr, &bad_wr);
+	if (ret) {
+		bolt_control_buffer_put(domain, record);
+		FI_WARN(&bolt_prov, FI_LOG_EP_DATA, "post_recv failed: %s\n", strerror(ret));
+		return -FI_EIO;
+	}
+	return 0;
+}
+
+int bolt_receive_post_initial(struct bolt_connection *connection)
+{
+	struct bolt_domain *domain = connection->endpoint->domain;
+
+	for (uint32_t i = 0; i < connection->receive_depth; i++) {
+		struct bolt_control_buffer *record = bolt_control_buffer_get(domain);
+		int ret;
+
+		if (!record) {
+			FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
+				"no free control buffer for a connection's receives (%u in the pool)\n",
+				domain->control_pool.buffer_count);
+			return -FI_ENOMEM;
+		}
+		ret = bolt_receive_post(connection, record);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Why a message cannot be trusted, or NULL. */
+static const char *bolt_receive_check(const struct bolt_connection *connection,
+				      const struct bolt_wire_header *header, uint32_t length)
+{
+	if (length < sizeof(*header))
+		return "message shorter than its header";
+	if (header->op < BOLT_WIRE_MESSAGE || header->op > BOLT_WIRE_OP_LAST)
+		return "unknown operation";
+	if (header->payload_length != length - sizeof(*header) ||
+	    header->payload_length > BOLT_SEGMENT_PAYLOAD)
+		return "payload length does not match the message";
+	if (header->sequence != connection->receive_sequence)
+		return "sequence gap: a message was lost";
+	if ((uint64_t) connection->send_credits + header->credits > connection->peer_receive_depth)
+		return "more credits than the peer has receives";
+	if (header->total_length > BOLT_MAX_MSG_SIZE ||
+	    header->offset + header->payload_length > header->total_length)
+		return "segment outside its message";
+	return NULL;
+}
+
+static void bolt_receive_write(struct bolt_connection *connection,
+			       const struct bolt_wire_header *header, const char *payload);
+static void bolt_receive_write_ack(struct bolt_connection *connection,
+				   const struct bolt_wire_header *header);
+static void bolt_receive_read_request(struct bolt_connection *connection,
+				      const struct bolt_wire_header *header);
+static void bolt_receive_read_response(struct bolt_connection *connection,
+				       const struct bolt_wire_header *header, const char *payload);
+
+static void bolt_receive_message(struct bolt_connection *connection,
+				 const struct bolt_wire_header *header, const char *payload)
+{
+	if (header->offset == 0 && !connection->inbound.active)
+		bolt_match_arrival(connection, header, payload);
+	else if (connection->inbound.active && header->offset == connection->inbound.received)
+		bolt_match_segment(connection, header, payload);
+	else
+		bolt_connection_fail(connection, FI_EIO, "message segment out of order");
+}
+
+static void bolt_receive_dispatch(struct bolt_connection *connection,
+				  const struct bolt_wire_header *header, const char *payload)
+{
+	switch (header->op) {
+	case BOLT_WIRE_MESSAGE:
+		bolt_receive_message(connection, header, payload);
+		break;
+	case BOLT_WIRE_WRITE:
+		bolt_receive_write(connection, header, payload);
+		break;
+	case BOLT_WIRE_WRITE_ACK:
+		bolt_receive_write_ack(connection, header);
+		break;
+	case BOLT_WIRE_READ_REQUEST:
+		bolt_receive_read_request(connection, header);
+		break;
+	case BOLT_WIRE_READ_RESPONSE:
+		bolt_receive_read_response(connection, header, payload);
+		break;
+	case BOLT_WIRE_CREDIT:
+		break;
+	}
+}
+
+static void bolt_receive_completed(struct bolt_work_completion *work, const struct ibv_wc *wc)
+{
+	struct bolt_control_buffer *record = bolt_control_buffer_of_work(work);
+	struct bolt_connection *connection = record->connection;
+	struct bolt_domain *domain;
+	const struct bolt_wire_header *header;
+	const char *problem;
+
+	if (!record->posted)
+		return;
+	domain = connection->endpoint->domain;
+	if (connection->state == BOLT_CONNECTION_FAILED) {
+		bolt_control_buffer_put(domain, record);
+		return;
+	}
+	if (wc->status != IBV_WC_SUCCESS) {
+		bolt_control_buffer_put(domain, record);
+		bolt_connection_fail(connection, FI_EIO, domain->fabric->verbs.wc_status_str(wc->status));
+		return;
+	}
+	header = (const struct bolt_wire_header *) bolt_control_buffer_data(domain, record);
+	problem = bolt_receive_check(connection, header, wc->byte_len);
+	if (problem) {
+		bolt_control_buffer_put(domain, record);
+		bolt_connection_fail(connection, FI_EIO, problem);
+		return;
+	}
+	connection->receive_sequence++;
+	connection->send_credits += header->credits;
+	bolt_receive_dispatch(connection, header, (const char *) (header + 1));
+	if (connection->state == BOLT_CONNECTION_FAILED) {
+		bolt_control_buffer_put(domain, record);
+		return;
+	}
+	/* The payload has been copied out: the buffer can take the next message. */
+	if (bolt_receive_post(connection, record)) {
+		bolt_connection_fail(connection, FI_EIO, "a receive could not be posted again");
+		return;
+	}
+	connection->credits_to_return++;
+	bolt_transmit_progress(connection);
+}
+
+/* An internal reply (write ack or read data) owed to the peer's request_id. */
+static struct bolt_transmit *bolt_receive_reply(struct bolt_connection *connection,
+						enum bolt_wire_op op, uint64_t request_id,
+						int status)
+{
+	struct bolt_transmit *reply = calloc(1, sizeof(*reply));
+
+	if (!reply) {
+		bolt_connection_fail(connection, FI_ENOMEM, "no memory for a reply");
+		return NULL;
+	}
+	reply->op = op;
+	reply->connection = connection;
+	reply->internal = true;
+	reply->request_id = request_id;
+	reply->cq_data = (uint32_t) status;
+	return reply;
+}
+
+static void bolt_receive_write(struct bolt_connection *connection,
+			       const struct bolt_wire_header *header, const char *payload)
+{
+	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_transmit *ack;
+	char *local;
+	int status;
+
+	if (header->offset == 0)
+		connection->write_status = 0;
+	if (!connection->write_status && header->payload_length) {
+		status = bolt_mr_translate(endpoint, header->key, header->address + header->offset,
+					   header->payload_length, FI_REMOTE_WRITE, &local);
+		if (status)
+			connection->write_status = status;
+		else
+			memcpy(local, payload, header->payload_length);
+	}
+	if (!(header->flags & BOLT_WIRE_FLAG_LAST))
+		return;
+	/* A zero-length write still names a key that must exist. */
+	if (!header->total_length && !connection->write_status)
+		connection->write_status = bolt_mr_translate(endpoint, header->key, header->address, 0,
+							     FI_REMOTE_WRITE, &local);
+	if (!connection->write_status)
+		bolt_endpoint_count_remote(endpoint, BOLT_COUNTER_REMOTE_WRITE,
+					   header->flags & BOLT_WIRE_FLAG_REMOTE_CQ_DATA,
+					   header->cq_data, header->total_length);
+	ack = bolt_receive_reply(connection, BOLT_WIRE_WRITE_ACK, header->request_id,
+				 connection->write_status);
+	if (ack)
+		bolt_transmit_start(ack);
+}
+
+static void bolt_receive_write_ack(struct bolt_connection *connection,
+				   const struct bolt_wire_header *header)
+{
+	struct bolt_transmit *write = bolt_transmit_find_request(connection, BOLT_WIRE_WRITE,
+								  header->request_id);
+
+	if (!write) {
+		bolt_connection_fail(connection, FI_EIO, "acknowledgement of no write");
+		return;
+	}
+	bolt_transmit_reply_arrived(write, (int) header->cq_data);
+}
+
+static void bolt_receive_read_request(struct bolt_connection *connection,
+				      const struct bolt_wire_header *header)
+{
+	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_transmit *response;
+	char *local = NULL;
+	int status;
+
+	status = bolt_mr_translate(endpoint, header->key, header->address, header->total_length,
+				   FI_REMOTE_READ, &local);
+	response = bolt_receive_reply(connection, BOLT_WIRE_READ_RESPONSE, header->request_id, status);
+	if (!response)
+		return;
+	if (!status) {
+		response->iov[0].iov_base = local;
+		response->iov[0].iov_len = header->total_length;
+		response->iov_count = 1;
+		response->length = header->total_length;
+		bolt_endpoint_count_remote(endpoint, BOLT_COUNTER_REMOTE_READ, false, 0,
+					   header->total_length);
+	}
+	bolt_transmit_start(response);
+}
+
+static void bolt_receive_read_response(struct bolt_connection *connection,
+				       const struct bolt_wire_header *header, const char *payload)
+{
+	struct bolt_transmit *read = bolt_transmit_find_request(connection, BOLT_WIRE_READ_REQUEST,
+								 header->request_id);
+
+	if (!read || (!header->cq_data && header->total_length != read->length)) {
+		bolt_connection_fail(connection, FI_EIO, "read data for no read");
+		return;
+	}
+	if (header->cq_data) {
+		bolt_transmit_reply_arrived(read, (int) header->cq_data);
+		return;
+	}
+	bolt_iov_copy_in(read->iov, read->iov_count, header->offset, payload, header->payload_length);
+	read->received += header->payload_length;
+	if (header->flags & BOLT_WIRE_FLAG_LAST)
+		bolt_transmit_reply_arrived(read, 0);
+}

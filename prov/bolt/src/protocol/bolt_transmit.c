@@ -1,0 +1,252 @@
+/*
+ * bolt_transmit.c: sending. Each connection keeps its operations in order and
+ * cuts them into segments of one control buffer each. A segment goes out only
+ * when the peer has a receive posted for it (a credit: UC loses a SEND that
+ * finds none), the send queue has room and a buffer is free. The last credit
+ * is kept for returning credits, so two busy peers never wait on each other.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <utlist.h>
+
+#include "bolt_endpoint.h"
+
+static bool bolt_transmit_has_payload(enum bolt_wire_op op)
+{
+	return op == BOLT_WIRE_MESSAGE || op == BOLT_WIRE_WRITE || op == BOLT_WIRE_READ_RESPONSE;
+}
+
+static bool bolt_transmit_can_send(const struct bolt_connection *connection, bool credit_only)
+{
+	const struct bolt_domain *domain = connection->endpoint->domain;
+
+	return connection->state == BOLT_CONNECTION_ESTABLISHED &&
+	       connection->outstanding_sends < domain->budget.queue_depth &&
+	       connection->send_credits > (credit_only ? 0u : 1u);
+}
+
+static void bolt_transmit_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc);
+
+/* Posts a control buffer whose header and payload are filled; false if the QP refused. */
+static bool bolt_transmit_post(struct bolt_connection *connection,
+			       struct bolt_control_buffer *record, size_t length)
+{
+	struct bolt_domain *domain = connection->endpoint->domain;
+	struct ibv_sge sge = {
+		.addr = (uintptr_t) bolt_control_buffer_data(domain, record),
+		.length = (uint32_t) length,
+		.lkey = domain->control_pool.mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = (uintptr_t) &record->work,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	};
+	struct ibv_send_wr *bad_wr;
+	int ret;
+
+	record->work.handle = bolt_transmit_send_completed;
+	record->connection = connection;
+	record->posted = true;
+	ret = domain->fabric->verbs.post_send(connection->qp, &wr, &bad_wr);
+	if (ret) {
+		bolt_control_buffer_put(domain, record);
+		bolt_connection_fail(connection, FI_EIO, strerror(ret));
+		return false;
+	}
+	connection->outstanding_sends++;
+	connection->send_credits--;
+	return true;
+}
+
+static void bolt_transmit_header(struct bolt_connection *connection, struct bolt_wire_header *header,
+				 enum bolt_wire_op op, size_t payload_length)
+{
+	memset(header, 0, sizeof(*header));
+	header->op = (uint8_t) op;
+	header->payload_length = (uint32_t) payload_length;
+	header->credits = (uint16_t) connection->credits_to_return;
+	header->sequence = connection->send_sequence++;
+	connection->credits_to_return = 0;
+}
+
+/* Puts the next segment of transmit on the wire; false when no buffer is free. */
+static bool bolt_transmit_segment(struct bolt_connection *connection, struct bolt_transmit *transmit)
+{
+	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_control_buffer *record = bolt_control_buffer_get(domain);
+	struct bolt_wire_header *header;
+	size_t payload = 0;
+	char *data;
+
+	if (!record)
+		return false;
+	data = bolt_control_buffer_data(domain, record);
+	header = (struct bolt_wire_header *) data;
+	if (bolt_transmit_has_payload(transmit->op)) {
+		payload = transmit->length - transmit->sent;
+		if (payload > BOLT_SEGMENT_PAYLOAD)
+			payload = BOLT_SEGMENT_PAYLOAD;
+		bolt_iov_copy_out(transmit->iov, transmit->iov_count, transmit->sent,
+				  data + sizeof(*header), payload);
+	}
+	bolt_transmit_header(connection, header, transmit->op, payload);
+	header->tag = transmit->tag;
+	header->cq_data = transmit->cq_data;
+	header->request_id = transmit->request_id;
+	header->total_length = transmit->length;
+	header->offset = transmit->sent;
+	header->address = transmit->remote_address;
+	header->key = transmit->remote_key;
+	if (transmit->flags & FI_TAGGED)
+		header->flags |= BOLT_WIRE_FLAG_TAGGED;
+	if (transmit->flags & FI_REMOTE_CQ_DATA)
+		header->flags |= BOLT_WIRE_FLAG_REMOTE_CQ_DATA;
+	transmit->sent += payload;
+	if (transmit->sent == transmit->length || !bolt_transmit_has_payload(transmit->op)) {
+		header->flags |= BOLT_WIRE_FLAG_LAST;
+		transmit->posted_last = true;
+	}
+	record->transmit = transmit;
+	transmit->in_flight++;
+	if (!bolt_transmit_post(connection, record, sizeof(*header) + payload))
+		transmit->in_flight--;
+	return true;
+}
+
+/* A header that only returns credits, when the peer would otherwise run dry. */
+static void bolt_transmit_return_credits(struct bolt_connection *connection)
+{
+	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_control_buffer *record;
+
+	if (connection->credits_to_return < connection->receive_depth / 2 ||
+	    !bolt_transmit_can_send(connection, true))
+		return;
+	record = bolt_control_buffer_get(domain);
+	if (!record)
+		return;
+	bolt_transmit_header(connection, (struct bolt_wire_header *) bolt_control_buffer_data(domain, record),
+			     BOLT_WIRE_CREDIT, 0);
+	((struct bolt_wire_header *) bolt_control_buffer_data(domain, record))->flags = BOLT_WIRE_FLAG_LAST;
+	bolt_transmit_post(connection, record, sizeof(struct bolt_wire_header));
+}
+
+void bolt_transmit_progress(struct bolt_connection *connection)
+{
+	struct bolt_transmit *transmit, *next;
+
+	DL_FOREACH_SAFE(connection->transmits, transmit, next) {
+		if (transmit->posted_last)
+			continue;
+		while (!transmit->posted_last && bolt_transmit_can_send(connection, false))
+			if (!bolt_transmit_segment(connection, transmit))
+				return;
+		/* Segments of one operation never interleave with the next one's. */
+		if (!transmit->posted_last)
+			break;
+	}
+	bolt_transmit_return_credits(connection);
+}
+
+void bolt_transmit_free(struct bolt_transmit *transmit)
+{
+	free(transmit->inject_copy);
+	free(transmit);
+}
+
+/* Ends transmit once every segment went out and any reply it waits for came. */
+static void bolt_transmit_check_done(struct bolt_transmit *transmit)
+{
+	struct bolt_connection *connection = transmit->connection;
+
+	if (!transmit->posted_last || transmit->in_flight || transmit->reply_pending)
+		return;
+	DL_DELETE(connection->transmits, transmit);
+	if (transmit->internal)
+		bolt_transmit_free(transmit);
+	else
+		bolt_endpoint_complete_transmit(connection->endpoint, transmit);
+}
+
+static void bolt_transmit_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc)
+{
+	struct bolt_control_buffer *record = bolt_control_buffer_of_work(work);
+	struct bolt_connection *connection = record->connection;
+	struct bolt_transmit *transmit = record->transmit;
+	struct bolt_domain *domain;
+
+	if (!record->posted)
+		return;
+	domain = connection->endpoint->domain;
+	bolt_control_buffer_put(domain, record);
+	/* A failed connection has already ended its transmits. */
+	if (connection->state == BOLT_CONNECTION_FAILED)
+		return;
+	connection->outstanding_sends--;
+	if (wc->status != IBV_WC_SUCCESS) {
+		bolt_connection_fail(connection, FI_EIO,
+				     domain->fabric->verbs.wc_status_str(wc->status));
+		return;
+	}
+	if (transmit) {
+		transmit->in_flight--;
+		bolt_transmit_check_done(transmit);
+	}
+	bolt_transmit_progress(connection);
+}
+
+void bolt_transmit_start(struct bolt_transmit *transmit)
+{
+	struct bolt_connection *connection = transmit->connection;
+
+	if (!transmit->internal) {
+		transmit->request_id = connection->next_request_id++;
+		transmit->reply_pending = transmit->op == BOLT_WIRE_WRITE ||
+					  transmit->op == BOLT_WIRE_READ_REQUEST;
+	}
+	DL_APPEND(connection->transmits, transmit);
+	if (connection->state == BOLT_CONNECTION_FAILED) {
+		bolt_transmit_fail_all(connection);
+		return;
+	}
+	bolt_transmit_progress(connection);
+}
+
+/* A reply (ack or read data) to request_id, or a pending operation waiting for one. */
+struct bolt_transmit *bolt_transmit_find_request(struct bolt_connection *connection,
+						 enum bolt_wire_op op, uint64_t request_id)
+{
+	struct bolt_transmit *transmit;
+
+	DL_FOREACH(connection->transmits, transmit)
+		if (!transmit->internal && transmit->op == op && transmit->request_id == request_id &&
+		    transmit->reply_pending)
+			return transmit;
+	return NULL;
+}
+
+void bolt_transmit_reply_arrived(struct bolt_transmit *transmit, int status)
+{
+	if (status && !transmit->status)
+		transmit->status = status;
+	transmit->reply_pending = false;
+	bolt_transmit_check_done(transmit);
+}
+
+void bolt_transmit_fail_all(struct bolt_connection *connection)
+{
+	struct bolt_transmit *transmit, *next;
+
+	DL_FOREACH_SAFE(connection->transmits, transmit, next) {
+		DL_DELETE(connection->transmits, transmit);
+		if (transmit->internal) {
+			bolt_transmit_free(transmit);
+			continue;
+		}
+		transmit->status = connection->error ? connection->error : FI_EIO;
+		bolt_endpoint_complete_transmit(connection->endpoint, transmit);
+	}
+}

@@ -1,0 +1,47 @@
+/*
+ * bolt_wire.h: the messages endpoints exchange over their queue pairs. Every
+ * message is one SEND of at most one control buffer (4 KiB: one Thunderbolt
+ * frame, so a SEND and its receive always span the same number of frames),
+ * a header and a payload. Larger messages and RMA are cut into segments.
+ * Fields are in the sender's byte order: both ends run bolt on the same
+ * architecture family (little-endian), checked in the side channel's hello.
+ */
+#ifndef BOLT_WIRE_H
+#define BOLT_WIRE_H
+
+#include <stdint.h>
+
+enum bolt_wire_op {
+	BOLT_WIRE_MESSAGE = 1,      /* a segment of fi_send / fi_tsend data */
+	BOLT_WIRE_WRITE,            /* a segment of fi_write data, placed at key + address */
+	BOLT_WIRE_WRITE_ACK,        /* the write's last segment was placed (or not: status) */
+	BOLT_WIRE_READ_REQUEST,     /* fi_read: send back total_length bytes at key + address */
+	BOLT_WIRE_READ_RESPONSE,    /* a segment of the data read, at offset in the request */
+	BOLT_WIRE_CREDIT,           /* only returns credits */
+	BOLT_WIRE_OP_LAST = BOLT_WIRE_CREDIT,
+};
+
+enum bolt_wire_flag {
+	BOLT_WIRE_FLAG_TAGGED = 1 << 0,
+	BOLT_WIRE_FLAG_REMOTE_CQ_DATA = 1 << 1,
+	BOLT_WIRE_FLAG_LAST = 1 << 2,       /* the last segment of its message or request */
+};
+
+struct bolt_wire_header {
+	uint8_t op;                 /* enum bolt_wire_op */
+	uint8_t flags;              /* enum bolt_wire_flag */
+	uint16_t credits;           /* receives the sender reposted for the peer */
+	uint32_t payload_length;    /* bytes after the header */
+	uint32_t sequence;          /* per connection and direction: loss shows as a gap */
+	uint32_t cq_data;           /* FI_REMOTE_CQ_DATA; WRITE_ACK, READ_RESPONSE: status */
+	uint64_t tag;
+	uint64_t request_id;        /* the sender's operation, echoed in acks and responses */
+	uint64_t total_length;      /* of the whole message or request */
+	uint64_t offset;            /* of this segment within the message or request */
+	uint64_t address;           /* WRITE, READ_REQUEST: the target address */
+	uint64_t key;               /* WRITE, READ_REQUEST: the target key */
+};
+
+_Static_assert(sizeof(struct bolt_wire_header) == 64, "the wire header has no padding");
+
+#endif /* BOLT_WIRE_H */

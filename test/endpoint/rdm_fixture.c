@@ -1,0 +1,293 @@
+/*
+ * rdm_fixture.c: opening and closing RDM endpoints through bolt's entry
+ * points, exchanging names, waiting for completions, and forked peers.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rdm_fixture.h"
+#include "bolt_fabric.h"
+#include "bolt_getinfo.h"
+#include "softrdma/softrdma.h"
+
+static char rdm_namespace[64];
+
+/*
+ * libfabric reads FI_LOG_LEVEL when it initialises, in its first fi_getinfo;
+ * ask it for a provider that does not exist so that bolt's FI_WARN lines show.
+ */
+static void rdm_logging_start(void)
+{
+	struct fi_info *hints = fi_allocinfo();
+	struct fi_info *info = NULL;
+
+	if (!hints)
+		return;
+	hints->fabric_attr->prov_name = strdup("bolt-logging-only");
+	fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+}
+
+void rdm_environment(const struct rdm_options *options, const char *tag)
+{
+	rdm_logging_start();
+	snprintf(rdm_namespace, sizeof(rdm_namespace), "%s-%d", tag, getpid());
+	setenv("FI_BOLT_SOFT", options->profile, 1);
+	setenv("FI_BOLT_SOFT_NAMESPACE", rdm_namespace, 1);
+	setenv("FI_BOLT_SOFT_SEND_ONLY", options->send_only ? "1" : "0", 1);
+}
+
+void rdm_environment_cleanup(const struct rdm_options *options)
+{
+	struct softrdma_config config = { 0 };
+	char name[256];
+
+	if (softrdma_profile_parse(options->profile, &config.profile))
+		return;
+	snprintf(config.namespace_name, sizeof(config.namespace_name), "%s", rdm_namespace);
+	if (!softrdma_segment_name(&config, name, sizeof(name)))
+		shm_unlink(name);
+}
+
+static struct fi_info *rdm_hints(const struct rdm_options *options)
+{
+	struct fi_info *hints = fi_allocinfo();
+
+	if (!hints)
+		return NULL;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = options->caps ? options->caps : FI_MSG | FI_TAGGED | FI_RMA;
+	hints->mode = FI_CONTEXT | FI_CONTEXT2;
+	hints->domain_attr->mr_mode = (int) options->mr_mode;
+	hints->domain_attr->threading = FI_THREAD_SAFE;
+	hints->domain_attr->av_type = options->av_type;
+	return hints;
+}
+
+int rdm_open(struct rdm_endpoint *endpoint, const struct rdm_options *options)
+{
+	struct fi_info *hints = rdm_hints(options);
+	struct fi_cq_attr cq_attr = {
+		.format = options->cq_format ? options->cq_format : FI_CQ_FORMAT_TAGGED,
+		.size = 4096,
+	};
+	struct fi_av_attr av_attr = { .type = options->av_type };
+	int ret;
+
+	memset(endpoint, 0, sizeof(*endpoint));
+	if (!hints)
+		return -FI_ENOMEM;
+	ret = bolt_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &endpoint->info);
+	fi_freeinfo(hints);
+	if (ret)
+		return ret;
+	ret = bolt_fabric_open(endpoint->info->fabric_attr, &endpoint->fabric, NULL);
+	if (ret)
+		return ret;
+	ret = fi_domain(endpoint->fabric, endpoint->info, &endpoint->domain, NULL);
+	if (ret)
+		return ret;
+	ret = fi_endpoint(endpoint->domain, endpoint->info, &endpoint->ep, NULL);
+	if (ret)
+		return ret;
+	ret = fi_cq_open(endpoint->domain, &cq_attr, &endpoint->cq, NULL);
+	if (ret)
+		return ret;
+	ret = fi_av_open(endpoint->domain, &av_attr, &endpoint->av, NULL);
+	if (ret)
+		return ret;
+	ret = fi_ep_bind(endpoint->ep, &endpoint->cq->fid, FI_TRANSMIT | FI_RECV);
+	if (!ret)
+		ret = fi_ep_bind(endpoint->ep, &endpoint->av->fid, 0);
+	if (!ret)
+		ret = fi_enable(endpoint->ep);
+	return ret;
+}
+
+static void rdm_close_fid(struct fid *fid)
+{
+	if (fid)
+		fi_close(fid);
+}
+
+void rdm_close(struct rdm_endpoint *endpoint)
+{
+	rdm_close_fid(endpoint->ep ? &endpoint->ep->fid : NULL);
+	rdm_close_fid(endpoint->av ? &endpoint->av->fid : NULL);
+	rdm_close_fid(endpoint->cq ? &endpoint->cq->fid : NULL);
+	rdm_close_fid(endpoint->domain ? &endpoint->domain->fid : NULL);
+	rdm_close_fid(endpoint->fabric ? &endpoint->fabric->fid : NULL);
+	fi_freeinfo(endpoint->info);
+	memset(endpoint, 0, sizeof(*endpoint));
+}
+
+static int rdm_write_all(int socket, const void *data, size_t length)
+{
+	return write(socket, data, length) == (ssize_t) length ? 0 : -FI_EIO;
+}
+
+static int rdm_read_all(int socket, void *data, size_t length)
+{
+	size_t done = 0;
+
+	while (done < length) {
+		ssize_t got = read(socket, (char *) data + done, length - done);
+
+		if (got <= 0)
+			return -FI_EIO;
+		done += (size_t) got;
+	}
+	return 0;
+}
+
+int rdm_connect(struct rdm_endpoint *endpoint, int socket)
+{
+	char name[64], peer_name[64];
+	size_t length = sizeof(name);
+	uint64_t peer_length;
+	int ret;
+
+	ret = fi_getname(&endpoint->ep->fid, name, &length);
+	if (ret)
+		return ret;
+	if (rdm_send_value(socket, length) || rdm_write_all(socket, name, length) ||
+	    rdm_receive_value(socket, &peer_length) || peer_length > sizeof(peer_name) ||
+	    rdm_read_all(socket, peer_name, peer_length))
+		return -FI_EIO;
+	ret = fi_av_insert(endpoint->av, peer_name, 1, &endpoint->peer, 0, NULL);
+	return ret == 1 ? 0 : -FI_EINVAL;
+}
+
+static long rdm_elapsed_ms(const struct timespec *start)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - start->tv_sec) * 1000 + (now.tv_nsec - start->tv_nsec) / 1000000;
+}
+
+int rdm_wait(struct rdm_endpoint *endpoint, struct fi_cq_tagged_entry *entry,
+	     struct fi_cq_err_entry *error)
+{
+	struct timespec start;
+	ssize_t ret;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
+		ret = fi_cq_read(endpoint->cq, entry, 1);
+		if (ret == 1)
+			return 0;
+		if (ret == -FI_EAVAIL) {
+			memset(error, 0, sizeof(*error));
+			fi_cq_readerr(endpoint->cq, error, 0);
+			return -FI_EAVAIL;
+		}
+		if (ret != -FI_EAGAIN)
+			return (int) ret;
+		/* CI runs tests side by side on two cores: let the peer run. */
+		sched_yield();
+	} while (rdm_elapsed_ms(&start) < RDM_TIMEOUT_MS);
+	return -FI_ETIMEDOUT;
+}
+
+void rdm_progress_for(struct rdm_endpoint *endpoint, int milliseconds)
+{
+	struct fi_cq_tagged_entry entry;
+	struct timespec start;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (rdm_elapsed_ms(&start) < milliseconds) {
+		if (fi_cq_read(endpoint->cq, &entry, 0) == -FI_EAVAIL)
+			break;
+		sched_yield();
+	}
+}
+
+int rdm_serve_until_told(struct rdm_endpoint *endpoint, int socket, uint64_t *value)
+{
+	struct pollfd told = { .fd = socket, .events = POLLIN };
+	struct fi_cq_tagged_entry entry;
+	struct timespec start;
+
+	/* The peer tells when it is done; until then it may take long, but never sits idle. */
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (rdm_elapsed_ms(&start) < RDM_SERVE_TIMEOUT_MS) {
+		/* Manual progress: the peer's reads are served from inside this call. */
+		fi_cq_read(endpoint->cq, &entry, 0);
+		if (poll(&told, 1, 0) == 1)
+			return rdm_receive_value(socket, value);
+		sched_yield();
+	}
+	return -FI_EIO;
+}
+
+int rdm_send_value(int socket, uint64_t value)
+{
+	return rdm_write_all(socket, &value, sizeof(value));
+}
+
+int rdm_receive_value(int socket, uint64_t *value)
+{
+	return rdm_read_all(socket, value, sizeof(*value));
+}
+
+pid_t rdm_fork(int (*peer)(int socket, void *argument), void *argument, int *socket)
+{
+	int sockets[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sockets))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(sockets[0]);
+		_exit(peer(sockets[1], argument) ? 1 : 0);
+	}
+	close(sockets[1]);
+	*socket = sockets[0];
+	return pid;
+}
+
+int rdm_join(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void rdm_fill(void *buffer, size_t length, uint32_t seed)
+{
+	unsigned char *bytes = buffer;
+	uint32_t state = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < length; i++) {
+		state = state * 1103515245u + 12345u;
+		bytes[i] = (unsigned char) (state >> 16);
+	}
+}
+
+bool rdm_check(const void *buffer, size_t length, uint32_t seed)
+{
+	const unsigned char *bytes = buffer;
+	uint32_t state = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < length; i++) {
+		state = state * 1103515245u + 12345u;
+		if (bytes[i] != (unsigned char) (state >> 16))
+			return false;
+	}
+	return true;
+}

@@ -1,0 +1,75 @@
+/*
+ * rdm_fixture.h: two processes with one RDM endpoint each on the software
+ * device, driven through the provider's own entry points and ops tables, as
+ * libfabric drives them: bolt_getinfo, bolt_fabric_open, then fi_domain,
+ * fi_endpoint and the rest. The parent forks the peer; names and small
+ * values travel over a socket pair. Functions return errors (never assert),
+ * so the child can turn them into its exit status.
+ */
+#ifndef RDM_FIXTURE_H
+#define RDM_FIXTURE_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+/* Generous: CI runs several busy-polling tests at once on two cores. */
+#define RDM_TIMEOUT_MS 30000
+#define RDM_SERVE_TIMEOUT_MS 120000
+
+struct rdm_endpoint {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_ep *ep;
+	struct fid_cq *cq;
+	struct fid_av *av;
+	fi_addr_t peer;
+};
+
+struct rdm_options {
+	const char *profile;            /* "thunderbolt" or "rocev2" */
+	uint64_t caps;
+	uint64_t mr_mode;
+	enum fi_av_type av_type;
+	enum fi_cq_format cq_format;
+	bool send_only;                 /* FI_BOLT_SOFT_SEND_ONLY */
+};
+
+/* The software device for this test process and the peers it forks. */
+void rdm_environment(const struct rdm_options *options, const char *tag);
+void rdm_environment_cleanup(const struct rdm_options *options);
+
+int rdm_open(struct rdm_endpoint *endpoint, const struct rdm_options *options);
+void rdm_close(struct rdm_endpoint *endpoint);
+
+/* Exchanges names over the socket and inserts the peer's into the AV. */
+int rdm_connect(struct rdm_endpoint *endpoint, int socket);
+
+/* One completion (entry in FI_CQ_FORMAT_TAGGED layout); -FI_EAVAIL fills error. */
+int rdm_wait(struct rdm_endpoint *endpoint, struct fi_cq_tagged_entry *entry,
+	     struct fi_cq_err_entry *error);
+/* Drives progress until the peer's side channel has nothing left for us. */
+void rdm_progress_for(struct rdm_endpoint *endpoint, int milliseconds);
+
+/* Serves the peer (progress) until it sends a value over the socket; 0 or -FI_EIO. */
+int rdm_serve_until_told(struct rdm_endpoint *endpoint, int socket, uint64_t *value);
+
+int rdm_send_value(int socket, uint64_t value);
+int rdm_receive_value(int socket, uint64_t *value);
+
+/* Forks the peer; it runs peer(socket, argument) and exits with its result. */
+pid_t rdm_fork(int (*peer)(int socket, void *argument), void *argument, int *socket);
+/* 0 when the peer exited with 0. */
+int rdm_join(pid_t pid);
+
+void rdm_fill(void *buffer, size_t length, uint32_t seed);
+bool rdm_check(const void *buffer, size_t length, uint32_t seed);
+
+#endif /* RDM_FIXTURE_H */

@@ -1,0 +1,135 @@
+/*
+ * test_limits.c: the device limits seen through endpoints. Running out of
+ * queue pairs fails the connection with an error that names the limit;
+ * 10,000 registered regions on the Thunderbolt profile (100 device MRs) all
+ * take data.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <criterion/criterion.h>
+
+#include "rdm_fixture.h"
+
+#define REGION_COUNT 10000
+#define REGION_BYTES 64
+
+/* Registers REGION_COUNT regions and tells their keys; checks what lands in them. */
+static int many_regions_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	struct fid_mr **regions = calloc(REGION_COUNT, sizeof(*regions));
+	char *memory = calloc(REGION_COUNT, REGION_BYTES);
+	uint64_t done;
+	int ret;
+
+	if (!regions || !memory)
+		return 1;
+	ret = rdm_open(&endpoint, options);
+	if (!ret)
+		ret = rdm_connect(&endpoint, socket);
+	for (int i = 0; !ret && i < REGION_COUNT; i++) {
+		ret = fi_mr_reg(endpoint.domain, memory + i * REGION_BYTES, REGION_BYTES,
+				FI_REMOTE_WRITE, 0, 0, 0, &regions[i], NULL);
+		if (!ret)
+			ret = fi_mr_bind(regions[i], &endpoint.ep->fid, 0);
+		if (!ret)
+			ret = fi_mr_enable(regions[i]);
+		if (!ret)
+			ret = rdm_send_value(socket, fi_mr_key(regions[i]));
+	}
+	if (!ret)
+		ret = rdm_send_value(socket, (uintptr_t) memory);
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &done);
+	for (int i = 0; !ret && i < REGION_COUNT; i++)
+		if (!rdm_check(memory + i * REGION_BYTES, REGION_BYTES, (uint32_t) i))
+			ret = 2;
+	for (int i = 0; i < REGION_COUNT; i++)
+		if (regions[i])
+			fi_close(&regions[i]->fid);
+	rdm_close(&endpoint);
+	free(memory);
+	free(regions);
+	return ret;
+}
+
+Test(limits, ten_thousand_regions_on_thunderbolt)
+{
+	struct rdm_options options = {
+		.profile = "thunderbolt",
+		.mr_mode = FI_MR_ENDPOINT | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR,
+	};
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	uint64_t *keys = calloc(REGION_COUNT, sizeof(*keys));
+	char data[REGION_BYTES];
+	uint64_t memory;
+	int socket;
+	pid_t peer;
+
+	rdm_environment(&options, "limits-mr");
+	peer = rdm_fork(many_regions_peer, &options, &socket);
+	cr_assert(peer > 0 && keys);
+	cr_assert_eq(rdm_open(&endpoint, &options), 0);
+	cr_assert_eq(rdm_connect(&endpoint, socket), 0);
+	for (int i = 0; i < REGION_COUNT; i++)
+		cr_assert_eq(rdm_receive_value(socket, &keys[i]), 0);
+	cr_assert_eq(rdm_receive_value(socket, &memory), 0);
+	for (int i = 0; i < REGION_COUNT; i++) {
+		rdm_fill(data, sizeof(data), (uint32_t) i);
+		cr_assert_eq(fi_write(endpoint.ep, data, sizeof(data), NULL, endpoint.peer,
+				      memory + (uint64_t) i * REGION_BYTES, keys[i], NULL), 0);
+		cr_assert_eq(rdm_wait(&endpoint, &entry, &error), 0, "write %d: error %d", i, error.err);
+	}
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(rdm_join(peer), 0, "a region's data differs at the target");
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(&options);
+	close(socket);
+	free(keys);
+}
+
+/* Several endpoints of one domain in one process, each connected to the first. */
+Test(limits, queue_pair_budget_names_the_limit)
+{
+	struct rdm_options options = { .profile = "thunderbolt" };
+	struct rdm_endpoint first, others[3];
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char name[64], buffer[8] = "x";
+	fi_addr_t addresses[3];
+	size_t length;
+	int ret;
+
+	setenv("FI_BOLT_SOFT_MAX_QP", "5", 1);
+	rdm_environment(&options, "limits-qp");
+	cr_assert_eq(rdm_open(&first, &options), 0);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(rdm_open(&others[i], &options), 0);
+		length = sizeof(name);
+		cr_assert_eq(fi_getname(&others[i].ep->fid, name, &length), 0);
+		cr_assert_eq(fi_av_insert(first.av, name, 1, &addresses[i], 0, NULL), 1);
+	}
+	/* Each connection takes a queue pair at both ends: 2, 4, then the sixth fails. */
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(fi_send(first.ep, buffer, sizeof(buffer), NULL, addresses[i], &addresses[i]), 0);
+		do {
+			for (int j = 0; j < 3; j++)
+				fi_cq_read(others[j].cq, &entry, 0);
+			ret = rdm_wait(&first, &entry, &error);
+		} while (ret == -FI_ETIMEDOUT);
+		if (i < 2)
+			cr_assert_eq(ret, 0, "connection %d: %d (error %d)", i, ret, error.err);
+		else
+			cr_assert(ret == -FI_EAVAIL && error.err == FI_ENOSPC,
+				  "connection %d past the limit: %d (error %d)", i, ret, error.err);
+	}
+	for (int i = 0; i < 3; i++)
+		rdm_close(&others[i]);
+	rdm_close(&first);
+	rdm_environment_cleanup(&options);
+	unsetenv("FI_BOLT_SOFT_MAX_QP");
+}

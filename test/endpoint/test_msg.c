@@ -1,0 +1,116 @@
+/*
+ * test_msg.c: messages and tagged messages between two processes on both
+ * profiles of the software device, with and without RDMA write: every size
+ * from empty to many segments arrives intact, with its length, tag and data.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <criterion/criterion.h>
+
+#include "rdm_fixture.h"
+
+static const size_t message_sizes[] = { 0, 1, 100, 4032, 4033, 65536, (1 << 20) + 7 };
+#define MESSAGE_COUNT (sizeof(message_sizes) / sizeof(message_sizes[0]))
+#define LARGEST ((1 << 20) + 7)
+
+/* The child: receives each message, checks it, and sends it back tagged. */
+static int echo_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *buffer = malloc(LARGEST);
+	int ret;
+
+	if (!buffer)
+		return 1;
+	ret = rdm_open(&endpoint, options);
+	if (!ret)
+		ret = rdm_connect(&endpoint, socket);
+	for (size_t i = 0; !ret && i < MESSAGE_COUNT; i++) {
+		memset(buffer, 0, LARGEST);
+		ret = (int) fi_recv(endpoint.ep, buffer, LARGEST, NULL, FI_ADDR_UNSPEC, &buffer[i]);
+		if (!ret)
+			ret = rdm_wait(&endpoint, &entry, &error);
+		if (!ret && (entry.len != message_sizes[i] || entry.op_context != &buffer[i] ||
+			     !(entry.flags & FI_RECV) || !(entry.flags & FI_MSG) ||
+			     !rdm_check(buffer, message_sizes[i], (uint32_t) i)))
+			ret = 2;
+		if (!ret)
+			ret = (int) fi_tsend(endpoint.ep, buffer, message_sizes[i], NULL, endpoint.peer,
+					     0x1000 + i, NULL);
+		if (!ret)
+			ret = rdm_wait(&endpoint, &entry, &error);
+	}
+	rdm_progress_for(&endpoint, 100);
+	rdm_close(&endpoint);
+	free(buffer);
+	return ret;
+}
+
+static void exchange_messages(struct rdm_options *options, const char *tag)
+{
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *out = malloc(LARGEST), *in = malloc(LARGEST);
+	int socket;
+	pid_t peer;
+
+	cr_assert(out && in);
+	rdm_environment(options, tag);
+	peer = rdm_fork(echo_peer, options, &socket);
+	cr_assert(peer > 0);
+	cr_assert_eq(rdm_open(&endpoint, options), 0);
+	cr_assert_eq(rdm_connect(&endpoint, socket), 0);
+	for (size_t i = 0; i < MESSAGE_COUNT; i++) {
+		rdm_fill(out, message_sizes[i], (uint32_t) i);
+		cr_assert_eq(fi_trecv(endpoint.ep, in, LARGEST, NULL, FI_ADDR_UNSPEC, 0x1000 + i, 0, in), 0);
+		cr_assert_eq(fi_send(endpoint.ep, out, message_sizes[i], NULL, endpoint.peer, out), 0);
+		for (int completions = 0; completions < 2; completions++) {
+			int ret = rdm_wait(&endpoint, &entry, &error);
+
+			cr_assert_eq(ret, 0, "size %zu: %d (error %d)", message_sizes[i], ret, error.err);
+			if (entry.op_context == out) {
+				cr_assert(entry.flags & FI_SEND);
+				continue;
+			}
+			cr_assert_eq(entry.op_context, in);
+			cr_assert_eq(entry.len, message_sizes[i]);
+			cr_assert_eq(entry.tag, 0x1000 + i);
+			cr_assert(entry.flags & FI_TAGGED);
+			cr_assert(rdm_check(in, message_sizes[i], (uint32_t) i), "size %zu: data differs",
+				  message_sizes[i]);
+		}
+	}
+	rdm_progress_for(&endpoint, 50);
+	cr_assert_eq(rdm_join(peer), 0, "the peer failed");
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(options);
+	close(socket);
+	free(out);
+	free(in);
+}
+
+Test(msg, thunderbolt)
+{
+	struct rdm_options options = { .profile = "thunderbolt" };
+
+	exchange_messages(&options, "msg-tb");
+}
+
+Test(msg, thunderbolt_send_only)
+{
+	struct rdm_options options = { .profile = "thunderbolt", .send_only = true };
+
+	exchange_messages(&options, "msg-tb-so");
+}
+
+Test(msg, rocev2)
+{
+	struct rdm_options options = { .profile = "rocev2" };
+
+	exchange_messages(&options, "msg-roce");
+}

@@ -1,0 +1,205 @@
+/*
+ * test_rma.c: RMA between two processes, with FI_MR_ENDPOINT as NCCL
+ * plugins use it: write, writedata (the target gets FI_REMOTE_CQ_DATA
+ * without posting a receive), inject_write, read (also from the endpoint's
+ * own address, the plugins' flush), and the errors: a key that was never
+ * enabled, out of bounds, no access right.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <criterion/criterion.h>
+
+#include "rdm_fixture.h"
+
+#define REGION_SIZE (256 * 1024)
+#define MR_MODE (FI_MR_ENDPOINT | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_LOCAL | FI_MR_ALLOCATED)
+
+/* A region registered, bound to the endpoint and enabled. */
+static int register_region(struct rdm_endpoint *endpoint, void *buffer, size_t length,
+			   uint64_t access, struct fid_mr **mr)
+{
+	int ret = fi_mr_reg(endpoint->domain, buffer, length, access, 0, 0, 0, mr, NULL);
+
+	if (ret)
+		return ret;
+	if (fi_mr_key(*mr) != FI_KEY_NOTAVAIL)
+		return -FI_EOTHER;      /* FI_MR_ENDPOINT: no key before enable */
+	ret = fi_mr_bind(*mr, &endpoint->ep->fid, 0);
+	if (!ret)
+		ret = fi_mr_enable(*mr);
+	return ret;
+}
+
+/*
+ * The target: registers a region for remote write and read, tells its
+ * address and key, then waits for the initiator's writedata and checks it.
+ */
+static int target_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *region = calloc(1, REGION_SIZE);
+	struct fid_mr *mr = NULL;
+	uint64_t done;
+	int ret;
+
+	ret = rdm_open(&endpoint, options);
+	if (!ret)
+		ret = rdm_connect(&endpoint, socket);
+	if (!ret)
+		ret = register_region(&endpoint, region, REGION_SIZE, FI_REMOTE_WRITE | FI_REMOTE_READ, &mr);
+	rdm_fill(region + REGION_SIZE / 2, REGION_SIZE / 2, 99);   /* for the initiator to read */
+	if (!ret && (rdm_send_value(socket, (uintptr_t) region) || rdm_send_value(socket, fi_mr_key(mr))))
+		ret = -FI_EIO;
+	/* writedata: a remote CQ data completion, with no receive posted for it. */
+	if (!ret)
+		ret = rdm_wait(&endpoint, &entry, &error);
+	if (!ret && (!(entry.flags & FI_REMOTE_CQ_DATA) || entry.data != 0xcafe ||
+		     !rdm_check(region, 100000, 7)))
+		ret = 2;
+	/* Serve the initiator's reads and bad accesses until it is done. */
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &done);
+	if (mr)
+		fi_close(&mr->fid);
+	rdm_close(&endpoint);
+	free(region);
+	return ret;
+}
+
+static void expect_completion(struct rdm_endpoint *endpoint, void *context, int expected_error)
+{
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	int ret = rdm_wait(endpoint, &entry, &error);
+
+	if (!expected_error) {
+		cr_assert_eq(ret, 0, "completion: %d (error %d)", ret, error.err);
+		cr_assert_eq(entry.op_context, context);
+		return;
+	}
+	cr_assert_eq(ret, -FI_EAVAIL, "expected an error completion, got %d", ret);
+	cr_assert_eq(error.err, expected_error, "error %d, expected %d", error.err, expected_error);
+	cr_assert_eq(error.op_context, context);
+}
+
+static void rma_between_processes(struct rdm_options *options, const char *tag)
+{
+	struct rdm_endpoint endpoint;
+	char *local = malloc(REGION_SIZE);
+	struct fid_mr *local_mr;
+	uint64_t remote_address, remote_key;
+	int socket;
+	pid_t peer;
+
+	rdm_environment(options, tag);
+	peer = rdm_fork(target_peer, options, &socket);
+	cr_assert(peer > 0);
+	cr_assert_eq(rdm_open(&endpoint, options), 0);
+	cr_assert_eq(rdm_connect(&endpoint, socket), 0);
+	cr_assert_eq(register_region(&endpoint, local, REGION_SIZE, FI_READ | FI_WRITE | FI_REMOTE_READ,
+				     &local_mr), 0);
+	cr_assert_eq(rdm_receive_value(socket, &remote_address), 0);
+	cr_assert_eq(rdm_receive_value(socket, &remote_key), 0);
+
+	/* A plain write, then writedata that the target waits for. */
+	rdm_fill(local, 100000, 7);
+	cr_assert_eq(fi_write(endpoint.ep, local, 50000, fi_mr_desc(local_mr), endpoint.peer,
+			      remote_address, remote_key, &socket), 0);
+	expect_completion(&endpoint, &socket, 0);
+	cr_assert_eq(fi_writedata(endpoint.ep, local + 50000, 50000, fi_mr_desc(local_mr), 0xcafe,
+				  endpoint.peer, remote_address + 50000, remote_key, &peer), 0);
+	expect_completion(&endpoint, &peer, 0);
+
+	/* A read of the other half, the target's pattern. */
+	memset(local, 0, REGION_SIZE);
+	cr_assert_eq(fi_read(endpoint.ep, local, REGION_SIZE / 2, fi_mr_desc(local_mr), endpoint.peer,
+			     remote_address + REGION_SIZE / 2, remote_key, local), 0);
+	expect_completion(&endpoint, local, 0);
+	cr_assert(rdm_check(local, REGION_SIZE / 2, 99), "read data differs");
+
+	/* Out of bounds, and a key the target never enabled. */
+	cr_assert_eq(fi_write(endpoint.ep, local, 4096, NULL, endpoint.peer,
+			      remote_address + REGION_SIZE - 100, remote_key, local + 1), 0);
+	expect_completion(&endpoint, local + 1, FI_EINVAL);
+	cr_assert_eq(fi_read(endpoint.ep, local, 64, NULL, endpoint.peer, remote_address,
+			     remote_key + 1000, local + 2), 0);
+	expect_completion(&endpoint, local + 2, FI_EACCES);
+
+	/* The NCCL flush: a read from our own address, of our own region. */
+	cr_assert_eq(fi_av_insert(endpoint.av, NULL, 0, NULL, 0, NULL), 0);
+	{
+		char name[64];
+		size_t length = sizeof(name);
+		fi_addr_t self;
+
+		cr_assert_eq(fi_getname(&endpoint.ep->fid, name, &length), 0);
+		cr_assert_eq(fi_av_insert(endpoint.av, name, 1, &self, 0, NULL), 1);
+		rdm_fill(local, 64, 5);
+		cr_assert_eq(fi_read(endpoint.ep, local + 4096, 64, fi_mr_desc(local_mr), self,
+				     (uintptr_t) local, fi_mr_key(local_mr), local + 3), 0);
+		expect_completion(&endpoint, local + 3, 0);
+		cr_assert(rdm_check(local + 4096, 64, 5), "a read from our own address");
+	}
+
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	rdm_progress_for(&endpoint, 50);
+	cr_assert_eq(rdm_join(peer), 0, "the target failed");
+	/* FI_MR_ENDPOINT: regions close before their endpoint. */
+	cr_assert_eq(fi_close(&endpoint.ep->fid), -FI_EBUSY);
+	cr_assert_eq(fi_close(&local_mr->fid), 0);
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(options);
+	close(socket);
+	free(local);
+}
+
+Test(rma, thunderbolt)
+{
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE };
+
+	rma_between_processes(&options, "rma-tb");
+}
+
+Test(rma, thunderbolt_send_only)
+{
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE, .send_only = true };
+
+	rma_between_processes(&options, "rma-tb-so");
+}
+
+Test(rma, rocev2)
+{
+	struct rdm_options options = { .profile = "rocev2", .mr_mode = MR_MODE };
+
+	rma_between_processes(&options, "rma-roce");
+}
+
+/* FI_MR_ENDPOINT misuse: enable before bind, bind twice, a disabled region as a descriptor. */
+Test(rma, mr_endpoint_misuse)
+{
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE };
+	struct rdm_endpoint endpoint;
+	struct fid_mr *mr;
+	char buffer[256];
+
+	rdm_environment(&options, "rma-misuse");
+	cr_assert_eq(rdm_open(&endpoint, &options), 0);
+	cr_assert_eq(fi_mr_reg(endpoint.domain, buffer, sizeof(buffer), FI_REMOTE_WRITE, 0, 0, 0, &mr,
+			       NULL), 0);
+	cr_expect_eq(fi_mr_key(mr), FI_KEY_NOTAVAIL);
+	cr_expect_eq(fi_mr_enable(mr), -FI_EOPBADSTATE, "enable before bind");
+	cr_expect_eq(fi_send(endpoint.ep, buffer, 8, fi_mr_desc(mr), 0, NULL), -FI_EINVAL,
+		     "a descriptor of a disabled region");
+	cr_assert_eq(fi_mr_bind(mr, &endpoint.ep->fid, 0), 0);
+	cr_expect_eq(fi_mr_bind(mr, &endpoint.ep->fid, 0), -FI_EINVAL, "bound twice");
+	cr_assert_eq(fi_mr_enable(mr), 0);
+	cr_expect_neq(fi_mr_key(mr), FI_KEY_NOTAVAIL);
+	cr_expect_eq(fi_close(&endpoint.ep->fid), -FI_EBUSY, "endpoint closed before its region");
+	cr_assert_eq(fi_close(&mr->fid), 0);
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(&options);
+}
