@@ -80,13 +80,42 @@ static void bolt_cq_end_loan(struct bolt_cq *cq)
 	cq->lent_error = NULL;
 }
 
+/*
+ * A full ring doubles: a completion the provider has produced is never
+ * dropped because the application reads slowly (it has no one to give it back
+ * to). The entries are moved so that the oldest is first again.
+ */
+static int bolt_cq_grow(struct bolt_cq *cq)
+{
+	size_t capacity = cq->capacity * 2;
+	struct bolt_cq_entry *ring = calloc(capacity, sizeof(*ring));
+
+	if (!ring) {
+		FI_WARN(&bolt_prov, FI_LOG_CQ, "no memory to grow a full completion queue\n");
+		return -FI_ENOMEM;
+	}
+	for (size_t i = 0; i < cq->count; i++)
+		ring[i] = cq->ring[(cq->head + i) % cq->capacity];
+	FI_INFO(&bolt_prov, FI_LOG_CQ, "completion queue full at %zu entries: now %zu\n",
+		cq->capacity, capacity);
+	free(cq->ring);
+	cq->ring = ring;
+	cq->capacity = capacity;
+	cq->head = 0;
+	return 0;
+}
+
 int bolt_cq_report(struct bolt_cq *cq, void *op_context, uint64_t flags, size_t length,
 		   void *buffer, uint64_t data, uint64_t tag, fi_addr_t source)
 {
 	struct bolt_cq_entry *slot;
+	int ret;
 
-	if (cq->count == cq->capacity)
-		return -FI_EAGAIN;
+	if (cq->count == cq->capacity) {
+		ret = bolt_cq_grow(cq);
+		if (ret)
+			return ret;
+	}
 	slot = &cq->ring[(cq->head + cq->count) % cq->capacity];
 	slot->entry = (struct fi_cq_tagged_entry) {
 		.op_context = op_context,
@@ -97,12 +126,7 @@ int bolt_cq_report(struct bolt_cq *cq, void *op_context, uint64_t flags, size_t 
 		.tag = tag,
 	};
 	slot->source = source;
-	/* Said once, when the ring fills, not on every completion that then waits. */
-	if (++cq->count == cq->capacity)
-		FI_WARN(&bolt_prov, FI_LOG_CQ,
-			"completion queue full (%zu entries): completions wait in the provider "
-			"until the application reads; open the CQ with a larger size\n",
-			cq->capacity);
+	cq->count++;
 	return 0;
 }
 
