@@ -1,0 +1,186 @@
+/*
+ * test_api.c: an endpoint's API in one process, the endpoint talking to its
+ * own address: names of at most 56 bytes, options as NCCL plugins set them,
+ * both AV types, every CQ format, two-entry iovecs with FI_MORE, inject,
+ * remote CQ data, tag and ignore matching of unexpected messages, and cancel.
+ */
+#include <string.h>
+#include <criterion/criterion.h>
+
+#include "bolt_endpoint.h"
+#include "rdm_fixture.h"
+
+static struct rdm_endpoint endpoint;
+static struct rdm_options options = { .profile = "thunderbolt" };
+
+static void open_self(enum fi_av_type av_type, enum fi_cq_format format)
+{
+	char name[64];
+	size_t length = sizeof(name);
+
+	options.av_type = av_type;
+	options.cq_format = format;
+	options.caps = FI_MSG | FI_TAGGED | FI_RMA | FI_DIRECTED_RECV;
+	rdm_environment(&options, "api");
+	cr_assert_eq(rdm_open(&endpoint, &options), 0);
+	cr_assert_eq(fi_getname(&endpoint.ep->fid, name, &length), 0);
+	cr_assert_eq(fi_av_insert(endpoint.av, name, 1, &endpoint.peer, 0, NULL), 1);
+}
+
+static void close_self(void)
+{
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(&options);
+}
+
+/* Reads one completion of any format into a tagged entry's prefix. */
+static void read_one(void *entry)
+{
+	struct fi_cq_err_entry error;
+
+	cr_assert_eq(rdm_wait(&endpoint, entry, &error), 0, "error %d", error.err);
+}
+
+Test(api, names_fit_nccl_plugins)
+{
+	char name[64];
+	size_t length = 4;
+
+	open_self(FI_AV_TABLE, FI_CQ_FORMAT_TAGGED);
+	cr_assert_eq(fi_getname(&endpoint.ep->fid, name, &length), -FI_ETOOSMALL);
+	cr_assert_leq(length, 56, "a name of %zu bytes", length);
+	cr_assert_eq(fi_getname(&endpoint.ep->fid, name, &length), 0);
+	close_self();
+}
+
+Test(api, options_as_nccl_plugins_set_them)
+{
+	bool value = false;
+	size_t length = sizeof(value);
+	size_t minimum = 0;
+
+	open_self(FI_AV_TABLE, FI_CQ_FORMAT_TAGGED);
+	cr_assert_eq(fi_setopt(&endpoint.ep->fid, FI_OPT_ENDPOINT, BOLT_OPT_CUDA_API_PERMITTED, &value,
+			       sizeof(value)), 0);
+	cr_assert_eq(fi_setopt(&endpoint.ep->fid, FI_OPT_ENDPOINT, BOLT_OPT_SHARED_MEMORY_PERMITTED,
+			       &value, sizeof(value)), 0);
+	value = true;
+	cr_assert_eq(fi_getopt(&endpoint.ep->fid, FI_OPT_ENDPOINT, BOLT_OPT_SHARED_MEMORY_PERMITTED,
+			       &value, &length), 0);
+	cr_assert_eq(value, false);
+	cr_assert_eq(fi_setopt(&endpoint.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &minimum,
+			       sizeof(minimum)), -FI_ENOPROTOOPT);
+	cr_assert_eq(fi_setopt(&endpoint.ep->fid, FI_OPT_ENDPOINT, 12345, &minimum, sizeof(minimum)),
+		     -FI_ENOPROTOOPT);
+	close_self();
+}
+
+static void two_iovecs_with_remote_data(enum fi_av_type av_type)
+{
+	char first[3000], second[3000], in_first[2500], in_second[3500];
+	struct iovec out[2] = { { first, sizeof(first) }, { second, sizeof(second) } };
+	struct iovec in[2] = { { in_first, sizeof(in_first) }, { in_second, sizeof(in_second) } };
+	struct fi_msg send_message = {
+		.msg_iov = out, .iov_count = 2, .context = out, .data = 0x1234abcd,
+	};
+	struct fi_msg receive_message = { .msg_iov = in, .iov_count = 2, .context = in };
+	struct fi_cq_data_entry entries[2];
+
+	open_self(av_type, FI_CQ_FORMAT_DATA);
+	send_message.addr = endpoint.peer;
+	receive_message.addr = FI_ADDR_UNSPEC;
+	rdm_fill(first, sizeof(first), 1);
+	rdm_fill(second, sizeof(second), 2);
+	cr_assert_eq(fi_recvmsg(endpoint.ep, &receive_message, FI_MORE | FI_COMPLETION), 0);
+	cr_assert_eq(fi_sendmsg(endpoint.ep, &send_message, FI_REMOTE_CQ_DATA | FI_COMPLETION), 0);
+	read_one(&entries[0]);
+	read_one(&entries[1]);
+	for (int i = 0; i < 2; i++) {
+		if (entries[i].op_context != in)
+			continue;
+		cr_assert_eq(entries[i].len, 6000);
+		cr_assert(entries[i].flags & FI_REMOTE_CQ_DATA);
+		cr_assert_eq(entries[i].data, 0x1234abcd);
+	}
+	cr_assert(rdm_check(in_first, sizeof(in_first), 1));
+	cr_assert_eq(memcmp(in_second, first + 2500, 500), 0);
+	cr_assert_eq(memcmp(in_second + 500, second, 3000), 0);
+	close_self();
+}
+
+Test(api, two_iovecs_and_remote_data_av_table)
+{
+	two_iovecs_with_remote_data(FI_AV_TABLE);
+}
+
+Test(api, two_iovecs_and_remote_data_av_map)
+{
+	two_iovecs_with_remote_data(FI_AV_MAP);
+}
+
+Test(api, inject_completes_nothing_but_arrives)
+{
+	char out[64] = "injected", in[64];
+	struct fi_cq_msg_entry entry;
+
+	open_self(FI_AV_TABLE, FI_CQ_FORMAT_MSG);
+	cr_assert_eq(fi_recv(endpoint.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, in), 0);
+	cr_assert_eq(fi_inject(endpoint.ep, out, sizeof(out), endpoint.peer), 0);
+	memset(out, 0, sizeof(out));    /* the data is the provider's once inject returns */
+	read_one(&entry);
+	cr_assert_eq(entry.op_context, in, "the only completion is the receive's");
+	cr_assert(entry.flags & FI_RECV);
+	cr_assert_str_eq(in, "injected");
+	cr_assert_eq(fi_inject(endpoint.ep, out, BOLT_INJECT_SIZE + 1, endpoint.peer), -FI_EMSGSIZE);
+	close_self();
+}
+
+Test(api, tags_match_unexpected_messages_in_order)
+{
+	uint64_t payload[3] = { 10, 20, 30 }, in = 0;
+	struct fi_cq_tagged_entry entry;
+
+	open_self(FI_AV_TABLE, FI_CQ_FORMAT_TAGGED);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(fi_tsend(endpoint.ep, &payload[i], sizeof(payload[i]), NULL, endpoint.peer,
+				      0x100 + (uint64_t) i, NULL), 0);
+		read_one(&entry);       /* the send completes; the message waits unexpected */
+	}
+	/* 0x102 first, then whichever of 0x100/0x101 came first under the mask. */
+	cr_assert_eq(fi_trecv(endpoint.ep, &in, sizeof(in), NULL, endpoint.peer, 0x102, 0, &in), 0);
+	read_one(&entry);
+	cr_assert_eq(entry.tag, 0x102);
+	cr_assert_eq(in, 30);
+	cr_assert_eq(fi_trecv(endpoint.ep, &in, sizeof(in), NULL, endpoint.peer, 0x100, 0x3, &in), 0);
+	read_one(&entry);
+	cr_assert_eq(entry.tag, 0x100);
+	cr_assert_eq(in, 10);
+	close_self();
+}
+
+Test(api, truncation_and_cancel_are_errors)
+{
+	char out[100] = { 0 }, in[10];
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+
+	open_self(FI_AV_TABLE, FI_CQ_FORMAT_TAGGED);
+	cr_assert_eq(fi_recv(endpoint.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, in), 0);
+	cr_assert_eq(fi_send(endpoint.ep, out, sizeof(out), NULL, endpoint.peer, out), 0);
+	for (int completions = 0; completions < 2; completions++) {
+		int ret = rdm_wait(&endpoint, &entry, &error);
+
+		if (ret == 0) {
+			cr_assert_eq(entry.op_context, out);
+			continue;
+		}
+		cr_assert_eq(ret, -FI_EAVAIL);
+		cr_assert_eq(error.err, FI_ETRUNC);
+		cr_assert_eq(error.olen, 90);
+	}
+	cr_assert_eq(fi_trecv(endpoint.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 7, 0, &error), 0);
+	cr_assert_eq(fi_cancel(&endpoint.ep->fid, &error), 0);
+	cr_assert_eq(rdm_wait(&endpoint, &entry, &error), -FI_EAVAIL);
+	cr_assert_eq(error.err, FI_ECANCELED);
+	close_self();
+}

@@ -1,0 +1,46 @@
+#!/bin/sh
+# bolt_info.sh: bolt_info reports the software device as the real devices
+# would be reported: the GID it chooses and why on each profile, the limits,
+# QP types and data path, the FI_BOLT_GID_INDEX override, and JSON output.
+set -u
+tool="$(pwd)/util/bolt_info"
+namespace="bolt-info-$$"
+failures=0
+
+# expect DESCRIPTION PATTERN [ENVIRONMENT...]: bolt_info's output matches PATTERN
+expect() {
+	description=$1
+	pattern=$2
+	shift 2
+	if env FI_BOLT_SOFT_NAMESPACE="$namespace" "$@" "$tool" ${json:-} >"output.$$" 2>&1 &&
+	   grep -Eq -- "$pattern" "output.$$"; then
+		echo "ok: $description"
+	else
+		echo "FAILED: $description (no match for: $pattern)"
+		cat "output.$$"
+		failures=$((failures + 1))
+	fi
+}
+
+json=
+expect "thunderbolt transport" 'transport +Thunderbolt \(100\)' FI_BOLT_SOFT=thunderbolt
+expect "thunderbolt limits" 'max_mr 100, max_qp 10' FI_BOLT_SOFT=thunderbolt
+expect "thunderbolt refuses RC" 'UC only \(RC refused\)' FI_BOLT_SOFT=thunderbolt
+expect "thunderbolt chooses link-local GID 1" 'GID\[ 1\] fe80:.*link-local.*<- chosen' FI_BOLT_SOFT=thunderbolt
+expect "the reason is given" 'bolt uses GID\[1\] as sgid_index: no IPv4-mapped GID' FI_BOLT_SOFT=thunderbolt
+expect "thunderbolt queue depth" '32 work requests in flight per queue' FI_BOLT_SOFT=thunderbolt
+expect "rocev2 chooses IPv4-mapped RoCE v2" 'GID\[ 3\] ::ffff:.*IPv4-mapped.*RoCE v2.*<- chosen' FI_BOLT_SOFT=rocev2
+expect "rocev2 has RC" 'QP types +RC and UC' FI_BOLT_SOFT=rocev2
+expect "FI_BOLT_GID_INDEX overrides" 'bolt uses GID\[0\] as sgid_index: FI_BOLT_GID_INDEX' \
+	FI_BOLT_SOFT=rocev2 FI_BOLT_GID_INDEX=0
+expect "a zero GID cannot be forced" 'FI_BOLT_GID_INDEX=3 names no usable GID' \
+	FI_BOLT_SOFT=thunderbolt FI_BOLT_GID_INDEX=3
+expect "RDMA write found by probing" 'data path +RDMA write' FI_BOLT_SOFT=thunderbolt
+expect "send-only found by probing" 'data path +send-only' FI_BOLT_SOFT=thunderbolt FI_BOLT_SOFT_SEND_ONLY=1
+expect "no verbs library, no devices" 'no RDMA devices' FI_BOLT_VERBS_LIBRARY=/nonexistent.so
+json=--json
+expect "json: chosen index" '"chosen_gid_index": 1' FI_BOLT_SOFT=thunderbolt
+expect "json: gid kinds" '"kind": "link-local"' FI_BOLT_SOFT=thunderbolt
+expect "json: ends as an object" '^}$' FI_BOLT_SOFT=rocev2
+rm -f "output.$$" /dev/shm/bolt-softrdma-*-"$namespace"
+[ $failures -eq 0 ]
