@@ -192,6 +192,8 @@ struct bolt_endpoint {
 	struct bolt_side_channel_listener listener;
 	struct bolt_connection *connections;    /* hash by peer address */
 	struct bolt_accepted *accepted;
+	bool handshakes_pending;                /* side channels need every progress call */
+	uint64_t side_channels_watched_ns;      /* else they are looked at this often */
 
 	struct bolt_receive *posted;            /* fi_recv, in order */
 	struct bolt_receive *posted_tagged;     /* fi_trecv, in order */

@@ -19,6 +19,11 @@
 
 #define BOLT_CONNECTION_RECEIVE_DEPTH 32       /* also the peer's credits */
 #define BOLT_CONNECTION_TIMEOUT_NS (10ULL * 1000000000ULL)
+/*
+ * Side channels cost system calls; once every connection is up they are only
+ * watched for liveness, which needs far less than every progress call.
+ */
+#define BOLT_CONNECTION_WATCH_INTERVAL_NS 100000ULL
 #define BOLT_HANDSHAKE_BYTE_ORDER 0x01020304u
 
 enum bolt_handshake_type {
@@ -155,6 +160,7 @@ static struct bolt_connection *bolt_connection_create(struct bolt_endpoint *endp
 	connection->fi_addr = endpoint->av ? bolt_av_reverse_lookup(endpoint->av, peer) : FI_ADDR_NOTAVAIL;
 	connection->started_ns = bolt_connection_now_ns();
 	connection->stream.fd = -1;
+	endpoint->handshakes_pending = true;
 	HASH_ADD(hh, endpoint->connections, peer, sizeof(connection->peer), connection);
 	return connection;
 }
@@ -441,14 +447,25 @@ void bolt_connection_progress_all(struct bolt_endpoint *endpoint)
 	struct bolt_domain *domain = endpoint->domain;
 	struct bolt_connection *connection, *next;
 	uint64_t now;
+	bool watch;
 
-	bolt_connection_accept_all(endpoint);
-	bolt_connection_progress_accepted(endpoint);
-	/* After accepting: connections created just now must not look older. */
 	now = bolt_connection_now_ns();
+	watch = endpoint->handshakes_pending ||
+		now >= endpoint->side_channels_watched_ns + BOLT_CONNECTION_WATCH_INTERVAL_NS;
+	if (watch) {
+		endpoint->side_channels_watched_ns = now;
+		bolt_connection_accept_all(endpoint);
+		bolt_connection_progress_accepted(endpoint);
+		/* After accepting: connections created just now must not look older. */
+		now = bolt_connection_now_ns();
+	}
+	endpoint->handshakes_pending = endpoint->accepted != NULL;
 	HASH_ITER(hh, endpoint->connections, connection, next) {
-		if (connection->has_stream)
+		if (connection->has_stream && watch)
 			bolt_connection_progress_stream(connection);
+		if (connection->state == BOLT_CONNECTION_CONNECTING ||
+		    connection->state == BOLT_CONNECTION_WAITING_READY)
+			endpoint->handshakes_pending = true;
 		if (connection->state != BOLT_CONNECTION_ESTABLISHED &&
 		    connection->state != BOLT_CONNECTION_FAILED &&
 		    now > connection->started_ns + BOLT_CONNECTION_TIMEOUT_NS)
