@@ -4,6 +4,7 @@
  * both AV types, every CQ format, two-entry iovecs with FI_MORE, inject,
  * remote CQ data, tag and ignore matching of unexpected messages, and cancel.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <criterion/criterion.h>
 
@@ -183,4 +184,58 @@ Test(api, truncation_and_cancel_are_errors)
 	cr_assert_eq(rdm_wait(&endpoint, &entry, &error), -FI_EAVAIL);
 	cr_assert_eq(error.err, FI_ECANCELED);
 	close_self();
+}
+
+/* Large messages go by rendezvous where the device writes: the same results as segments. */
+Test(api, large_messages_unexpected_truncated_and_scattered)
+{
+	const size_t size = 1 << 20;
+	char *out = malloc(size), *in = malloc(size);
+	struct iovec halves[2] = { { in, size / 2 }, { in + size / 2, size / 2 } };
+	struct fi_msg scattered = { .msg_iov = halves, .iov_count = 2, .context = halves };
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	int ret;
+
+	cr_assert(out && in);
+	open_self(FI_AV_TABLE, FI_CQ_FORMAT_TAGGED);
+	scattered.addr = FI_ADDR_UNSPEC;
+	rdm_fill(out, size, 3);
+
+	/* Sent before its receive exists: it waits at the sender until one does. */
+	cr_assert_eq(fi_send(endpoint.ep, out, size, NULL, endpoint.peer, out), 0);
+	rdm_progress_for(&endpoint, 20);
+	memset(in, 0, size);
+	cr_assert_eq(fi_recv(endpoint.ep, in, size, NULL, FI_ADDR_UNSPEC, in), 0);
+	for (int i = 0; i < 2; i++)
+		read_one(&entry);
+	cr_assert(rdm_check(in, size, 3), "an unexpected large message");
+
+	/* Into a receive of two entries: bolt falls back to segments. */
+	memset(in, 0, size);
+	cr_assert_eq(fi_recvmsg(endpoint.ep, &scattered, 0), 0);
+	cr_assert_eq(fi_send(endpoint.ep, out, size, NULL, endpoint.peer, out), 0);
+	for (int i = 0; i < 2; i++)
+		read_one(&entry);
+	cr_assert(rdm_check(in, size, 3), "a large message into two iovecs");
+
+	/* Into a smaller receive: what fits, and FI_ETRUNC for the rest. */
+	memset(in, 0, size);
+	cr_assert_eq(fi_recv(endpoint.ep, in, size / 4, NULL, FI_ADDR_UNSPEC, in), 0);
+	cr_assert_eq(fi_send(endpoint.ep, out, size, NULL, endpoint.peer, out), 0);
+	for (int i = 0; i < 2; i++) {
+		ret = rdm_wait(&endpoint, &entry, &error);
+		if (ret == -FI_EAVAIL) {
+			cr_assert_eq(error.err, FI_ETRUNC);
+			cr_assert_eq(error.olen, size - size / 4);
+		} else {
+			cr_assert_eq(ret, 0);
+			cr_assert_eq(entry.op_context, out);
+		}
+	}
+	cr_assert_eq(memcmp(in, out, size / 4), 0, "the part that fits");
+	cr_assert_eq(in[size / 4], 0, "nothing past the receive");
+	close_self();
+	free(out);
+	free(in);
 }

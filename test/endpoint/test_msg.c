@@ -114,3 +114,82 @@ Test(msg, rocev2)
 
 	exchange_messages(&options, "msg-roce");
 }
+
+/* Both sides send a large message at the same moment: neither waits on the other. */
+static int crossing_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *out = malloc(LARGEST), *in = calloc(1, LARGEST);
+	uint64_t go;
+	int ret;
+
+	if (!out || !in)
+		return 1;
+	rdm_fill(out, LARGEST, 21);
+	ret = rdm_open(&endpoint, options);
+	if (!ret)
+		ret = rdm_connect(&endpoint, socket);
+	if (!ret)
+		ret = rdm_receive_value(socket, &go);
+	if (!ret)
+		ret = (int) fi_recv(endpoint.ep, in, LARGEST, NULL, FI_ADDR_UNSPEC, in);
+	if (!ret)
+		ret = (int) fi_send(endpoint.ep, out, LARGEST, NULL, endpoint.peer, out);
+	for (int i = 0; !ret && i < 2; i++)
+		ret = rdm_wait(&endpoint, &entry, &error);
+	if (!ret && !rdm_check(in, LARGEST, 12))
+		ret = 2;
+	rdm_progress_for(&endpoint, 100);
+	rdm_close(&endpoint);
+	free(out);
+	free(in);
+	return ret;
+}
+
+static void crossing_large_messages(struct rdm_options *options, const char *tag)
+{
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *out = malloc(LARGEST), *in = calloc(1, LARGEST);
+	int socket;
+	pid_t peer;
+
+	cr_assert(out && in);
+	rdm_fill(out, LARGEST, 12);
+	rdm_environment(options, tag);
+	peer = rdm_fork(crossing_peer, options, &socket);
+	cr_assert(peer > 0);
+	cr_assert_eq(rdm_open(&endpoint, options), 0);
+	cr_assert_eq(rdm_connect(&endpoint, socket), 0);
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(fi_recv(endpoint.ep, in, LARGEST, NULL, FI_ADDR_UNSPEC, in), 0);
+	cr_assert_eq(fi_send(endpoint.ep, out, LARGEST, NULL, endpoint.peer, out), 0);
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(rdm_wait(&endpoint, &entry, &error), 0, "error %d", error.err);
+	cr_assert(rdm_check(in, LARGEST, 21));
+	rdm_progress_for(&endpoint, 50);
+	cr_assert_eq(rdm_join(peer), 0, "the peer failed");
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(options);
+	close(socket);
+	free(out);
+	free(in);
+}
+
+Test(msg, crossing_large_messages_thunderbolt)
+{
+	struct rdm_options options = { .profile = "thunderbolt" };
+
+	crossing_large_messages(&options, "msg-cross-tb");
+}
+
+Test(msg, crossing_large_messages_rocev2)
+{
+	struct rdm_options options = { .profile = "rocev2" };
+
+	crossing_large_messages(&options, "msg-cross-roce");
+}

@@ -30,7 +30,13 @@ void bolt_domain_poll_device(struct bolt_domain *domain)
 			struct bolt_work_completion *work =
 				(struct bolt_work_completion *) (uintptr_t) wc[i].wr_id;
 
-			work->handle(work, &wc[i]);
+			/* Unsignaled rendezvous writes carry no record; one reports only
+			 * by failing, and the DONE behind it then fails its connection. */
+			if (work)
+				work->handle(work, &wc[i]);
+			else
+				FI_WARN(&bolt_prov, FI_LOG_DOMAIN, "RDMA write failed: %s\n",
+					verbs->wc_status_str(wc[i].status));
 		}
 	} while (count == BOLT_DOMAIN_POLL_BATCH);
 	if (count < 0)

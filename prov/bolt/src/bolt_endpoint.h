@@ -32,6 +32,20 @@ enum bolt_counter_kind {
 	BOLT_COUNTER_KINDS,
 };
 
+/*
+ * Large messages on devices with RDMA write: the receiver says where, the
+ * sender writes there and says done. Anything that cannot be registered
+ * falls back to segments.
+ */
+#define BOLT_RENDEZVOUS_THRESHOLD (64 * 1024)
+
+enum bolt_rendezvous_phase {
+	BOLT_RENDEZVOUS_NONE,           /* segments */
+	BOLT_RENDEZVOUS_ASK,            /* the request is still to be sent */
+	BOLT_RENDEZVOUS_WAIT,           /* asked; the queue behind it waits too */
+	BOLT_RENDEZVOUS_FINISH,         /* written: DONE is still to be sent */
+};
+
 /* An operation this endpoint started, or a reply it owes a peer (internal). */
 struct bolt_transmit {
 	enum bolt_wire_op op;           /* MESSAGE, WRITE, READ_REQUEST, READ_RESPONSE, WRITE_ACK */
@@ -46,6 +60,8 @@ struct bolt_transmit {
 	size_t received;                /* READ_REQUEST: bytes of the response placed */
 	int in_flight;                  /* segments posted whose send has not completed */
 	bool posted_last;               /* every segment is posted */
+	enum bolt_rendezvous_phase rendezvous;  /* a large message written by RDMA */
+	struct bolt_mr_cache_entry *registration;   /* its buffer, while written from */
 	bool silent;                    /* fi_inject: counters, but no CQ entry */
 	bool reply_pending;             /* WRITE waits for its ack, READ for its data */
 	int status;                     /* 0 or a positive FI_E* code */
@@ -81,7 +97,8 @@ struct bolt_unexpected {
 	uint32_t cq_data;
 	size_t length;
 	size_t received;
-	char *data;
+	char *data;                     /* NULL for a rendezvous: its data waits at the sender */
+	bool rendezvous;
 	struct bolt_receive *claimed;   /* matched while it was still arriving */
 	struct bolt_unexpected *prev, *next;
 };
@@ -104,6 +121,9 @@ struct bolt_inbound {
 	struct bolt_unexpected *unexpected;     /* else: to a copy */
 	size_t received;
 	size_t length;
+	bool rendezvous;                /* the data comes by RDMA write, then DONE */
+	uint64_t request_id;            /* the sender's, for the rendezvous answer */
+	struct bolt_mr_cache_entry *registration;   /* the receive buffer, while written to */
 };
 
 struct bolt_connection {
@@ -142,6 +162,7 @@ struct bolt_control_buffer {
 	struct bolt_work_completion work;
 	struct bolt_connection *connection;     /* NULL: free, or its connection is gone */
 	struct bolt_transmit *transmit;         /* a send's operation */
+	int send_slots;                         /* send queue entries its completion retires */
 	bool posted;
 };
 
@@ -254,11 +275,24 @@ struct bolt_transmit *bolt_transmit_find_request(struct bolt_connection *connect
 /* Its reply came (status 0 or a positive FI_E*): it may complete now. */
 void bolt_transmit_reply_arrived(struct bolt_transmit *transmit, int status);
 
+/* Rendezvous (protocol/bolt_rendezvous.c). */
+bool bolt_rendezvous_wanted(const struct bolt_transmit *transmit);
+/* The receiver matched a rendezvous: tell the sender where to write. */
+void bolt_rendezvous_answer(struct bolt_connection *connection);
+/* Sender: the receiver answered; write, or fall back to segments. */
+void bolt_rendezvous_answered(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/* Receiver: the data is in place. */
+void bolt_rendezvous_done(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/* Gives back a registration made for one transfer (it is not kept: the memory may be freed). */
+void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_mr_cache_entry **registration);
+
 /* Matching (protocol/bolt_match.c). */
 void bolt_match_post(struct bolt_endpoint *endpoint, struct bolt_receive *receive);
 /* The first segment of a message from connection: matched or kept as unexpected. */
 void bolt_match_arrival(struct bolt_connection *connection, const struct bolt_wire_header *header,
 			const char *payload);
+/* The message connection->inbound is receiving has all its data: deliver it. */
+void bolt_match_complete_inbound(struct bolt_connection *connection);
 /* A later segment of the message connection->inbound is receiving. */
 void bolt_match_segment(struct bolt_connection *connection, const struct bolt_wire_header *header,
 			const char *payload);

@@ -60,6 +60,21 @@ static void bolt_match_hand_over(struct bolt_endpoint *endpoint, struct bolt_une
 	bolt_match_free_unexpected(list, unexpected);
 }
 
+/*
+ * A rendezvous waits at the sender, whose queue waits behind it: it is the
+ * message its connection is receiving, so the receive takes its place there.
+ */
+static void bolt_match_claim_rendezvous(struct bolt_unexpected **list, struct bolt_unexpected *unexpected,
+					struct bolt_receive *receive)
+{
+	struct bolt_connection *connection = unexpected->connection;
+
+	connection->inbound.unexpected = NULL;
+	connection->inbound.receive = receive;
+	bolt_match_free_unexpected(list, unexpected);
+	bolt_rendezvous_answer(connection);
+}
+
 void bolt_match_post(struct bolt_endpoint *endpoint, struct bolt_receive *receive)
 {
 	struct bolt_unexpected **list = receive->tagged ? &endpoint->unexpected_tagged :
@@ -71,7 +86,9 @@ void bolt_match_post(struct bolt_endpoint *endpoint, struct bolt_receive *receiv
 		    !bolt_match_one(endpoint, receive, unexpected->connection, receive->tagged,
 				    unexpected->tag))
 			continue;
-		if (unexpected->received == unexpected->length)
+		if (unexpected->rendezvous)
+			bolt_match_claim_rendezvous(list, unexpected, receive);
+		else if (unexpected->received == unexpected->length)
 			bolt_match_hand_over(endpoint, list, unexpected, receive);
 		else
 			unexpected->claimed = receive;
@@ -114,14 +131,19 @@ void bolt_match_arrival(struct bolt_connection *connection, const struct bolt_wi
 	inbound->tag = header->tag;
 	inbound->cq_data = header->cq_data;
 	inbound->length = header->total_length;
+	inbound->rendezvous = header->op == BOLT_WIRE_RENDEZVOUS;
+	inbound->request_id = header->request_id;
 	inbound->receive = bolt_match_find_posted(endpoint, connection, tagged, header->tag);
 	if (!inbound->receive) {
 		unexpected = calloc(1, sizeof(*unexpected));
-		if (!unexpected || !(unexpected->data = malloc(header->total_length ? header->total_length : 1))) {
+		/* A rendezvous keeps its data at the sender until a receive matches. */
+		if (!unexpected || (!inbound->rendezvous &&
+				    !(unexpected->data = malloc(header->total_length ? header->total_length : 1)))) {
 			free(unexpected);
 			bolt_connection_fail(connection, FI_ENOMEM, "no memory for an unexpected message");
 			return;
 		}
+		unexpected->rendezvous = inbound->rendezvous;
 		unexpected->connection = connection;
 		unexpected->tagged = tagged;
 		unexpected->wire_flags = header->flags;
@@ -131,16 +153,20 @@ void bolt_match_arrival(struct bolt_connection *connection, const struct bolt_wi
 		DL_APPEND(*(tagged ? &endpoint->unexpected_tagged : &endpoint->unexpected), unexpected);
 		inbound->unexpected = unexpected;
 	}
-	bolt_match_segment(connection, header, payload);
+	if (!inbound->rendezvous)
+		bolt_match_segment(connection, header, payload);
+	else if (inbound->receive)
+		bolt_rendezvous_answer(connection);
 }
 
-static void bolt_match_finish(struct bolt_connection *connection)
+void bolt_match_complete_inbound(struct bolt_connection *connection)
 {
 	struct bolt_endpoint *endpoint = connection->endpoint;
 	struct bolt_inbound *inbound = &connection->inbound;
 	struct bolt_unexpected *unexpected = inbound->unexpected;
 
 	inbound->active = false;
+	bolt_rendezvous_unregister(endpoint->domain, &inbound->registration);
 	if (inbound->receive) {
 		bolt_match_deliver(endpoint, inbound->receive, connection, inbound->length,
 				   inbound->wire_flags, inbound->tag, inbound->cq_data);
@@ -175,7 +201,7 @@ void bolt_match_segment(struct bolt_connection *connection, const struct bolt_wi
 			bolt_connection_fail(connection, FI_EIO, "last segment before the message ends");
 			return;
 		}
-		bolt_match_finish(connection);
+		bolt_match_complete_inbound(connection);
 	}
 }
 
@@ -236,6 +262,7 @@ void bolt_match_connection_failed(struct bolt_connection *connection)
 		bolt_match_free_unexpected(inbound->tagged ? &endpoint->unexpected_tagged :
 					   &endpoint->unexpected, unexpected);
 	}
+	bolt_rendezvous_unregister(endpoint->domain, &inbound->registration);
 	memset(inbound, 0, sizeof(*inbound));
 	bolt_match_fail_directed(connection, &endpoint->posted);
 	bolt_match_fail_directed(connection, &endpoint->posted_tagged);

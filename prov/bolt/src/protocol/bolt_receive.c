@@ -121,6 +121,18 @@ static void bolt_receive_dispatch(struct bolt_connection *connection,
 	case BOLT_WIRE_READ_RESPONSE:
 		bolt_receive_read_response(connection, header, payload);
 		break;
+	case BOLT_WIRE_RENDEZVOUS:
+		if (connection->inbound.active)
+			bolt_connection_fail(connection, FI_EIO, "rendezvous inside another message");
+		else
+			bolt_match_arrival(connection, header, payload);
+		break;
+	case BOLT_WIRE_RENDEZVOUS_READY:
+		bolt_rendezvous_answered(connection, header);
+		break;
+	case BOLT_WIRE_RENDEZVOUS_DONE:
+		bolt_rendezvous_done(connection, header);
+		break;
 	case BOLT_WIRE_CREDIT:
 		break;
 	}

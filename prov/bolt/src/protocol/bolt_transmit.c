@@ -72,6 +72,39 @@ static void bolt_transmit_header(struct bolt_connection *connection, struct bolt
 	connection->credits_to_return = 0;
 }
 
+/* The rendezvous request, or its DONE after the write (which DONE's completion retires too). */
+static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
+					    struct bolt_transmit *transmit,
+					    struct bolt_control_buffer *record,
+					    struct bolt_wire_header *header)
+{
+	bool asking = transmit->rendezvous == BOLT_RENDEZVOUS_ASK;
+
+	bolt_transmit_header(connection, header,
+			     asking ? BOLT_WIRE_RENDEZVOUS : BOLT_WIRE_RENDEZVOUS_DONE, 0);
+	header->flags = BOLT_WIRE_FLAG_LAST;
+	if (transmit->flags & FI_TAGGED)
+		header->flags |= BOLT_WIRE_FLAG_TAGGED;
+	if (transmit->flags & FI_REMOTE_CQ_DATA)
+		header->flags |= BOLT_WIRE_FLAG_REMOTE_CQ_DATA;
+	header->tag = transmit->tag;
+	header->cq_data = transmit->cq_data;
+	header->request_id = transmit->request_id;
+	header->total_length = transmit->length;
+	if (asking) {
+		transmit->rendezvous = BOLT_RENDEZVOUS_WAIT;
+	} else {
+		transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
+		transmit->sent = transmit->length;
+		transmit->posted_last = true;
+		record->send_slots = 2;
+	}
+	record->transmit = transmit;
+	transmit->in_flight++;
+	if (!bolt_transmit_post(connection, record, sizeof(*header)))
+		transmit->in_flight--;
+}
+
 /* Puts the next segment of transmit on the wire; false when no buffer is free. */
 static bool bolt_transmit_segment(struct bolt_connection *connection, struct bolt_transmit *transmit)
 {
@@ -85,6 +118,11 @@ static bool bolt_transmit_segment(struct bolt_connection *connection, struct bol
 		return false;
 	data = bolt_control_buffer_data(domain, record);
 	header = (struct bolt_wire_header *) data;
+	record->send_slots = 1;
+	if (transmit->rendezvous != BOLT_RENDEZVOUS_NONE) {
+		bolt_transmit_rendezvous_header(connection, transmit, record, header);
+		return true;
+	}
 	if (bolt_transmit_has_payload(transmit->op)) {
 		payload = transmit->length - transmit->sent;
 		if (payload > BOLT_SEGMENT_PAYLOAD)
@@ -128,25 +166,33 @@ static void bolt_transmit_return_credits(struct bolt_connection *connection)
 	record = bolt_control_buffer_get(domain);
 	if (!record)
 		return;
+	record->send_slots = 1;
 	bolt_transmit_header(connection, (struct bolt_wire_header *) bolt_control_buffer_data(domain, record),
 			     BOLT_WIRE_CREDIT, 0);
 	((struct bolt_wire_header *) bolt_control_buffer_data(domain, record))->flags = BOLT_WIRE_FLAG_LAST;
 	bolt_transmit_post(connection, record, sizeof(struct bolt_wire_header));
 }
 
+/*
+ * The application's operations go out in order, and the segments of one never
+ * interleave with the next one's. Replies (acks, read data, rendezvous
+ * answers) pass an operation that cannot go on: that one may be waiting for
+ * a reply from the peer, whose own queue may wait for ours.
+ */
 void bolt_transmit_progress(struct bolt_connection *connection)
 {
 	struct bolt_transmit *transmit, *next;
+	bool blocked = false;
 
 	DL_FOREACH_SAFE(connection->transmits, transmit, next) {
-		if (transmit->posted_last)
+		if (transmit->posted_last || (blocked && !transmit->internal))
 			continue;
-		while (!transmit->posted_last && bolt_transmit_can_send(connection, false))
+		while (!transmit->posted_last && transmit->rendezvous != BOLT_RENDEZVOUS_WAIT &&
+		       bolt_transmit_can_send(connection, false))
 			if (!bolt_transmit_segment(connection, transmit))
 				return;
-		/* Segments of one operation never interleave with the next one's. */
-		if (!transmit->posted_last)
-			break;
+		if (!transmit->posted_last && !transmit->internal)
+			blocked = true;
 	}
 	bolt_transmit_return_credits(connection);
 }
@@ -165,6 +211,7 @@ static void bolt_transmit_check_done(struct bolt_transmit *transmit)
 	if (!transmit->posted_last || transmit->in_flight || transmit->reply_pending)
 		return;
 	DL_DELETE(connection->transmits, transmit);
+	bolt_rendezvous_unregister(connection->endpoint->domain, &transmit->registration);
 	if (transmit->internal)
 		bolt_transmit_free(transmit);
 	else
@@ -176,6 +223,7 @@ static void bolt_transmit_send_completed(struct bolt_work_completion *work, cons
 	struct bolt_control_buffer *record = bolt_control_buffer_of_work(work);
 	struct bolt_connection *connection = record->connection;
 	struct bolt_transmit *transmit = record->transmit;
+	int send_slots = record->send_slots;
 	struct bolt_domain *domain;
 
 	if (!record->posted)
@@ -185,7 +233,7 @@ static void bolt_transmit_send_completed(struct bolt_work_completion *work, cons
 	/* A failed connection has already ended its transmits. */
 	if (connection->state == BOLT_CONNECTION_FAILED)
 		return;
-	connection->outstanding_sends--;
+	connection->outstanding_sends -= send_slots;
 	if (wc->status != IBV_WC_SUCCESS) {
 		bolt_connection_fail(connection, FI_EIO,
 				     domain->fabric->verbs.wc_status_str(wc->status));
@@ -206,6 +254,8 @@ void bolt_transmit_start(struct bolt_transmit *transmit)
 		transmit->request_id = connection->next_request_id++;
 		transmit->reply_pending = transmit->op == BOLT_WIRE_WRITE ||
 					  transmit->op == BOLT_WIRE_READ_REQUEST;
+		if (bolt_rendezvous_wanted(transmit))
+			transmit->rendezvous = BOLT_RENDEZVOUS_ASK;
 	}
 	DL_APPEND(connection->transmits, transmit);
 	if (connection->state == BOLT_CONNECTION_FAILED) {
@@ -242,6 +292,7 @@ void bolt_transmit_fail_all(struct bolt_connection *connection)
 
 	DL_FOREACH_SAFE(connection->transmits, transmit, next) {
 		DL_DELETE(connection->transmits, transmit);
+		bolt_rendezvous_unregister(connection->endpoint->domain, &transmit->registration);
 		if (transmit->internal) {
 			bolt_transmit_free(transmit);
 			continue;

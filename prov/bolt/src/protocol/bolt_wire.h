@@ -18,7 +18,10 @@ enum bolt_wire_op {
 	BOLT_WIRE_READ_REQUEST,     /* fi_read: send back total_length bytes at key + address */
 	BOLT_WIRE_READ_RESPONSE,    /* a segment of the data read, at offset in the request */
 	BOLT_WIRE_CREDIT,           /* only returns credits */
-	BOLT_WIRE_OP_LAST = BOLT_WIRE_CREDIT,
+	BOLT_WIRE_RENDEZVOUS,       /* a large message: where may its data be written? */
+	BOLT_WIRE_RENDEZVOUS_READY, /* at address and key, total_length bytes (or status: segments) */
+	BOLT_WIRE_RENDEZVOUS_DONE,  /* the data is written: it preceded this on the queue pair */
+	BOLT_WIRE_OP_LAST = BOLT_WIRE_RENDEZVOUS_DONE,
 };
 
 enum bolt_wire_flag {
