@@ -78,6 +78,18 @@ run_tests() {
 	return $status
 }
 
+# demo_pingpong PROFILE: libfabric's fi_pingpong, server and client, over bolt
+demo_pingpong() {
+	port=$((40000 + $$ % 10000))
+	export FI_PROVIDER_PATH="$top/build/.libs" FI_BOLT_SOFT="$1" FI_BOLT_SOFT_NAMESPACE="demo-$$"
+	fi_pingpong -p bolt -e rdm -I 200 -B "$port" >/dev/null 2>&1 &
+	server=$!
+	sleep 1
+	fi_pingpong -p bolt -e rdm -I 200 -P "$port" 127.0.0.1
+	wait $server
+	unset FI_PROVIDER_PATH FI_BOLT_SOFT FI_BOLT_SOFT_NAMESPACE
+}
+
 run_demo() {
 	build build
 	echo
@@ -87,6 +99,9 @@ run_demo() {
 	echo "== fi_info -p bolt, software device, RoCE v2 profile =="
 	FI_PROVIDER_PATH="$top/build/.libs" FI_BOLT_SOFT=rocev2 FI_BOLT_SOFT_NAMESPACE="demo-$$" \
 		fi_info -p bolt
+	echo
+	echo "== fi_pingpong between two processes over bolt, Thunderbolt profile =="
+	demo_pingpong thunderbolt
 }
 
 case "${1:-}" in
