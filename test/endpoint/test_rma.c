@@ -110,8 +110,9 @@ static void rma_between_processes(struct rdm_options *options, const char *tag)
 	cr_assert_eq(fi_write(endpoint.ep, local, 50000, fi_mr_desc(local_mr), endpoint.peer,
 			      remote_address, remote_key, &socket), 0);
 	expect_completion(&endpoint, &socket, 0);
-	cr_assert_eq(fi_writedata(endpoint.ep, local + 50000, 50000, fi_mr_desc(local_mr), 0xcafe,
-				  endpoint.peer, remote_address + 50000, remote_key, &peer), 0);
+	/* 100,000 bytes: written by RDMA where the device can, remote CQ data after the data. */
+	cr_assert_eq(fi_writedata(endpoint.ep, local, 100000, fi_mr_desc(local_mr), 0xcafe,
+				  endpoint.peer, remote_address, remote_key, &peer), 0);
 	expect_completion(&endpoint, &peer, 0);
 
 	/* A read of the other half, the target's pattern. */
@@ -120,6 +121,24 @@ static void rma_between_processes(struct rdm_options *options, const char *tag)
 			     remote_address + REGION_SIZE / 2, remote_key, local), 0);
 	expect_completion(&endpoint, local, 0);
 	cr_assert(rdm_check(local, REGION_SIZE / 2, 99), "read data differs");
+
+	/* inject_write reports nothing; reading the bytes back shows they landed. */
+	rdm_fill(local, 64, 11);
+	cr_assert_eq(fi_inject_write(endpoint.ep, local, 64, endpoint.peer, remote_address + 200000,
+				     remote_key), 0);
+	memset(local + 8192, 0, 64);
+	cr_assert_eq(fi_read(endpoint.ep, local + 8192, 64, fi_mr_desc(local_mr), endpoint.peer,
+			     remote_address + 200000, remote_key, local + 6), 0);
+	expect_completion(&endpoint, local + 6, 0);
+	cr_assert(rdm_check(local + 8192, 64, 11), "inject_write data");
+
+	/* Large ones too: out of bounds, and a key the target never enabled. */
+	cr_assert_eq(fi_write(endpoint.ep, local, 200000, NULL, endpoint.peer, remote_address + 100000,
+			      remote_key, local + 4), 0);
+	expect_completion(&endpoint, local + 4, FI_EINVAL);
+	cr_assert_eq(fi_write(endpoint.ep, local, 100000, NULL, endpoint.peer, remote_address,
+			      remote_key + 1000, local + 5), 0);
+	expect_completion(&endpoint, local + 5, FI_EACCES);
 
 	/* Out of bounds, and a key the target never enabled. */
 	cr_assert_eq(fi_write(endpoint.ep, local, 4096, NULL, endpoint.peer,

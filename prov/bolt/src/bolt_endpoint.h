@@ -149,6 +149,8 @@ struct bolt_connection {
 	struct bolt_transmit *transmits;        /* in order; the first unsent is next */
 	struct bolt_inbound inbound;
 	int write_status;               /* of the write whose segments are arriving */
+	struct bolt_mr_cache_entry *write_registration; /* a rendezvous write's target range */
+	uint64_t write_request_id;
 	uint64_t failed_generation;     /* FAILED: the domain poll its buffers wait for */
 	bool reclaim_pending;           /* FAILED: buffers still posted on the lost QP */
 	uint64_t started_ns;            /* when connecting began, for its timeout */
@@ -283,6 +285,11 @@ void bolt_rendezvous_answer(struct bolt_connection *connection);
 void bolt_rendezvous_answered(struct bolt_connection *connection, const struct bolt_wire_header *header);
 /* Receiver: the data is in place. */
 void bolt_rendezvous_done(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/* Target of a large fi_write: check the key, register the range, answer. */
+void bolt_rendezvous_write_request(struct bolt_connection *connection,
+				   const struct bolt_wire_header *header);
+/* A connection that fails or closes gives back what its peer's transfers held. */
+void bolt_rendezvous_release(struct bolt_connection *connection);
 /* Gives back a registration made for one transfer (it is not kept: the memory may be freed). */
 void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_mr_cache_entry **registration);
 

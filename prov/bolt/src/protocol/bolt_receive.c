@@ -122,7 +122,9 @@ static void bolt_receive_dispatch(struct bolt_connection *connection,
 		bolt_receive_read_response(connection, header, payload);
 		break;
 	case BOLT_WIRE_RENDEZVOUS:
-		if (connection->inbound.active)
+		if (header->flags & BOLT_WIRE_FLAG_WRITE)
+			bolt_rendezvous_write_request(connection, header);
+		else if (connection->inbound.active)
 			bolt_connection_fail(connection, FI_EIO, "rendezvous inside another message");
 		else
 			bolt_match_arrival(connection, header, payload);
@@ -220,6 +222,8 @@ static void bolt_receive_write(struct bolt_connection *connection,
 	}
 	if (!(header->flags & BOLT_WIRE_FLAG_LAST))
 		return;
+	/* A rendezvous write that fell back to segments no longer needs its range registered. */
+	bolt_rendezvous_unregister(endpoint->domain, &connection->write_registration);
 	/* A zero-length write still names a key that must exist. */
 	if (!header->total_length && !connection->write_status)
 		connection->write_status = bolt_mr_translate(endpoint, header->key, header->address, 0,

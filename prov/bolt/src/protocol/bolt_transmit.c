@@ -91,6 +91,11 @@ static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
 	header->cq_data = transmit->cq_data;
 	header->request_id = transmit->request_id;
 	header->total_length = transmit->length;
+	if (transmit->op == BOLT_WIRE_WRITE) {
+		header->flags |= BOLT_WIRE_FLAG_WRITE;
+		header->address = transmit->remote_address;
+		header->key = transmit->remote_key;
+	}
 	if (asking) {
 		transmit->rendezvous = BOLT_RENDEZVOUS_WAIT;
 	} else {

@@ -28,6 +28,7 @@ enum bolt_wire_flag {
 	BOLT_WIRE_FLAG_TAGGED = 1 << 0,
 	BOLT_WIRE_FLAG_REMOTE_CQ_DATA = 1 << 1,
 	BOLT_WIRE_FLAG_LAST = 1 << 2,       /* the last segment of its message or request */
+	BOLT_WIRE_FLAG_WRITE = 1 << 3,      /* a rendezvous for fi_write, at key + address */
 };
 
 struct bolt_wire_header {
