@@ -30,12 +30,17 @@ bool bolt_rendezvous_wanted(const struct bolt_transmit *transmit)
 void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_mr_cache_entry **registration)
 {
 	struct ibv_mr *mr;
+	void *address;
+	size_t length;
 
 	if (!*registration)
 		return;
+	/* Release may deregister at once (an entry merged into a larger one): read first. */
 	mr = bolt_mr_cache_entry_mr(*registration);
+	address = mr->addr;
+	length = mr->length;
 	bolt_mr_cache_release(domain->mr_cache, *registration);
-	bolt_mr_cache_invalidate(domain->mr_cache, mr->addr, mr->length);
+	bolt_mr_cache_invalidate(domain->mr_cache, address, length);
 	*registration = NULL;
 }
 
