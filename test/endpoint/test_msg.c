@@ -55,7 +55,8 @@ static void exchange_messages(struct rdm_options *options, const char *tag)
 	struct rdm_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
-	char *out = malloc(LARGEST), *in = malloc(LARGEST);
+	/* Zeroed: another process writes it, which valgrind cannot see. */
+	char *out = malloc(LARGEST), *in = calloc(1, LARGEST);
 	int socket;
 	pid_t peer;
 
