@@ -398,9 +398,12 @@ static void bolt_connection_progress_stream(struct bolt_connection *connection)
 		bolt_connection_handle(connection, type, &handshake, length);
 	if (!connection->has_stream || ret == -FI_EAGAIN)
 		return;
-	if (ret == -FI_ECONNRESET)
+	if (ret == -FI_ECONNRESET) {
+		/* What the peer sent before it closed is in the device CQ by now, maybe
+		 * still unread: deliver it before the connection fails. */
+		bolt_domain_poll_device(connection->endpoint->domain);
 		bolt_connection_fail(connection, FI_EIO, "the peer closed its side channel: it is gone");
-	else
+	} else
 		bolt_connection_fail(connection, FI_EPROTO, "malformed side channel message");
 }
 
