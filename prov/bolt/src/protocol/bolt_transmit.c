@@ -72,6 +72,21 @@ static void bolt_transmit_header(struct bolt_connection *connection, struct bolt
 	connection->credits_to_return = 0;
 }
 
+/* What every message of an operation says about it. */
+static void bolt_transmit_describe(struct bolt_wire_header *header, const struct bolt_transmit *transmit)
+{
+	header->tag = transmit->tag;
+	header->cq_data = transmit->cq_data;
+	header->request_id = transmit->request_id;
+	header->total_length = transmit->length;
+	header->address = transmit->remote_address;
+	header->key = transmit->remote_key;
+	if (transmit->flags & FI_TAGGED)
+		header->flags |= BOLT_WIRE_FLAG_TAGGED;
+	if (transmit->flags & FI_REMOTE_CQ_DATA)
+		header->flags |= BOLT_WIRE_FLAG_REMOTE_CQ_DATA;
+}
+
 /* The rendezvous request, or its DONE after the write (which DONE's completion retires too). */
 static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
 					    struct bolt_transmit *transmit,
@@ -82,20 +97,10 @@ static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
 
 	bolt_transmit_header(connection, header,
 			     asking ? BOLT_WIRE_RENDEZVOUS : BOLT_WIRE_RENDEZVOUS_DONE, 0);
-	header->flags = BOLT_WIRE_FLAG_LAST;
-	if (transmit->flags & FI_TAGGED)
-		header->flags |= BOLT_WIRE_FLAG_TAGGED;
-	if (transmit->flags & FI_REMOTE_CQ_DATA)
-		header->flags |= BOLT_WIRE_FLAG_REMOTE_CQ_DATA;
-	header->tag = transmit->tag;
-	header->cq_data = transmit->cq_data;
-	header->request_id = transmit->request_id;
-	header->total_length = transmit->length;
-	if (transmit->op == BOLT_WIRE_WRITE) {
+	bolt_transmit_describe(header, transmit);
+	header->flags |= BOLT_WIRE_FLAG_LAST;
+	if (transmit->op == BOLT_WIRE_WRITE)
 		header->flags |= BOLT_WIRE_FLAG_WRITE;
-		header->address = transmit->remote_address;
-		header->key = transmit->remote_key;
-	}
 	if (asking) {
 		transmit->rendezvous = BOLT_RENDEZVOUS_WAIT;
 	} else {
@@ -136,17 +141,8 @@ static bool bolt_transmit_segment(struct bolt_connection *connection, struct bol
 				  data + sizeof(*header), payload);
 	}
 	bolt_transmit_header(connection, header, transmit->op, payload);
-	header->tag = transmit->tag;
-	header->cq_data = transmit->cq_data;
-	header->request_id = transmit->request_id;
-	header->total_length = transmit->length;
+	bolt_transmit_describe(header, transmit);
 	header->offset = transmit->sent;
-	header->address = transmit->remote_address;
-	header->key = transmit->remote_key;
-	if (transmit->flags & FI_TAGGED)
-		header->flags |= BOLT_WIRE_FLAG_TAGGED;
-	if (transmit->flags & FI_REMOTE_CQ_DATA)
-		header->flags |= BOLT_WIRE_FLAG_REMOTE_CQ_DATA;
 	transmit->sent += payload;
 	if (transmit->sent == transmit->length || !bolt_transmit_has_payload(transmit->op)) {
 		header->flags |= BOLT_WIRE_FLAG_LAST;
