@@ -2,12 +2,17 @@
  * softrdma_test.c: the helpers declared in softrdma_test.h.
  */
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,11 +26,25 @@ static struct softrdma_config test_configs[TEST_CONFIGS_REMEMBERED];
 static int test_config_count;
 static pid_t test_config_owner;
 
+/* FI_BOLT_SOFT_COPY, as the provider reads it: the shm test programs set it to shm. */
+static enum softrdma_copy_mode test_copy_mode(void)
+{
+	const char *name = getenv("FI_BOLT_SOFT_COPY");
+	enum softrdma_copy_mode mode = SOFTRDMA_COPY_AUTO;
+
+	if (name && softrdma_copy_mode_parse(name, &mode)) {
+		fprintf(stderr, "FI_BOLT_SOFT_COPY=%s is not auto, cma or shm\n", name);
+		abort();
+	}
+	return mode;
+}
+
 void test_config_init(struct softrdma_config *config, enum softrdma_profile profile,
 		      const char *topology, const char *tag)
 {
 	memset(config, 0, sizeof(*config));
 	config->profile = profile;
+	config->copy_mode = test_copy_mode();
 	snprintf(config->topology, sizeof(config->topology), "%s", topology);
 	snprintf(config->namespace_name, sizeof(config->namespace_name), "test-%s-%d", tag,
 		 (int) getpid());
@@ -48,6 +67,37 @@ void test_segment_remove(const struct softrdma_config *config)
 
 	if (!softrdma_segment_name(config, name, sizeof(name)))
 		shm_unlink(name);
+}
+
+int test_attach(const struct softrdma_config *config)
+{
+	int ret = -softrdma_attach(config);
+
+	if (ret || config->copy_mode == SOFTRDMA_COPY_AUTO ||
+	    softrdma_copy_mode_current() == config->copy_mode)
+		return ret;
+	softrdma_detach();
+	return EPROTO;
+}
+
+int test_forbid_cma(void)
+{
+	struct sock_filter filter[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_writev, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+	};
+	struct sock_fprog program = {
+		.len = (unsigned short) TEST_ARRAY_LENGTH(filter),
+		.filter = filter,
+	};
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0))
+		return errno;
+	return 0;
 }
 
 int test_device_open(struct test_device *device, int index)
@@ -214,7 +264,7 @@ int test_loopback_open(struct test_loopback *loopback, const struct softrdma_con
 	memset(loopback, 0, sizeof(*loopback));
 	loopback->config = *config;
 	loopback->size = size;
-	ret = -softrdma_attach(config);
+	ret = test_attach(config);
 	if (ret)
 		return ret;
 	ret = test_device_open(&loopback->device, 0);

@@ -33,10 +33,17 @@ struct test_address {
 	union ibv_gid gid;
 };
 
-/* A profile and topology in a namespace "<tag>-<pid>" no other test shares. */
+/*
+ * A profile and topology in a namespace "<tag>-<pid>" no other test shares,
+ * in the copy mode FI_BOLT_SOFT_COPY names (default auto).
+ */
 void test_config_init(struct softrdma_config *config, enum softrdma_profile profile,
 		      const char *topology, const char *tag);
 void test_segment_remove(const struct softrdma_config *config);
+/* softrdma_attach as an errno; EPROTO if it attached in another copy mode than asked. */
+int test_attach(const struct softrdma_config *config);
+/* From now on process_vm_readv/writev fail with EPERM in this process (seccomp). */
+int test_forbid_cma(void);
 
 int test_device_open(struct test_device *device, int index);
 void test_device_close(struct test_device *device);

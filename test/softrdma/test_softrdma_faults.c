@@ -243,7 +243,7 @@ static void check_dead_peer(enum ibv_qp_type type, const char *tag, bool reaped)
 	test_config_init(&peer.config, SOFTRDMA_PROFILE_ROCEV2, "single", tag);
 	cr_assert_eq(test_channel_open(&peer.channel), 0);
 	pid = test_fork(peer_main, &peer);
-	cr_assert_eq(softrdma_attach(&peer.config), 0);
+	cr_assert_eq(test_attach(&peer.config), 0);
 	cr_assert_eq(test_device_open(&device, 0), 0);
 	mr = softrdma_reg_mr(device.pd, buffer, sizeof(buffer), IBV_ACCESS_LOCAL_WRITE);
 	qp = test_qp_create(device.pd, device.cq, type, 8);

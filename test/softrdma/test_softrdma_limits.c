@@ -21,7 +21,7 @@ static void open_device(enum softrdma_profile profile, const char *tag, int max_
 	config.max_mr = max_mr;
 	config.max_qp = max_qp;
 	config.max_wr = max_wr;
-	cr_assert_eq(softrdma_attach(&config), 0);
+	cr_assert_eq(test_attach(&config), 0);
 	cr_assert_eq(test_device_open(&device, 0), 0);
 }
 

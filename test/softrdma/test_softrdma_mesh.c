@@ -168,7 +168,7 @@ static void run_mesh(enum softrdma_profile profile, enum ibv_qp_type type, const
 		cr_assert_eq(test_channel_open(&mesh.channels[host]), 0);
 		peers[host] = test_fork(peer_main, (void *) (intptr_t) host);
 	}
-	cr_assert_eq(softrdma_attach(&mesh.config), 0);
+	cr_assert_eq(test_attach(&mesh.config), 0);
 	for (int index = 0; index < HOSTS - 1; index++)
 		cr_assert_eq(test_device_open(&devices[index], index), 0);
 	cr_assert_eq(test_device_open(&(struct test_device) { 0 }, HOSTS - 1), ENODEV);

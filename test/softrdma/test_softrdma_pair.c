@@ -53,7 +53,7 @@ static int side_open(struct side *side, struct pair *pair, bool parent)
 	int ret;
 
 	memset(side, 0, sizeof(*side));
-	ret = -softrdma_attach(&pair->config);
+	ret = test_attach(&pair->config);
 	if (!ret)
 		ret = test_device_open(&side->device, 0);
 	if (ret)

@@ -14,7 +14,7 @@ static void clear_environment(void)
 		"FI_BOLT_SOFT_TOPOLOGY", "FI_BOLT_SOFT_HOST", "FI_BOLT_SOFT_NAMESPACE",
 		"FI_BOLT_SOFT_MAX_MR", "FI_BOLT_SOFT_MAX_QP", "FI_BOLT_SOFT_MAX_WR",
 		"FI_BOLT_SOFT_SEND_ONLY", "FI_BOLT_SOFT_DROP_EVERY", "FI_BOLT_SOFT_DROP_PPM",
-		"FI_BOLT_SOFT_SEED",
+		"FI_BOLT_SOFT_SEED", "FI_BOLT_SOFT_COPY", "FI_BOLT_JOB_KEY", "FI_BOLT_SIDE_CHANNEL_ADDRESS",
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)

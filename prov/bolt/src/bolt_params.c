@@ -60,6 +60,10 @@ static const struct bolt_param bolt_param_table[] = {
 		"Software device drops UC packets at this rate, per million (default: 0)"),
 	BOLT_INT_PARAM("soft_seed", soft_seed, 0, 1 << 30,
 		"Seed of the software device's packet-drop generator (default: 1)"),
+	BOLT_STRING_PARAM("soft_copy", soft_copy,
+		"How the software device moves data between processes: cma (cross-memory "
+		"attach, one copy), shm (through shared memory, two copies) or auto (cma where "
+		"the system permits it, else shm) (default: auto)"),
 	BOLT_STRING_PARAM("job_key", job_key,
 		"Key shared by every process of a job; side channel peers that present another "
 		"key are refused (default: unset, uid:<user id>, which keeps users apart)"),
@@ -76,6 +80,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.soft_host = 0,
 	.soft_namespace = "default",
 	.soft_seed = 1,
+	.soft_copy = "auto",
 };
 
 static enum fi_param_type bolt_param_fi_type(enum bolt_param_kind kind)
@@ -182,6 +187,17 @@ static int bolt_params_check_profile(const struct bolt_params *params)
 	return -FI_EINVAL;
 }
 
+static int bolt_params_check_copy(const struct bolt_params *params)
+{
+	if (!strcmp(params->soft_copy, "auto") || !strcmp(params->soft_copy, "cma") ||
+	    !strcmp(params->soft_copy, "shm"))
+		return 0;
+	FI_WARN(&bolt_prov, FI_LOG_CORE,
+		"FI_BOLT_SOFT_COPY=%s is not a copy mode: use auto, cma or shm\n",
+		params->soft_copy);
+	return -FI_EINVAL;
+}
+
 int bolt_params_read(struct bolt_params *params)
 {
 	int ret;
@@ -193,5 +209,6 @@ int bolt_params_read(struct bolt_params *params)
 		if (ret)
 			return ret;
 	}
-	return bolt_params_check_profile(params);
+	ret = bolt_params_check_profile(params);
+	return ret ? ret : bolt_params_check_copy(params);
 }

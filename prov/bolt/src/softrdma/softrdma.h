@@ -4,7 +4,10 @@
  * between processes of one host. Its calls have verbs' own signatures and
  * conventions (NULL or errno), so the verbs access layer can point at them.
  * The state every process shares lives in one shared-memory segment per
- * profile and namespace; data moves by cross-memory attach, a single copy.
+ * profile and namespace. Data moves between processes by cross-memory attach
+ * (process_vm_writev/readv), a single copy, where the system permits it, and
+ * otherwise through staging channels in the segment, two copies (see
+ * enum softrdma_copy_mode).
  *
  * Semantics a user of the device must know, beyond verbs' own:
  * - A queue's "outstanding" work requests: on the receive queue, receives
@@ -31,6 +34,20 @@
  *   a CQ overrun loses completions and poll_cq then returns -EOVERFLOW.
  * - A child of fork must attach again; its parent's objects are not usable in
  *   it (as with verbs without ibv_fork_init).
+ * - Copy mode shm: every attached process runs one service thread, its NIC's
+ *   receive engine, which places data staged toward the process and supplies
+ *   the data of RDMA reads from it; the process's own poll_cq, post_send and
+ *   post_recv calls do the same work when they find it waiting. The sender
+ *   still does everything else in post_send, and waits there while the target
+ *   drains (the link's flow control). A target that moves nothing for the
+ *   sender's local ACK timeout (timeout 0: 67 ms; UC: 100 ms) -- a stopped or
+ *   hung process -- is a target that does not answer, and so is a device
+ *   whose 128 staging channels are all busy: RC retries as above, UC loses
+ *   the message, and a receive it had taken goes back to the head of the
+ *   target's queue (a receive stays outstanding until its message completes).
+ *   A target that dies fails the transfer at once, as in cma mode; one that
+ *   deregistered the memory fails it as cma's copy would (the target checks
+ *   the keys again whenever it takes the transfer up).
  */
 #ifndef SOFTRDMA_H
 #define SOFTRDMA_H
@@ -42,6 +59,17 @@
 enum softrdma_profile {
 	SOFTRDMA_PROFILE_THUNDERBOLT,
 	SOFTRDMA_PROFILE_ROCEV2,
+};
+
+/*
+ * How data moves between processes. The segment's creator resolves auto and
+ * every process that joins follows it (a process that cannot use cross-memory
+ * attach cannot join a cma segment). Within one process, memcpy in any mode.
+ */
+enum softrdma_copy_mode {
+	SOFTRDMA_COPY_AUTO,     /* cma if the attach-time check passes, else shm */
+	SOFTRDMA_COPY_CMA,      /* cross-memory attach, one copy; attach fails where forbidden */
+	SOFTRDMA_COPY_SHM,      /* staged through the shared segment, two copies */
 };
 
 struct softrdma_config {
@@ -56,6 +84,7 @@ struct softrdma_config {
 	int drop_every;         /* drop every Nth UC packet; 0: none */
 	int drop_ppm;           /* drop UC packets at this rate per million */
 	unsigned int seed;      /* of the drop generator */
+	enum softrdma_copy_mode copy_mode; /* 0: auto */
 };
 
 /* The limits a profile starts from, before the config's overrides. */
@@ -79,14 +108,21 @@ int softrdma_profile_parse(const char *name, enum softrdma_profile *profile);
 const char *softrdma_profile_name(enum softrdma_profile profile);
 void softrdma_profile_limits(enum softrdma_profile profile, struct softrdma_profile_limits *limits);
 
+/* "auto", "cma", "shm": 0 or -EINVAL. */
+int softrdma_copy_mode_parse(const char *name, enum softrdma_copy_mode *mode);
+const char *softrdma_copy_mode_name(enum softrdma_copy_mode mode);
+/* The mode this process moves data with (cma or shm); auto when not attached. */
+enum softrdma_copy_mode softrdma_copy_mode_current(void);
+
 /*
  * Attaches this process to the device (reference counted; the first call's
  * config wins, and across processes the config of the segment's creator;
  * a segment whose processes all died is reinitialized with the new config).
  * config->host picks this process's emulated host. 0 or a negative errno:
- * -EINVAL for a bad config, -EPERM/-ENOSYS when cross-memory attach is not
- * permitted, -EPROTO for a segment of another layout. Detach undoes one
- * attach; the last process to detach removes the segment.
+ * -EINVAL for a bad config, -EPERM/-ENOSYS when the segment's copy mode is
+ * cma and cross-memory attach is not permitted, -EPROTO for a segment of
+ * another layout. Detach undoes one attach; the last process to detach
+ * removes the segment.
  */
 int softrdma_attach(const struct softrdma_config *config);
 void softrdma_detach(void);

@@ -1,7 +1,8 @@
 /*
  * softrdma_attach.c: this process's attachment to the device: the config
- * check, reference-counted attach and detach (the first config wins), and
- * starting over in a child of fork.
+ * check, the copy mode, reference-counted attach and detach (the first
+ * config wins), the service thread of copy mode shm, and starting over in a
+ * child of fork.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ static void softrdma_forget_parent(void)
 	pthread_mutex_init(&process->lock, NULL);
 	if (process->segment)
 		munmap(process->segment, process->segment_size);
+	softrdma_service_forget();
 	free(process->devices);
 	process->devices = NULL;
 	process->device_count = 0;
@@ -37,7 +39,8 @@ static int softrdma_config_check(const struct softrdma_config *config, int *host
 	if (!config || (unsigned int) config->profile > SOFTRDMA_PROFILE_ROCEV2 ||
 	    config->host < 0 || softrdma_topology_parse(config->topology, hosts, cables) ||
 	    config->max_mr < 0 || config->max_qp < 0 || config->max_wr < 0 ||
-	    config->drop_every < 0 || config->drop_ppm < 0 || config->drop_ppm > 1000000) {
+	    config->drop_every < 0 || config->drop_ppm < 0 || config->drop_ppm > 1000000 ||
+	    (unsigned int) config->copy_mode > SOFTRDMA_COPY_SHM) {
 		FI_WARN(&bolt_prov, FI_LOG_CORE, "software device: invalid configuration%s%s\n",
 			config ? ", topology " : "", config ? config->topology : "");
 		return -EINVAL;
@@ -58,22 +61,39 @@ static int softrdma_host_check(const struct softrdma_config *config)
 	return -EINVAL;
 }
 
+/* The segment's copy mode, if this process can follow it; shm starts the service thread. */
+static int softrdma_attach_copy_mode(int probe)
+{
+	struct softrdma_process *process = &softrdma_process;
+	int ret;
+
+	process->copy_mode = process->segment->config.copy_mode;
+	ret = softrdma_copy_adopt(process->copy_mode, probe);
+	if (!ret && process->copy_mode == SOFTRDMA_COPY_SHM)
+		ret = softrdma_service_start();
+	return ret;
+}
+
+/* A segment this process creates records the copy mode resolved, not auto. */
 static int softrdma_attach_first(const struct softrdma_config *config)
 {
 	struct softrdma_process *process = &softrdma_process;
-	int hosts, cables, ret;
+	struct softrdma_config resolved;
+	int hosts, cables, probe, ret;
 
 	ret = softrdma_config_check(config, &hosts, &cables);
 	if (ret)
 		return ret;
-	ret = softrdma_copy_probe();
+	resolved = *config;
+	probe = softrdma_copy_probe();
+	ret = softrdma_copy_choose(config->copy_mode, probe, &resolved.copy_mode);
 	if (ret)
 		return ret;
 	ret = softrdma_segment_name(config, process->segment_name,
 				    sizeof(process->segment_name));
 	if (ret)
 		return ret;
-	ret = softrdma_segment_open(config, hosts, cables);
+	ret = softrdma_segment_open(&resolved, hosts, cables);
 	if (ret) {
 		FI_WARN(&bolt_prov, FI_LOG_CORE, "software device: cannot attach to %s: %s\n",
 			process->segment_name, strerror(-ret));
@@ -84,7 +104,10 @@ static int softrdma_attach_first(const struct softrdma_config *config)
 	ret = softrdma_host_check(config);
 	if (!ret)
 		ret = softrdma_devices_create();
+	if (!ret)
+		ret = softrdma_attach_copy_mode(probe);
 	if (ret) {
+		softrdma_devices_destroy();
 		softrdma_segment_close();
 		return ret;
 	}
@@ -116,6 +139,7 @@ void softrdma_detach(void)
 		return;
 	pthread_mutex_lock(&process->lock);
 	if (process->attach_count && !--process->attach_count) {
+		softrdma_service_stop();
 		softrdma_devices_destroy();
 		softrdma_segment_close();
 		process->qps = NULL;

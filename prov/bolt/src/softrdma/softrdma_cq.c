@@ -160,6 +160,7 @@ int softrdma_poll_cq(struct ibv_cq *ibv_cq, int num_entries, struct ibv_wc *wc)
 
 	if (!cq || num_entries < 0 || (num_entries && !wc))
 		return -EINVAL;
+	softrdma_service_poll();
 	softrdma_progress_all();
 	shared = softrdma_cq_shared(cq);
 	if (__atomic_load_n(&shared->produced, __ATOMIC_ACQUIRE) ==

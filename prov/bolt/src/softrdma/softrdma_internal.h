@@ -1,12 +1,14 @@
 /*
  * softrdma_internal.h: what the files of the software device share: the
- * layout of the shared-memory segment (tables of MRs, QPs and CQs, devices,
- * attached processes), the process-local objects that embed the verbs
- * structures, and the functions one file offers the others.
+ * layout of the shared-memory segment (tables of MRs, QPs, CQs and staging
+ * channels, devices, attached processes), the process-local objects that
+ * embed the verbs structures, and the functions one file offers the others.
  *
  * Locking: one robust, process-shared mutex guards everything in the
  * segment. Process-local order is: process lock, then a QP's send lock, then
- * the segment lock. Data is copied with no lock held.
+ * the segment lock. Data is copied with no lock held. The ring counters of a
+ * staging channel are the exception: each is written by one side only, with
+ * release/acquire atomics, while the channel is held.
  */
 #ifndef SOFTRDMA_INTERNAL_H
 #define SOFTRDMA_INTERNAL_H
@@ -22,7 +24,7 @@
 #include "softrdma/softrdma.h"
 
 #define SOFTRDMA_MAGIC 0x74666f73746c6f62ULL /* "boltsoft" */
-#define SOFTRDMA_LAYOUT_VERSION 1
+#define SOFTRDMA_LAYOUT_VERSION 2
 
 /* Table sizes: generous, since the file is sparse and pages are touched only when used. */
 #define SOFTRDMA_MAX_PROCESSES 256
@@ -33,6 +35,10 @@
 #define SOFTRDMA_QP_SLOTS (1u << SOFTRDMA_QP_INDEX_BITS)
 #define SOFTRDMA_CQ_INDEX_BITS 11
 #define SOFTRDMA_CQ_SLOTS (1u << SOFTRDMA_CQ_INDEX_BITS)
+#define SOFTRDMA_CHANNEL_INDEX_BITS 7   /* staged transfers in flight at once, device-wide */
+#define SOFTRDMA_CHANNEL_SLOTS (1u << SOFTRDMA_CHANNEL_INDEX_BITS)
+#define SOFTRDMA_CHANNEL_RING (512u << 10) /* bytes of a channel's ring */
+#define SOFTRDMA_CHANNEL_STEP (32u << 10) /* most bytes moved between two looks at the counters */
 #define SOFTRDMA_RECEIVE_RING 1024      /* the deepest receive queue any profile accepts */
 #define SOFTRDMA_CQ_RING 4096           /* max_cqe of every profile */
 #define SOFTRDMA_MAX_SGE 4
@@ -111,6 +117,8 @@ struct softrdma_shared_qp {
 	uint32_t receive_limit;
 	uint32_t receive_head;
 	uint32_t receive_count;
+	uint32_t receive_taken; /* taken by senders and not completed: still outstanding */
+	uint32_t receive_epoch; /* bumped when RESET empties the queue */
 	struct softrdma_shared_receive receives[SOFTRDMA_RECEIVE_RING];
 };
 
@@ -128,6 +136,47 @@ struct softrdma_shared_cq {
 	uint64_t produced;      /* read without the lock by poll_cq's fast path */
 	uint64_t consumed;
 	struct softrdma_shared_completion ring[SOFTRDMA_CQ_RING];
+};
+
+/* A counter one side rings and the other waits on, across processes. */
+struct softrdma_bell {
+	uint32_t rings;
+	uint32_t sleepers;      /* waiters in the kernel: ringing wakes them */
+};
+
+struct softrdma_channel_segment {
+	uint64_t addr;
+	uint64_t length;
+	uint32_t key;           /* the target's lkey (receive) or rkey (RDMA) covering it */
+	uint32_t unused;
+};
+
+/*
+ * A staging channel (copy mode shm): one transfer between the memory of two
+ * processes through a ring of bytes. Its sender (slot.owner) opens it for one
+ * WR and releases it when done or when it gives up; one thread of its target
+ * at a time holds it to place the data in its memory (to_target) or to supply
+ * it (RDMA read). It is freed once released and not held. produced and
+ * consumed count bytes through the ring since the start of the transfer;
+ * each is written by its own side only.
+ */
+struct softrdma_shared_channel {
+	struct softrdma_slot slot;
+	pid_t target;
+	int32_t target_slot;    /* the target's entry in the process table: its bell */
+	uint32_t to_target;     /* 1: SEND or RDMA WRITE; 0: RDMA READ */
+	uint32_t held;          /* a thread of the target is at work on it */
+	uint32_t released;      /* its sender let go of it */
+	int32_t error;          /* for the sender: -EFAULT (memory deregistered), -ESRCH */
+	uint32_t pd_id;         /* the target QP's, for the keys */
+	int32_t access;         /* what the keys must grant */
+	uint32_t segment_count;
+	struct softrdma_channel_segment segments[SOFTRDMA_MAX_SGE];
+	uint64_t length;
+	struct softrdma_bell bell; /* rung by the target at each step */
+	uint64_t produced __attribute__((aligned(64)));
+	uint64_t consumed __attribute__((aligned(64)));
+	uint8_t ring[SOFTRDMA_CHANNEL_RING] __attribute__((aligned(64)));
 };
 
 struct softrdma_drop_state {
@@ -153,10 +202,12 @@ struct softrdma_segment {
 	uint32_t next_pd_id;
 	struct softrdma_drop_state drop;
 	pid_t processes[SOFTRDMA_MAX_PROCESSES];  /* 0: free */
+	struct softrdma_bell bells[SOFTRDMA_MAX_PROCESSES]; /* rung when work is staged for one */
 	struct softrdma_shared_device devices[SOFTRDMA_MAX_DEVICES];
 	struct softrdma_table mrs;
 	struct softrdma_table qps;
 	struct softrdma_table cqs;
+	struct softrdma_table channels;
 };
 
 /* ---- Process-local objects: each embeds its verbs structure first ---- */
@@ -235,6 +286,13 @@ struct softrdma_process {
 	int attach_count;
 	pid_t pid;              /* the attacher: a forked child must attach again */
 	int host;
+	int slot;               /* in the segment's process table: its bell is ours */
+	enum softrdma_copy_mode copy_mode; /* the segment's: cma or shm */
+	pthread_t service_thread; /* shm mode: places staged data (softrdma_service.c) */
+	bool service_running;
+	uint32_t service_stop;  /* atomic */
+	uint32_t service_ready; /* atomic: the thread reached its loop */
+	uint32_t service_seen;  /* our bell's rings at the last service by a verbs call (atomic) */
 	struct softrdma_segment *segment;
 	size_t segment_size;
 	char segment_name[160];
@@ -285,6 +343,7 @@ void softrdma_lock(struct softrdma_segment *segment);
 void softrdma_unlock(struct softrdma_segment *segment);
 bool softrdma_process_exists(pid_t pid);
 bool softrdma_process_alive(pid_t pid);
+int softrdma_process_slot_locked(const struct softrdma_segment *segment, pid_t pid);
 void softrdma_release_owner_locked(struct softrdma_segment *segment, pid_t pid);
 /* Creates or joins the config's segment and registers this process in it. */
 int softrdma_segment_open(const struct softrdma_config *config, int hosts, int cables);
@@ -320,6 +379,15 @@ void softrdma_receive_complete_locked(struct softrdma_segment *segment, uint32_t
 				      struct ibv_wc *wc);
 bool softrdma_receive_pop_locked(struct softrdma_shared_qp *shared,
 				 struct softrdma_shared_receive *receive);
+/* A sender takes the head receive; it stays outstanding until finished or given back. */
+bool softrdma_receive_take_locked(struct softrdma_shared_qp *shared,
+				  struct softrdma_shared_receive *receive, uint32_t *epoch);
+/* Both do nothing if the QP (index, qpn) is gone or was reset since the take (epoch). */
+void softrdma_receive_finish_locked(struct softrdma_segment *segment, uint32_t qp_index,
+				    uint32_t qpn, uint32_t epoch, struct ibv_wc *wc);
+void softrdma_receive_give_back_locked(struct softrdma_segment *segment, uint32_t qp_index,
+				       uint32_t qpn, uint32_t epoch,
+				       const struct softrdma_shared_receive *receive);
 void softrdma_receive_flush_locked(struct softrdma_segment *segment, uint32_t qp_index);
 void softrdma_receive_clear_locked(struct softrdma_shared_qp *shared);
 
@@ -338,9 +406,66 @@ enum softrdma_transfer_outcome softrdma_transfer_execute(struct softrdma_qp *qp,
 							 struct softrdma_send_entry *entry);
 
 /* ---- softrdma_copy.c ---- */
+/* 0 if this process may use cross-memory attach, else -EPERM, -ENOSYS... */
 int softrdma_copy_probe(void);
+/* The mode a segment created for this request records (cma or shm). */
+int softrdma_copy_choose(enum softrdma_copy_mode requested, int probe,
+			 enum softrdma_copy_mode *mode);
+/* Whether this process can follow the mode of the segment it joined. */
+int softrdma_copy_adopt(enum softrdma_copy_mode segment_mode, int probe);
 int softrdma_copy(pid_t pid, bool to_remote, const struct iovec *local, int local_count,
 		  const struct iovec *remote, int remote_count);
+
+/* ---- softrdma_bell.c ---- */
+uint32_t softrdma_bell_read(struct softrdma_bell *bell);
+void softrdma_bell_ring(struct softrdma_bell *bell);
+/* Returns once rung past `seen`, after timeout_ns, or spuriously: callers look again. */
+void softrdma_bell_wait(struct softrdma_bell *bell, uint32_t seen, uint64_t timeout_ns);
+
+/* ---- softrdma_channel.c ---- */
+/* One copy to (to_target) or from the memory of another process, staged. */
+struct softrdma_stage {
+	pid_t target_pid;
+	bool to_target;
+	const struct iovec *local;
+	int local_count;
+	const struct iovec *remote;     /* in the target's memory */
+	const uint32_t *remote_keys;    /* one per remote entry */
+	int remote_count;
+	uint32_t pd_id;                 /* the target QP's */
+	int access;                     /* what the keys must grant */
+	uint64_t length;
+	uint64_t stall_ns;              /* the sender gives up after this long without progress */
+};
+
+struct softrdma_shared_channel *softrdma_channel_at(struct softrdma_segment *segment,
+						    uint32_t index);
+/* The index of a channel set up for stage, or -EBUSY (none free), -ESRCH (no target). */
+int softrdma_channel_open_locked(struct softrdma_segment *segment,
+				 const struct softrdma_stage *stage);
+void softrdma_channel_release_locked(struct softrdma_segment *segment, uint32_t index);
+/* For a thread of pid: takes the channel if it is pid's, free and has work. */
+bool softrdma_channel_hold_locked(struct softrdma_segment *segment, uint32_t index, pid_t pid);
+void softrdma_channel_drop_locked(struct softrdma_segment *segment, uint32_t index);
+void softrdma_channel_release_owner_locked(struct softrdma_segment *segment, pid_t pid);
+/* Bytes to move next from stream position `position`, not past `end`, in one piece of ring. */
+size_t softrdma_channel_step(uint64_t position, uint64_t end);
+void softrdma_channel_fill(struct softrdma_shared_channel *channel, uint64_t position,
+			   const struct iovec *iov, int count, size_t bytes);
+void softrdma_channel_drain(struct softrdma_shared_channel *channel, uint64_t position,
+			    const struct iovec *iov, int count, size_t bytes);
+
+/* ---- softrdma_stage.c ---- */
+/* 0; -ESRCH: the target died; -EFAULT: its memory went; -ETIMEDOUT: it stalled; -EBUSY. */
+int softrdma_stage_copy(const struct softrdma_stage *stage);
+
+/* ---- softrdma_service.c ---- */
+int softrdma_service_start(void);
+void softrdma_service_stop(void);
+/* In a child of fork, which has no service thread. */
+void softrdma_service_forget(void);
+/* From verbs calls, in shm mode: serves what waits for this process; cheap when nothing does. */
+void softrdma_service_poll(void);
 
 /* ---- softrdma_fault.c ---- */
 void softrdma_drop_reset_locked(struct softrdma_segment *segment, int every, int ppm,

@@ -177,6 +177,7 @@ int softrdma_post_send(struct ibv_qp *ibv_qp, struct ibv_send_wr *wr, struct ibv
 
 	if (!qp || !bad_wr)
 		return softrdma_fail(EINVAL);
+	softrdma_service_poll();
 	pthread_mutex_lock(&qp->send_lock);
 	state = softrdma_qp_state(qp);
 	for (; wr; wr = wr->next) {

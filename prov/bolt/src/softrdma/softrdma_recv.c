@@ -2,7 +2,9 @@
  * softrdma_recv.c: the receive queue. Posted receives wait in a ring in the
  * QP's shared slot, where the sender's process, which does the delivery,
  * takes them; their completions go to the QP's receive CQ. "Outstanding" on
- * this queue means posted and not yet consumed.
+ * this queue means posted and not yet consumed: a receive a sender took
+ * stays outstanding until its message completes, and goes back to the head
+ * of the ring if the message is lost on the way (copy mode shm).
  */
 #include <string.h>
 
@@ -45,6 +47,65 @@ bool softrdma_receive_pop_locked(struct softrdma_shared_qp *shared,
 	return true;
 }
 
+bool softrdma_receive_take_locked(struct softrdma_shared_qp *shared,
+				  struct softrdma_shared_receive *receive, uint32_t *epoch)
+{
+	if (!softrdma_receive_pop_locked(shared, receive))
+		return false;
+	shared->receive_taken++;
+	*epoch = shared->receive_epoch;
+	return true;
+}
+
+/* The QP a receive was taken from, unless it was destroyed or reset since. */
+static struct softrdma_shared_qp *softrdma_receive_owner_locked(struct softrdma_segment *segment,
+								uint32_t qp_index, uint32_t qpn,
+								uint32_t epoch)
+{
+	struct softrdma_shared_qp *shared = softrdma_table_slot(segment, &segment->qps, qp_index);
+
+	if (!shared->slot.in_use || shared->qpn != qpn || shared->receive_epoch != epoch)
+		return NULL;
+	return shared;
+}
+
+void softrdma_receive_finish_locked(struct softrdma_segment *segment, uint32_t qp_index,
+				    uint32_t qpn, uint32_t epoch, struct ibv_wc *wc)
+{
+	struct softrdma_shared_qp *shared = softrdma_receive_owner_locked(segment, qp_index, qpn,
+									  epoch);
+
+	if (!shared)
+		return;
+	shared->receive_taken--;
+	softrdma_receive_complete_locked(segment, qp_index, wc);
+}
+
+/*
+ * There is room at the head: post_recv counts taken receives against the
+ * limit, and the limit is at most the ring. A QP that failed meanwhile
+ * flushes it, as it flushed the others.
+ */
+void softrdma_receive_give_back_locked(struct softrdma_segment *segment, uint32_t qp_index,
+				       uint32_t qpn, uint32_t epoch,
+				       const struct softrdma_shared_receive *receive)
+{
+	struct softrdma_shared_qp *shared = softrdma_receive_owner_locked(segment, qp_index, qpn,
+									  epoch);
+
+	if (!shared)
+		return;
+	shared->receive_taken--;
+	if (shared->state == IBV_QPS_ERR) {
+		softrdma_receive_flush_one_locked(segment, qp_index, receive->wr_id);
+		return;
+	}
+	shared->receive_head = (shared->receive_head + SOFTRDMA_RECEIVE_RING - 1) %
+			       SOFTRDMA_RECEIVE_RING;
+	shared->receives[shared->receive_head] = *receive;
+	shared->receive_count++;
+}
+
 void softrdma_receive_flush_locked(struct softrdma_segment *segment, uint32_t qp_index)
 {
 	struct softrdma_shared_qp *shared = softrdma_table_slot(segment, &segment->qps, qp_index);
@@ -54,10 +115,13 @@ void softrdma_receive_flush_locked(struct softrdma_segment *segment, uint32_t qp
 		softrdma_receive_flush_one_locked(segment, qp_index, receive.wr_id);
 }
 
+/* RESET: senders that took a receive before it find the epoch changed. */
 void softrdma_receive_clear_locked(struct softrdma_shared_qp *shared)
 {
 	shared->receive_head = 0;
 	shared->receive_count = 0;
+	shared->receive_taken = 0;
+	shared->receive_epoch++;
 }
 
 static int softrdma_receive_post_locked(struct softrdma_segment *segment, struct softrdma_qp *qp,
@@ -75,7 +139,7 @@ static int softrdma_receive_post_locked(struct softrdma_segment *segment, struct
 		softrdma_receive_flush_one_locked(segment, qp->index, wr->wr_id);
 		return 0;
 	}
-	if (shared->receive_count >= shared->receive_limit)
+	if (shared->receive_count + shared->receive_taken >= shared->receive_limit)
 		return ENOMEM;
 	receive = &shared->receives[(shared->receive_head + shared->receive_count) %
 				    SOFTRDMA_RECEIVE_RING];
@@ -95,6 +159,7 @@ int softrdma_post_recv(struct ibv_qp *ibv_qp, struct ibv_recv_wr *wr, struct ibv
 
 	if (!qp || !bad_wr)
 		return softrdma_fail(EINVAL);
+	softrdma_service_poll();
 	softrdma_lock(segment);
 	for (; wr; wr = wr->next) {
 		ret = softrdma_receive_post_locked(segment, qp, wr);

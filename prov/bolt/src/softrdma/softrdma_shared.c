@@ -3,6 +3,9 @@
  * and namespace attaches to: its name and layout, creation (first process,
  * O_EXCL) and joining (wait until initialized), the robust lock, the table
  * of attached processes, and reaping the state of processes that died.
+ * The segment is sparse: pages are touched only as tables fill, and the
+ * staging channels (128 rings of 512 KiB) only as transfers are staged
+ * (copy mode shm).
  */
 #include <ctype.h>
 #include <fcntl.h>
@@ -26,6 +29,7 @@ struct softrdma_layout {
 	uint64_t mr_offset;
 	uint64_t qp_offset;
 	uint64_t cq_offset;
+	uint64_t channel_offset;
 	uint64_t size;
 };
 
@@ -43,8 +47,11 @@ static void softrdma_layout_compute(struct softrdma_layout *layout)
 		softrdma_page_align((uint64_t) SOFTRDMA_MR_SLOTS * sizeof(struct softrdma_shared_mr));
 	layout->cq_offset = layout->qp_offset +
 		softrdma_page_align((uint64_t) SOFTRDMA_QP_SLOTS * sizeof(struct softrdma_shared_qp));
-	layout->size = layout->cq_offset +
+	layout->channel_offset = layout->cq_offset +
 		softrdma_page_align((uint64_t) SOFTRDMA_CQ_SLOTS * sizeof(struct softrdma_shared_cq));
+	layout->size = layout->channel_offset +
+		softrdma_page_align((uint64_t) SOFTRDMA_CHANNEL_SLOTS *
+				    sizeof(struct softrdma_shared_channel));
 }
 
 int softrdma_segment_name(const struct softrdma_config *config, char *name, size_t size)
@@ -91,6 +98,16 @@ bool softrdma_process_alive(pid_t pid)
 	return !state || (state[1] != ' ' || (state[2] != 'Z' && state[2] != 'X'));
 }
 
+/* Where pid is in the table of attached processes; -1 if it is not attached. */
+int softrdma_process_slot_locked(const struct softrdma_segment *segment, pid_t pid)
+{
+	for (int index = 0; index < SOFTRDMA_MAX_PROCESSES; index++) {
+		if (pid && segment->processes[index] == pid)
+			return index;
+	}
+	return -1;
+}
+
 static void softrdma_reap_dead_locked(struct softrdma_segment *segment)
 {
 	for (int index = 0; index < SOFTRDMA_MAX_PROCESSES; index++) {
@@ -130,7 +147,7 @@ void softrdma_unlock(struct softrdma_segment *segment)
 	pthread_mutex_unlock(&segment->lock);
 }
 
-/* Frees every MR, QP and CQ pid owns and forgets pid: it died or detached. */
+/* Frees every MR, QP, CQ and channel pid owns and forgets pid: it died or detached. */
 void softrdma_release_owner_locked(struct softrdma_segment *segment, pid_t pid)
 {
 	for (uint32_t index = 0; index < segment->mrs.high_water; index++) {
@@ -153,6 +170,7 @@ void softrdma_release_owner_locked(struct softrdma_segment *segment, pid_t pid)
 		if (cq->slot.in_use && cq->slot.owner == pid)
 			softrdma_cq_release_locked(segment, index);
 	}
+	softrdma_channel_release_owner_locked(segment, pid);
 	for (int index = 0; index < SOFTRDMA_MAX_PROCESSES; index++) {
 		if (segment->processes[index] == pid)
 			segment->processes[index] = 0;
@@ -180,9 +198,11 @@ static void softrdma_segment_reset(struct softrdma_segment *segment,
 	segment->next_pd_id = 0;
 	softrdma_drop_reset_locked(segment, config->drop_every, config->drop_ppm, config->seed);
 	memset(segment->processes, 0, sizeof(segment->processes));
+	memset(segment->bells, 0, sizeof(segment->bells));
 	softrdma_table_reset(&segment->mrs);
 	softrdma_table_reset(&segment->qps);
 	softrdma_table_reset(&segment->cqs);
+	softrdma_table_reset(&segment->channels);
 }
 
 static int softrdma_segment_initialize(struct softrdma_segment *segment,
@@ -212,6 +232,10 @@ static int softrdma_segment_initialize(struct softrdma_segment *segment,
 			    offsetof(struct softrdma_shared_qp, receives), SOFTRDMA_QP_INDEX_BITS, 24);
 	softrdma_table_init(&segment->cqs, layout->cq_offset, sizeof(struct softrdma_shared_cq),
 			    offsetof(struct softrdma_shared_cq, ring), SOFTRDMA_CQ_INDEX_BITS, 32);
+	softrdma_table_init(&segment->channels, layout->channel_offset,
+			    sizeof(struct softrdma_shared_channel),
+			    offsetof(struct softrdma_shared_channel, ring),
+			    SOFTRDMA_CHANNEL_INDEX_BITS, 32);
 	softrdma_segment_reset(segment, config, hosts, cables);
 	__atomic_store_n(&segment->initialized, 1, __ATOMIC_RELEASE);
 	return 0;
@@ -328,12 +352,14 @@ static int softrdma_segment_join(const char *name, const struct softrdma_layout 
 	return ret;
 }
 
+/* The process's slot in the table, its bell silent; -EUSERS when full. */
 static int softrdma_register_locked(struct softrdma_segment *segment, pid_t pid)
 {
 	for (int index = 0; index < SOFTRDMA_MAX_PROCESSES; index++) {
 		if (!segment->processes[index]) {
 			segment->processes[index] = pid;
-			return 0;
+			memset(&segment->bells[index], 0, sizeof(segment->bells[index]));
+			return index;
 		}
 	}
 	FI_WARN(&bolt_prov, FI_LOG_CORE, "software device: more than %d processes attached\n",
@@ -343,7 +369,8 @@ static int softrdma_register_locked(struct softrdma_segment *segment, pid_t pid)
 
 /*
  * Under the lock: a segment its last user unlinked is dropped (start over);
- * one whose users all died is reinitialized with this config.
+ * one whose users all died is reinitialized with this config. Returns this
+ * process's slot in the table of attached processes.
  */
 static int softrdma_segment_enter(struct softrdma_segment *segment, bool created,
 				  const struct softrdma_config *config, int hosts, int cables)
@@ -387,12 +414,13 @@ int softrdma_segment_open(const struct softrdma_config *config, int hosts, int c
 		if (ret)
 			return ret;
 		ret = softrdma_segment_enter(segment, created, config, hosts, cables);
-		if (ret) {
+		if (ret < 0) {
 			munmap(segment, layout.size);
 			if (ret == -EAGAIN)
 				continue;
 			return ret;
 		}
+		process->slot = ret;
 		process->segment = segment;
 		process->segment_size = layout.size;
 		return 0;

@@ -3,13 +3,16 @@
  * done by the sender's process. Under the lock: the local keys, the route
  * (cables, ports, the target QP and its process), UC drops, the remote key or
  * the target's posted receive. Without it: the copy, straight into or out of
- * the target process. Under the lock again: the completions at both ends.
+ * the target process (copy mode cma), or staged through the segment for the
+ * target to finish (copy mode shm). Under the lock again: the completions at
+ * both ends.
  *
  * On the way an RC QP reports failures to its sender (and goes to ERR); a UC
  * QP's message is just lost, and the sender completes successfully. Where
  * the target does not answer (no route, no such QP, not ready to receive,
- * its process dead) RC retries as the IB transport does: retry_cnt times
- * after the local ACK timeout, then IBV_WC_RETRY_EXC_ERR.
+ * its process dead, or in shm mode too slow to take the data) RC retries as
+ * the IB transport does: retry_cnt times after the local ACK timeout, then
+ * IBV_WC_RETRY_EXC_ERR.
  */
 #include <string.h>
 
@@ -31,11 +34,15 @@ struct softrdma_transfer {
 	int local_count;
 	struct iovec remote[SOFTRDMA_MAX_SGE];
 	int remote_count;
+	uint32_t remote_keys[SOFTRDMA_MAX_SGE]; /* what covers each remote entry */
+	int remote_access;      /* what those keys grant */
 	uint32_t target_index;
 	uint32_t target_qpn;
+	uint32_t target_pd_id;
 	pid_t target_pid;
 	bool delivers;          /* there is data to copy */
 	bool has_receive;       /* a posted receive of the target was consumed */
+	uint32_t receive_epoch; /* of the target's receive queue when it was taken */
 	struct softrdma_shared_receive receive;
 	enum ibv_wc_status sender_status;
 	enum ibv_wc_status receiver_status;
@@ -102,6 +109,12 @@ static uint64_t softrdma_ack_timeout_ns(uint8_t timeout)
 	return timeout ? 4096ull << timeout : 0;
 }
 
+/* Waiting forever is retrying forever, at this modest pace. */
+#define SOFTRDMA_FOREVER_PACE_NS (4096ull << 14)
+
+/* UC has no ACK timeout: a target that takes nothing for this long loses the message. */
+#define SOFTRDMA_UC_STALL_NS 100000000ull
+
 /* The target did not answer: UC loses the message, RC tries again later. */
 static enum softrdma_step softrdma_transfer_unanswered(struct softrdma_transfer *transfer)
 {
@@ -117,7 +130,7 @@ static enum softrdma_step softrdma_transfer_unanswered(struct softrdma_transfer 
 	if (timeout_ns)
 		entry->retries_left--;
 	else
-		timeout_ns = softrdma_ack_timeout_ns(14); /* forever, at a modest pace */
+		timeout_ns = SOFTRDMA_FOREVER_PACE_NS;
 	entry->next_attempt_ns = softrdma_now_ns() + timeout_ns;
 	return SOFTRDMA_STEP_WAIT;
 }
@@ -154,6 +167,7 @@ static enum softrdma_step softrdma_transfer_route(struct softrdma_segment *segme
 		return softrdma_transfer_unanswered(transfer);
 	transfer->target_index = source->remote_qpn & (segment->qps.capacity - 1);
 	transfer->target_qpn = target->qpn;
+	transfer->target_pd_id = target->pd_id;
 	transfer->target_pid = target->slot.owner;
 	if (!transfer->rc &&
 	    softrdma_drop_message_locked(segment, softrdma_packet_count(transfer->length,
@@ -183,6 +197,8 @@ static enum softrdma_step softrdma_transfer_remote_memory(struct softrdma_segmen
 	if (transfer->length) {
 		transfer->remote[0].iov_base = (void *) (uintptr_t) entry->remote_addr;
 		transfer->remote[0].iov_len = transfer->length;
+		transfer->remote_keys[0] = entry->rkey;
+		transfer->remote_access = access;
 		transfer->remote_count = 1;
 		transfer->delivers = true;
 	}
@@ -221,7 +237,7 @@ static enum softrdma_step softrdma_transfer_take_receive(struct softrdma_segment
 {
 	struct softrdma_shared_qp *target = softrdma_transfer_target(segment, transfer);
 
-	if (!softrdma_receive_pop_locked(target, &transfer->receive))
+	if (!softrdma_receive_take_locked(target, &transfer->receive, &transfer->receive_epoch))
 		return softrdma_transfer_not_ready(segment, transfer, target);
 	transfer->has_receive = true;
 	return SOFTRDMA_STEP_CONTINUE;
@@ -273,9 +289,11 @@ static enum softrdma_step softrdma_transfer_scatter(struct softrdma_segment *seg
 			return softrdma_transfer_receive_error(transfer, IBV_WC_LOC_PROT_ERR,
 							       IBV_WC_REM_OP_ERR);
 		transfer->remote[transfer->remote_count].iov_base = (void *) (uintptr_t) sge->addr;
-		transfer->remote[transfer->remote_count++].iov_len = take;
+		transfer->remote[transfer->remote_count].iov_len = take;
+		transfer->remote_keys[transfer->remote_count++] = sge->lkey;
 		left -= take;
 	}
+	transfer->remote_access = IBV_ACCESS_LOCAL_WRITE;
 	transfer->delivers = transfer->length > 0;
 	return SOFTRDMA_STEP_CONTINUE;
 }
@@ -322,27 +340,88 @@ static enum softrdma_step softrdma_transfer_prepare_locked(struct softrdma_segme
 	return step;
 }
 
-/* A failed copy: the target died (as if unreachable), or its memory is gone. */
-static void softrdma_transfer_copy(struct softrdma_transfer *transfer)
+static uint64_t softrdma_transfer_stall_ns(const struct softrdma_transfer *transfer)
+{
+	uint64_t timeout_ns = softrdma_ack_timeout_ns(transfer->qp->attr.timeout);
+
+	if (!transfer->rc)
+		return SOFTRDMA_UC_STALL_NS;
+	return timeout_ns ? timeout_ns : SOFTRDMA_FOREVER_PACE_NS;
+}
+
+/* Through the segment, for the target to finish (copy mode shm). */
+static int softrdma_transfer_stage(const struct softrdma_transfer *transfer, bool to_remote)
+{
+	struct softrdma_stage stage = {
+		.target_pid = transfer->target_pid,
+		.to_target = to_remote,
+		.local = transfer->local,
+		.local_count = transfer->local_count,
+		.remote = transfer->remote,
+		.remote_keys = transfer->remote_keys,
+		.remote_count = transfer->remote_count,
+		.pd_id = transfer->target_pd_id,
+		.access = transfer->remote_access,
+		.length = transfer->length,
+		.stall_ns = softrdma_transfer_stall_ns(transfer),
+	};
+
+	return softrdma_stage_copy(&stage);
+}
+
+/* Within this process by memcpy, by cross-memory attach, or staged. */
+static int softrdma_transfer_move(const struct softrdma_transfer *transfer)
+{
+	bool to_remote = transfer->entry->opcode != IBV_WR_RDMA_READ;
+
+	if (transfer->target_pid != softrdma_process.pid &&
+	    softrdma_process.copy_mode == SOFTRDMA_COPY_SHM)
+		return softrdma_transfer_stage(transfer, to_remote);
+	return softrdma_copy(transfer->target_pid, to_remote, transfer->local,
+			     transfer->local_count, transfer->remote, transfer->remote_count);
+}
+
+/*
+ * CONTINUE: copied, or failed with the statuses set: the target died (as if
+ * unreachable), or its memory is gone. WAIT: the target did not take the data
+ * in time, or no staging channel was free; that is a target not answering.
+ */
+static enum softrdma_step softrdma_transfer_copy(struct softrdma_transfer *transfer)
 {
 	bool is_send = transfer->entry->opcode == IBV_WR_SEND ||
 		       transfer->entry->opcode == IBV_WR_SEND_WITH_IMM;
-	int ret;
+	int ret = softrdma_transfer_move(transfer);
 
-	ret = softrdma_copy(transfer->target_pid, transfer->entry->opcode != IBV_WR_RDMA_READ,
-			    transfer->local, transfer->local_count, transfer->remote,
-			    transfer->remote_count);
 	if (!ret)
-		return;
+		return SOFTRDMA_STEP_CONTINUE;
+	if (ret == -ETIMEDOUT || ret == -EBUSY)
+		return SOFTRDMA_STEP_WAIT;
 	if (ret == -ESRCH) {
 		transfer->has_receive = false;
 		softrdma_transfer_fail(transfer, IBV_WC_RETRY_EXC_ERR);
-		return;
+		return SOFTRDMA_STEP_CONTINUE;
 	}
 	FI_WARN(&bolt_prov, FI_LOG_CORE, "software device: copy to or from process %d failed: %s\n",
 		transfer->target_pid, strerror(-ret));
 	softrdma_transfer_receive_error(transfer, IBV_WC_LOC_PROT_ERR,
 					is_send ? IBV_WC_REM_OP_ERR : IBV_WC_REM_ACCESS_ERR);
+	return SOFTRDMA_STEP_CONTINUE;
+}
+
+/*
+ * The target took too long: the receive the message took goes back to the
+ * head of its queue (a UC responder reuses the WQE of a message it lost; an
+ * RC retransmission lands in it again), and the target did not answer.
+ */
+static enum softrdma_step softrdma_transfer_stalled_locked(struct softrdma_segment *segment,
+							   struct softrdma_transfer *transfer)
+{
+	if (transfer->has_receive)
+		softrdma_receive_give_back_locked(segment, transfer->target_index,
+						  transfer->target_qpn, transfer->receive_epoch,
+						  &transfer->receive);
+	transfer->has_receive = false;
+	return softrdma_transfer_unanswered(transfer);
 }
 
 static enum ibv_wc_opcode softrdma_send_wc_opcode(enum ibv_wr_opcode opcode)
@@ -364,7 +443,6 @@ static void softrdma_transfer_complete_receive_locked(struct softrdma_segment *s
 	const struct softrdma_send_entry *entry = transfer->entry;
 	bool with_imm = entry->opcode == IBV_WR_SEND_WITH_IMM ||
 			entry->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
-	const struct softrdma_shared_qp *target = softrdma_transfer_target(segment, transfer);
 	struct ibv_wc wc = {
 		.wr_id = transfer->receive.wr_id,
 		.status = transfer->receiver_status,
@@ -377,9 +455,9 @@ static void softrdma_transfer_complete_receive_locked(struct softrdma_segment *s
 		.src_qp = transfer->source->qpn,
 	};
 
-	/* The target may have been destroyed while the data was copied. */
-	if (target->slot.in_use && target->qpn == transfer->target_qpn)
-		softrdma_receive_complete_locked(segment, transfer->target_index, &wc);
+	/* The target may have been destroyed or reset while the data was copied. */
+	softrdma_receive_finish_locked(segment, transfer->target_index, transfer->target_qpn,
+				       transfer->receive_epoch, &wc);
 }
 
 static void softrdma_transfer_complete_locked(struct softrdma_segment *segment,
@@ -406,6 +484,21 @@ static void softrdma_transfer_complete_locked(struct softrdma_segment *segment,
 		softrdma_qp_enter_error_locked(segment, transfer->qp->index);
 }
 
+/* The copy, with no lock held, then the completions; WAIT: RC tries it again later. */
+static enum softrdma_step softrdma_transfer_deliver(struct softrdma_segment *segment,
+						    struct softrdma_transfer *transfer)
+{
+	enum softrdma_step step = softrdma_transfer_copy(transfer);
+
+	softrdma_lock(segment);
+	if (step == SOFTRDMA_STEP_WAIT)
+		step = softrdma_transfer_stalled_locked(segment, transfer);
+	if (step != SOFTRDMA_STEP_WAIT)
+		softrdma_transfer_complete_locked(segment, transfer);
+	softrdma_unlock(segment);
+	return step;
+}
+
 enum softrdma_transfer_outcome softrdma_transfer_execute(struct softrdma_qp *qp,
 							 struct softrdma_send_entry *entry)
 {
@@ -427,13 +520,7 @@ enum softrdma_transfer_outcome softrdma_transfer_execute(struct softrdma_qp *qp,
 	if (step != SOFTRDMA_STEP_WAIT && !transfer.delivers)
 		softrdma_transfer_complete_locked(segment, &transfer);
 	softrdma_unlock(segment);
-	if (step == SOFTRDMA_STEP_WAIT)
-		return SOFTRDMA_TRANSFER_WAIT;
-	if (transfer.delivers) {
-		softrdma_transfer_copy(&transfer);
-		softrdma_lock(segment);
-		softrdma_transfer_complete_locked(segment, &transfer);
-		softrdma_unlock(segment);
-	}
-	return SOFTRDMA_TRANSFER_DONE;
+	if (step != SOFTRDMA_STEP_WAIT && transfer.delivers)
+		step = softrdma_transfer_deliver(segment, &transfer);
+	return step == SOFTRDMA_STEP_WAIT ? SOFTRDMA_TRANSFER_WAIT : SOFTRDMA_TRANSFER_DONE;
 }

@@ -1,6 +1,7 @@
 /*
  * bolt_verbs_soft.c: fills the verbs table from the software device, with the
- * profile, topology, limits and faults the FI_BOLT_SOFT* parameters ask for.
+ * profile, topology, limits, faults and copy mode the FI_BOLT_SOFT* parameters
+ * ask for.
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +13,8 @@ static int bolt_verbs_soft_config(const struct bolt_params *params,
 				  struct softrdma_config *config)
 {
 	memset(config, 0, sizeof(*config));
-	if (softrdma_profile_parse(params->soft_profile, &config->profile))
+	if (softrdma_profile_parse(params->soft_profile, &config->profile) ||
+	    softrdma_copy_mode_parse(params->soft_copy, &config->copy_mode))
 		return -FI_EINVAL;
 	snprintf(config->topology, sizeof(config->topology), "%s", params->soft_topology);
 	snprintf(config->namespace_name, sizeof(config->namespace_name), "%s",
@@ -43,7 +45,8 @@ int bolt_verbs_soft_open(const struct bolt_params *params, struct bolt_verbs *ve
 			params->soft_profile, strerror(-ret));
 		return -FI_EIO;
 	}
-	snprintf(verbs->name, sizeof(verbs->name), "softrdma %s", params->soft_profile);
+	snprintf(verbs->name, sizeof(verbs->name), "softrdma %s (copy %s)", params->soft_profile,
+		 softrdma_copy_mode_name(softrdma_copy_mode_current()));
 	verbs->software = true;
 	verbs->get_device_list = softrdma_get_device_list;
 	verbs->free_device_list = softrdma_free_device_list;
@@ -68,8 +71,9 @@ int bolt_verbs_soft_open(const struct bolt_params *params, struct bolt_verbs *ve
 	verbs->post_send = softrdma_post_send;
 	verbs->post_recv = softrdma_post_recv;
 	verbs->wc_status_str = softrdma_wc_status_str;
-	FI_INFO(&bolt_prov, FI_LOG_CORE, "verbs from the software device, profile %s\n",
-		params->soft_profile);
+	FI_INFO(&bolt_prov, FI_LOG_CORE,
+		"verbs from the software device, profile %s, copy mode %s\n", params->soft_profile,
+		softrdma_copy_mode_name(softrdma_copy_mode_current()));
 	return 0;
 }
 
