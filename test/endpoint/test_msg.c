@@ -194,3 +194,110 @@ Test(msg, crossing_large_messages_rocev2)
 
 	crossing_large_messages(&options, "msg-cross-roce");
 }
+
+/*
+ * Many messages back to back, large and small mixed, so that several
+ * rendezvous are on the wire at once: half find their receive posted, half
+ * arrive unexpected. Each receive gets its own message, in the order sent.
+ */
+static const size_t burst_sizes[] = { LARGEST, 100, 70000, 0, 300001, 4033, 65536, LARGEST,
+				      65536 * 3, 1, 200000, 4096 };
+#define BURST_COUNT (sizeof(burst_sizes) / sizeof(burst_sizes[0]))
+
+static int burst_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *in[BURST_COUNT] = { 0 };
+	uint64_t go;
+	int ret;
+
+	ret = rdm_open(&endpoint, options);
+	if (!ret)
+		ret = rdm_connect(&endpoint, socket);
+	for (size_t i = 0; !ret && i < BURST_COUNT; i++) {
+		in[i] = calloc(1, LARGEST);
+		if (!in[i])
+			ret = 1;
+		else if (i < BURST_COUNT / 2)
+			ret = (int) fi_recv(endpoint.ep, in[i], LARGEST, NULL, FI_ADDR_UNSPEC, in[i]);
+	}
+	if (!ret)
+		ret = rdm_send_value(socket, 1);
+	/* The rest arrive before their receives. */
+	if (!ret)
+		ret = rdm_receive_value(socket, &go);
+	for (size_t i = BURST_COUNT / 2; !ret && i < BURST_COUNT; i++)
+		ret = (int) fi_recv(endpoint.ep, in[i], LARGEST, NULL, FI_ADDR_UNSPEC, in[i]);
+	for (size_t done = 0; !ret && done < BURST_COUNT; done++) {
+		size_t i = 0;
+
+		ret = rdm_wait(&endpoint, &entry, &error);
+		while (!ret && i < BURST_COUNT && entry.op_context != in[i])
+			i++;
+		if (!ret && (i == BURST_COUNT || entry.len != burst_sizes[i] ||
+			     !rdm_check(in[i], burst_sizes[i], (uint32_t) (100 + i))))
+			ret = 2;
+	}
+	if (!ret)
+		ret = rdm_send_value(socket, 2);
+	rdm_progress_for(&endpoint, 100);
+	rdm_close(&endpoint);
+	for (size_t i = 0; i < BURST_COUNT; i++)
+		free(in[i]);
+	return ret;
+}
+
+static void burst_of_messages(struct rdm_options *options, const char *tag)
+{
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *out[BURST_COUNT];
+	uint64_t value;
+	int socket;
+	pid_t peer;
+
+	rdm_environment(options, tag);
+	peer = rdm_fork(burst_peer, options, &socket);
+	cr_assert(peer > 0);
+	cr_assert_eq(rdm_open(&endpoint, options), 0);
+	cr_assert_eq(rdm_connect(&endpoint, socket), 0);
+	cr_assert_eq(rdm_receive_value(socket, &value), 0);
+	for (size_t i = 0; i < BURST_COUNT; i++) {
+		out[i] = malloc(burst_sizes[i] ? burst_sizes[i] : 1);
+		cr_assert(out[i]);
+		rdm_fill(out[i], burst_sizes[i], (uint32_t) (100 + i));
+		cr_assert_eq(fi_send(endpoint.ep, out[i], burst_sizes[i], NULL, endpoint.peer, out[i]), 0);
+	}
+	/* Until the unexpected half is in, then the peer may post the rest. */
+	rdm_progress_for(&endpoint, 200);
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	for (size_t i = 0; i < BURST_COUNT; i++) {
+		cr_assert_eq(rdm_wait(&endpoint, &entry, &error), 0, "send: error %d", error.err);
+		cr_assert(entry.flags & FI_SEND);
+	}
+	cr_assert_eq(rdm_serve_until_told(&endpoint, socket, &value), 0);
+	cr_assert_eq(rdm_join(peer), 0, "the peer failed");
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(options);
+	close(socket);
+	for (size_t i = 0; i < BURST_COUNT; i++)
+		free(out[i]);
+}
+
+Test(msg, burst_thunderbolt)
+{
+	struct rdm_options options = { .profile = "thunderbolt" };
+
+	burst_of_messages(&options, "msg-burst-tb");
+}
+
+Test(msg, burst_rocev2_send_only)
+{
+	struct rdm_options options = { .profile = "rocev2", .send_only = true };
+
+	burst_of_messages(&options, "msg-burst-roce-so");
+}

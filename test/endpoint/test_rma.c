@@ -222,3 +222,122 @@ Test(rma, mr_endpoint_misuse)
 	rdm_close(&endpoint);
 	rdm_environment_cleanup(&options);
 }
+
+/*
+ * A burst of writes posted at once, large (several rendezvous on the wire at
+ * a time) and small, with one out-of-bounds write among them: each lands in
+ * its own range, the bad one alone fails.
+ */
+#define BURST_CHUNK (128 * 1024)
+#define BURST_WRITES 16
+#define BURST_REGION (BURST_CHUNK * BURST_WRITES)
+
+static size_t burst_write_length(int i)
+{
+	return i % 3 == 2 ? 3000 : BURST_CHUNK - (size_t) i * 1000;
+}
+
+static int burst_target_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	char *region = calloc(1, BURST_REGION);
+	struct fid_mr *mr = NULL;
+	uint64_t done;
+	int ret;
+
+	ret = rdm_open(&endpoint, options);
+	if (!ret)
+		ret = rdm_connect(&endpoint, socket);
+	if (!ret)
+		ret = register_region(&endpoint, region, BURST_REGION, FI_REMOTE_WRITE, &mr);
+	if (!ret && (rdm_send_value(socket, (uintptr_t) region) || rdm_send_value(socket, fi_mr_key(mr))))
+		ret = -FI_EIO;
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &done);
+	for (int i = 0; !ret && i < BURST_WRITES; i++)
+		if (!rdm_check(region + (size_t) i * BURST_CHUNK, burst_write_length(i), (uint32_t) (40 + i)))
+			ret = 2;
+	if (mr)
+		fi_close(&mr->fid);
+	rdm_close(&endpoint);
+	free(region);
+	return ret;
+}
+
+static void burst_of_writes(struct rdm_options *options, const char *tag)
+{
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *local = malloc(BURST_REGION);
+	struct fid_mr *local_mr;
+	uint64_t remote_address, remote_key;
+	int socket, failed = 0, succeeded = 0;
+	pid_t peer;
+
+	cr_assert(local);
+	rdm_environment(options, tag);
+	peer = rdm_fork(burst_target_peer, options, &socket);
+	cr_assert(peer > 0);
+	cr_assert_eq(rdm_open(&endpoint, options), 0);
+	cr_assert_eq(rdm_connect(&endpoint, socket), 0);
+	cr_assert_eq(register_region(&endpoint, local, BURST_REGION, FI_WRITE, &local_mr), 0);
+	cr_assert_eq(rdm_receive_value(socket, &remote_address), 0);
+	cr_assert_eq(rdm_receive_value(socket, &remote_key), 0);
+	for (int i = 0; i < BURST_WRITES; i++) {
+		size_t offset = (size_t) i * BURST_CHUNK;
+
+		rdm_fill(local + offset, burst_write_length(i), (uint32_t) (40 + i));
+		cr_assert_eq(fi_write(endpoint.ep, local + offset, burst_write_length(i),
+				      fi_mr_desc(local_mr), endpoint.peer, remote_address + offset,
+				      remote_key, local + offset), 0);
+		if (i == BURST_WRITES / 2)
+			cr_assert_eq(fi_write(endpoint.ep, local, BURST_CHUNK, fi_mr_desc(local_mr),
+					      endpoint.peer, remote_address + BURST_REGION - 10,
+					      remote_key, &socket), 0);
+	}
+	for (int i = 0; i <= BURST_WRITES; i++) {
+		int ret = rdm_wait(&endpoint, &entry, &error);
+
+		if (ret == -FI_EAVAIL) {
+			cr_assert_eq(error.op_context, &socket);
+			cr_assert_eq(error.err, FI_EINVAL);
+			failed++;
+			continue;
+		}
+		cr_assert_eq(ret, 0);
+		cr_assert_neq(entry.op_context, &socket, "the out-of-bounds write succeeded");
+		succeeded++;
+	}
+	cr_assert_eq(failed, 1);
+	cr_assert_eq(succeeded, BURST_WRITES);
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(rdm_join(peer), 0, "the target found wrong data");
+	cr_assert_eq(fi_close(&local_mr->fid), 0);
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(options);
+	close(socket);
+	free(local);
+}
+
+Test(rma, burst_thunderbolt)
+{
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE };
+
+	burst_of_writes(&options, "rma-burst-tb");
+}
+
+Test(rma, burst_rocev2)
+{
+	struct rdm_options options = { .profile = "rocev2", .mr_mode = MR_MODE };
+
+	burst_of_writes(&options, "rma-burst-roce");
+}
+
+Test(rma, burst_thunderbolt_send_only)
+{
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE, .send_only = true };
+
+	burst_of_writes(&options, "rma-burst-tb-so");
+}

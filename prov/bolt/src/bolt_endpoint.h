@@ -35,15 +35,15 @@ enum bolt_counter_kind {
 /*
  * Large messages on devices with RDMA write: the receiver says where, the
  * sender writes there and says done. Anything that cannot be registered
- * falls back to segments.
+ * falls back to segments. Several may wait for their answers at once.
  */
 #define BOLT_RENDEZVOUS_THRESHOLD (64 * 1024)
 
 enum bolt_rendezvous_phase {
 	BOLT_RENDEZVOUS_NONE,           /* segments */
 	BOLT_RENDEZVOUS_ASK,            /* the request is still to be sent */
-	BOLT_RENDEZVOUS_WAIT,           /* asked; the queue behind it waits too */
-	BOLT_RENDEZVOUS_FINISH,         /* written: DONE is still to be sent */
+	BOLT_RENDEZVOUS_WAIT,           /* asked; operations behind it go on */
+	BOLT_RENDEZVOUS_WRITE,          /* answered: the write and its DONE are to be posted */
 };
 
 /* An operation this endpoint started, or a reply it owes a peer (internal). */
@@ -62,6 +62,9 @@ struct bolt_transmit {
 	bool posted_last;               /* every segment is posted */
 	enum bolt_rendezvous_phase rendezvous;  /* a large message written by RDMA */
 	struct bolt_mr_cache_entry *registration;   /* its buffer, while written from */
+	uint64_t target_address;        /* WRITE phase: where the answer said to write */
+	uint32_t target_rkey;
+	size_t target_length;
 	bool silent;                    /* fi_inject: counters, but no CQ entry */
 	bool reply_pending;             /* WRITE waits for its ack, READ for its data */
 	int status;                     /* 0 or a positive FI_E* code */
@@ -98,7 +101,7 @@ struct bolt_unexpected {
 	size_t length;
 	size_t received;
 	char *data;                     /* NULL for a rendezvous: its data waits at the sender */
-	bool rendezvous;
+	struct bolt_inbound *rendezvous;        /* a rendezvous: its record, waiting for a receive */
 	struct bolt_receive *claimed;   /* matched while it was still arriving */
 	struct bolt_unexpected *prev, *next;
 };
@@ -110,9 +113,14 @@ enum bolt_connection_state {
 	BOLT_CONNECTION_FAILED,
 };
 
-/* The message a connection is receiving: segments arrive in order. */
+/*
+ * The message a connection is receiving (segments arrive in order), or a
+ * rendezvous message or write whose data the peer will place by RDMA write:
+ * those wait for their DONE in the connection's rendezvous list.
+ */
 struct bolt_inbound {
 	bool active;
+	bool write;                     /* a rendezvous fi_write: no receive */
 	bool tagged;
 	uint8_t wire_flags;
 	uint64_t tag;
@@ -124,6 +132,7 @@ struct bolt_inbound {
 	bool rendezvous;                /* the data comes by RDMA write, then DONE */
 	uint64_t request_id;            /* the sender's, for the rendezvous answer */
 	struct bolt_mr_cache_entry *registration;   /* the receive buffer, while written to */
+	struct bolt_inbound *prev, *next;       /* connection->rendezvous */
 };
 
 struct bolt_connection {
@@ -147,10 +156,10 @@ struct bolt_connection {
 	int outstanding_sends;          /* posted, send completion pending */
 	uint64_t next_request_id;
 	struct bolt_transmit *transmits;        /* in order; the first unsent is next */
+	struct bolt_transmit *streaming;        /* the one whose segments are going out */
 	struct bolt_inbound inbound;
+	struct bolt_inbound *rendezvous;        /* placed by RDMA write, waiting for DONE */
 	int write_status;               /* of the write whose segments are arriving */
-	struct bolt_mr_cache_entry *write_registration; /* a rendezvous write's target range */
-	uint64_t write_request_id;
 	uint64_t failed_generation;     /* FAILED: the domain poll its buffers wait for */
 	bool reclaim_pending;           /* FAILED: buffers still posted on the lost QP */
 	uint64_t started_ns;            /* when connecting began, for its timeout */
@@ -279,17 +288,28 @@ void bolt_transmit_reply_arrived(struct bolt_transmit *transmit, int status);
 
 /* Rendezvous (protocol/bolt_rendezvous.c). */
 bool bolt_rendezvous_wanted(const struct bolt_transmit *transmit);
+/* A rendezvous message arrived: its record, matched or waiting for a receive. */
+void bolt_rendezvous_arrival(struct bolt_connection *connection, const struct bolt_wire_header *header);
 /* The receiver matched a rendezvous: tell the sender where to write. */
-void bolt_rendezvous_answer(struct bolt_connection *connection);
+void bolt_rendezvous_answer(struct bolt_connection *connection, struct bolt_inbound *record);
+/* Segments of a message or write that asked for a rendezvous: its record, taken out of the list. */
+struct bolt_inbound *bolt_rendezvous_take(struct bolt_connection *connection, uint64_t request_id);
+/* Gives back a record's registration and the record. */
+void bolt_rendezvous_record_free(struct bolt_connection *connection, struct bolt_inbound *record);
 /* Sender: the receiver answered; write, or fall back to segments. */
 void bolt_rendezvous_answered(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/* Sender, WRITE phase: posts the RDMA write (unsignaled); 0 or an errno. */
+int bolt_rendezvous_write(struct bolt_connection *connection, struct bolt_transmit *transmit);
 /* Receiver: the data is in place. */
 void bolt_rendezvous_done(struct bolt_connection *connection, const struct bolt_wire_header *header);
 /* Target of a large fi_write: check the key, register the range, answer. */
 void bolt_rendezvous_write_request(struct bolt_connection *connection,
 				   const struct bolt_wire_header *header);
-/* A connection that fails or closes gives back what its peer's transfers held. */
-void bolt_rendezvous_release(struct bolt_connection *connection);
+/*
+ * A connection that fails (error, positive FI_E*) or closes (0) gives back
+ * what its peer's transfers held; a failure completes their receives with it.
+ */
+void bolt_rendezvous_release(struct bolt_connection *connection, int error);
 /* Gives back a registration made for one transfer (it is not kept: the memory may be freed). */
 void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_mr_cache_entry **registration);
 
@@ -298,13 +318,18 @@ void bolt_match_post(struct bolt_endpoint *endpoint, struct bolt_receive *receiv
 /* The first segment of a message from connection: matched or kept as unexpected. */
 void bolt_match_arrival(struct bolt_connection *connection, const struct bolt_wire_header *header,
 			const char *payload);
-/* The message connection->inbound is receiving has all its data: deliver it. */
-void bolt_match_complete_inbound(struct bolt_connection *connection);
+/* The message inbound describes has all its data: deliver it. */
+void bolt_match_complete_inbound(struct bolt_connection *connection, struct bolt_inbound *inbound);
+/* Fills inbound for a message header and matches it to a posted receive, or makes it unexpected. */
+int bolt_match_start(struct bolt_connection *connection, struct bolt_inbound *inbound,
+		     const struct bolt_wire_header *header);
 /* A later segment of the message connection->inbound is receiving. */
 void bolt_match_segment(struct bolt_connection *connection, const struct bolt_wire_header *header,
 			const char *payload);
 /* FI_ECANCELED for the posted receive with this context; -FI_ENOENT if none. */
 int bolt_match_cancel(struct bolt_endpoint *endpoint, void *context);
+/* Forgets an unexpected message (a rendezvous whose sender is gone). */
+void bolt_match_drop_unexpected(struct bolt_endpoint *endpoint, struct bolt_unexpected *unexpected);
 /* Fails the inbound message and directed receives of a failed connection. */
 void bolt_match_connection_failed(struct bolt_connection *connection);
 void bolt_match_free_all(struct bolt_endpoint *endpoint);

@@ -264,7 +264,7 @@ void bolt_connection_fail(struct bolt_connection *connection, int error, const c
 	connection->state = BOLT_CONNECTION_FAILED;
 	connection->error = error ? error : FI_EIO;
 	bolt_connection_release_device(connection);
-	bolt_rendezvous_release(connection);
+	bolt_rendezvous_release(connection, connection->error);
 	connection->reclaim_pending = true;
 	connection->failed_generation = domain->poll_generation;
 	bolt_transmit_fail_all(connection);
@@ -277,7 +277,7 @@ void bolt_connection_destroy(struct bolt_connection *connection)
 	struct bolt_transmit *transmit, *next;
 
 	bolt_connection_release_device(connection);
-	bolt_rendezvous_release(connection);
+	bolt_rendezvous_release(connection, 0);
 	DL_FOREACH_SAFE(connection->transmits, transmit, next) {
 		DL_DELETE(connection->transmits, transmit);
 		bolt_rendezvous_unregister(endpoint->domain, &transmit->registration);

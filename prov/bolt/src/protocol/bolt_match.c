@@ -60,19 +60,23 @@ static void bolt_match_hand_over(struct bolt_endpoint *endpoint, struct bolt_une
 	bolt_match_free_unexpected(list, unexpected);
 }
 
-/*
- * A rendezvous waits at the sender, whose queue waits behind it: it is the
- * message its connection is receiving, so the receive takes its place there.
- */
+/* A rendezvous waits at the sender: the receive takes the place of the unexpected entry. */
 static void bolt_match_claim_rendezvous(struct bolt_unexpected **list, struct bolt_unexpected *unexpected,
 					struct bolt_receive *receive)
 {
 	struct bolt_connection *connection = unexpected->connection;
+	struct bolt_inbound *record = unexpected->rendezvous;
 
-	connection->inbound.unexpected = NULL;
-	connection->inbound.receive = receive;
+	record->unexpected = NULL;
+	record->receive = receive;
 	bolt_match_free_unexpected(list, unexpected);
-	bolt_rendezvous_answer(connection);
+	bolt_rendezvous_answer(connection, record);
+}
+
+void bolt_match_drop_unexpected(struct bolt_endpoint *endpoint, struct bolt_unexpected *unexpected)
+{
+	bolt_match_free_unexpected(unexpected->tagged ? &endpoint->unexpected_tagged : &endpoint->unexpected,
+				   unexpected);
 }
 
 void bolt_match_post(struct bolt_endpoint *endpoint, struct bolt_receive *receive)
@@ -116,15 +120,13 @@ static struct bolt_receive *bolt_match_find_posted(struct bolt_endpoint *endpoin
 	return NULL;
 }
 
-void bolt_match_arrival(struct bolt_connection *connection, const struct bolt_wire_header *header,
-			const char *payload)
+int bolt_match_start(struct bolt_connection *connection, struct bolt_inbound *inbound,
+		     const struct bolt_wire_header *header)
 {
 	struct bolt_endpoint *endpoint = connection->endpoint;
-	struct bolt_inbound *inbound = &connection->inbound;
 	bool tagged = header->flags & BOLT_WIRE_FLAG_TAGGED;
 	struct bolt_unexpected *unexpected;
 
-	memset(inbound, 0, sizeof(*inbound));
 	inbound->active = true;
 	inbound->tagged = tagged;
 	inbound->wire_flags = header->flags;
@@ -134,35 +136,59 @@ void bolt_match_arrival(struct bolt_connection *connection, const struct bolt_wi
 	inbound->rendezvous = header->op == BOLT_WIRE_RENDEZVOUS;
 	inbound->request_id = header->request_id;
 	inbound->receive = bolt_match_find_posted(endpoint, connection, tagged, header->tag);
-	if (!inbound->receive) {
-		unexpected = calloc(1, sizeof(*unexpected));
-		/* A rendezvous keeps its data at the sender until a receive matches. */
-		if (!unexpected || (!inbound->rendezvous &&
-				    !(unexpected->data = malloc(header->total_length ? header->total_length : 1)))) {
-			free(unexpected);
-			bolt_connection_fail(connection, FI_ENOMEM, "no memory for an unexpected message");
-			return;
-		}
-		unexpected->rendezvous = inbound->rendezvous;
-		unexpected->connection = connection;
-		unexpected->tagged = tagged;
-		unexpected->wire_flags = header->flags;
-		unexpected->tag = header->tag;
-		unexpected->cq_data = header->cq_data;
-		unexpected->length = header->total_length;
-		DL_APPEND(*(tagged ? &endpoint->unexpected_tagged : &endpoint->unexpected), unexpected);
-		inbound->unexpected = unexpected;
+	if (inbound->receive)
+		return 0;
+	unexpected = calloc(1, sizeof(*unexpected));
+	/* A rendezvous keeps its data at the sender until a receive matches. */
+	if (!unexpected || (!inbound->rendezvous &&
+			    !(unexpected->data = malloc(header->total_length ? header->total_length : 1)))) {
+		free(unexpected);
+		return -FI_ENOMEM;
 	}
-	if (!inbound->rendezvous)
-		bolt_match_segment(connection, header, payload);
-	else if (inbound->receive)
-		bolt_rendezvous_answer(connection);
+	unexpected->rendezvous = inbound->rendezvous ? inbound : NULL;
+	unexpected->connection = connection;
+	unexpected->tagged = tagged;
+	unexpected->wire_flags = header->flags;
+	unexpected->tag = header->tag;
+	unexpected->cq_data = header->cq_data;
+	unexpected->length = header->total_length;
+	DL_APPEND(*(tagged ? &endpoint->unexpected_tagged : &endpoint->unexpected), unexpected);
+	inbound->unexpected = unexpected;
+	return 0;
 }
 
-void bolt_match_complete_inbound(struct bolt_connection *connection)
+/*
+ * The first segment of a message: matched now, or, for a rendezvous the
+ * sender could not write after all, by the request it already made.
+ */
+void bolt_match_arrival(struct bolt_connection *connection, const struct bolt_wire_header *header,
+			const char *payload)
+{
+	struct bolt_inbound *inbound = &connection->inbound;
+	struct bolt_inbound *record = bolt_rendezvous_take(connection, header->request_id);
+
+	memset(inbound, 0, sizeof(*inbound));
+	if (record) {
+		if (!record->receive || record->write || record->length != header->total_length) {
+			bolt_rendezvous_record_free(connection, record);
+			bolt_connection_fail(connection, FI_EIO, "segments for another rendezvous");
+			return;
+		}
+		*inbound = *record;
+		inbound->registration = NULL;
+		inbound->rendezvous = false;
+		inbound->prev = inbound->next = NULL;
+		bolt_rendezvous_record_free(connection, record);
+	} else if (bolt_match_start(connection, inbound, header)) {
+		bolt_connection_fail(connection, FI_ENOMEM, "no memory for an unexpected message");
+		return;
+	}
+	bolt_match_segment(connection, header, payload);
+}
+
+void bolt_match_complete_inbound(struct bolt_connection *connection, struct bolt_inbound *inbound)
 {
 	struct bolt_endpoint *endpoint = connection->endpoint;
-	struct bolt_inbound *inbound = &connection->inbound;
 	struct bolt_unexpected *unexpected = inbound->unexpected;
 
 	inbound->active = false;
@@ -201,7 +227,7 @@ void bolt_match_segment(struct bolt_connection *connection, const struct bolt_wi
 			bolt_connection_fail(connection, FI_EIO, "last segment before the message ends");
 			return;
 		}
-		bolt_match_complete_inbound(connection);
+		bolt_match_complete_inbound(connection, inbound);
 	}
 }
 

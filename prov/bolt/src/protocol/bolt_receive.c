@@ -124,10 +124,8 @@ static void bolt_receive_dispatch(struct bolt_connection *connection,
 	case BOLT_WIRE_RENDEZVOUS:
 		if (header->flags & BOLT_WIRE_FLAG_WRITE)
 			bolt_rendezvous_write_request(connection, header);
-		else if (connection->inbound.active)
-			bolt_connection_fail(connection, FI_EIO, "rendezvous inside another message");
 		else
-			bolt_match_arrival(connection, header, payload);
+			bolt_rendezvous_arrival(connection, header);
 		break;
 	case BOLT_WIRE_RENDEZVOUS_READY:
 		bolt_rendezvous_answered(connection, header);
@@ -206,6 +204,7 @@ static void bolt_receive_write(struct bolt_connection *connection,
 			       const struct bolt_wire_header *header, const char *payload)
 {
 	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_inbound *record;
 	struct bolt_transmit *ack;
 	char *local;
 	int status;
@@ -223,7 +222,9 @@ static void bolt_receive_write(struct bolt_connection *connection,
 	if (!(header->flags & BOLT_WIRE_FLAG_LAST))
 		return;
 	/* A rendezvous write that fell back to segments no longer needs its range registered. */
-	bolt_rendezvous_unregister(endpoint->domain, &connection->write_registration);
+	record = bolt_rendezvous_take(connection, header->request_id);
+	if (record)
+		bolt_rendezvous_record_free(connection, record);
 	/* A zero-length write still names a key that must exist. */
 	if (!header->total_length && !connection->write_status)
 		connection->write_status = bolt_mr_translate(endpoint, header->key, header->address, 0,

@@ -4,7 +4,9 @@
  * its address and key; the sender registers its own buffer, writes, and
  * sends DONE on the same queue pair, which delivers it after the write. One
  * copy fewer than segments, and no 4 KiB steps. A large fi_write goes the same
- * way, the target answering for the range its key names. Registrations are made for
+ * way, the target answering for the range its key names. Each waits for its
+ * DONE in a record of its own, so several transfers are on the wire at once.
+ * Registrations are made for
  * the one transfer and dropped after it: the application may free the memory
  * at once, and a cached registration would then name the wrong pages.
  */
@@ -85,49 +87,95 @@ static void bolt_rendezvous_send_answer(struct bolt_connection *connection, uint
 	bolt_transmit_start(answer);
 }
 
-void bolt_rendezvous_answer(struct bolt_connection *connection)
+static struct bolt_inbound *bolt_rendezvous_find(struct bolt_connection *connection, uint64_t request_id)
+{
+	struct bolt_inbound *record;
+
+	DL_FOREACH(connection->rendezvous, record)
+		if (record->request_id == request_id)
+			return record;
+	return NULL;
+}
+
+struct bolt_inbound *bolt_rendezvous_take(struct bolt_connection *connection, uint64_t request_id)
+{
+	struct bolt_inbound *record = connection->rendezvous ?
+				      bolt_rendezvous_find(connection, request_id) : NULL;
+
+	if (record)
+		DL_DELETE(connection->rendezvous, record);
+	return record;
+}
+
+void bolt_rendezvous_record_free(struct bolt_connection *connection, struct bolt_inbound *record)
+{
+	bolt_rendezvous_unregister(connection->endpoint->domain, &record->registration);
+	free(record);
+}
+
+void bolt_rendezvous_answer(struct bolt_connection *connection, struct bolt_inbound *record)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
-	struct bolt_inbound *inbound = &connection->inbound;
-	struct bolt_receive *receive = inbound->receive;
-	size_t length = inbound->length < receive->length ? inbound->length : receive->length;
+	struct bolt_receive *receive = record->receive;
+	size_t length = record->length < receive->length ? record->length : receive->length;
 
 	if (receive->iov_count == 1 && length)
-		bolt_rendezvous_register(domain, receive->iov[0].iov_base, length, &inbound->registration);
-	bolt_rendezvous_send_answer(connection, inbound->request_id, inbound->registration,
+		bolt_rendezvous_register(domain, receive->iov[0].iov_base, length, &record->registration);
+	bolt_rendezvous_send_answer(connection, record->request_id, record->registration,
 				    receive->iov[0].iov_base, length, BOLT_RENDEZVOUS_USE_SEGMENTS);
+}
+
+void bolt_rendezvous_arrival(struct bolt_connection *connection, const struct bolt_wire_header *header)
+{
+	struct bolt_inbound *record = calloc(1, sizeof(*record));
+
+	if (!record || bolt_match_start(connection, record, header)) {
+		free(record);
+		bolt_connection_fail(connection, FI_ENOMEM, "no memory for a rendezvous");
+		return;
+	}
+	DL_APPEND(connection->rendezvous, record);
+	if (record->receive)
+		bolt_rendezvous_answer(connection, record);
 }
 
 void bolt_rendezvous_write_request(struct bolt_connection *connection,
 				   const struct bolt_wire_header *header)
 {
 	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_inbound *record = NULL;
 	char *local = NULL;
 	int status;
 
-	if (connection->write_registration) {
-		bolt_connection_fail(connection, FI_EIO, "a second rendezvous write at once");
-		return;
-	}
 	status = bolt_mr_translate(endpoint, header->key, header->address, header->total_length,
 				   FI_REMOTE_WRITE, &local);
-	if (!status && !bolt_rendezvous_register(endpoint->domain, local, header->total_length,
-						 &connection->write_registration))
-		status = BOLT_RENDEZVOUS_USE_SEGMENTS;
-	connection->write_request_id = header->request_id;
-	bolt_rendezvous_send_answer(connection, header->request_id, connection->write_registration,
+	if (!status) {
+		record = calloc(1, sizeof(*record));
+		if (!record || !bolt_rendezvous_register(endpoint->domain, local, header->total_length,
+							 &record->registration)) {
+			free(record);
+			record = NULL;
+			status = BOLT_RENDEZVOUS_USE_SEGMENTS;
+		}
+	}
+	if (record) {
+		record->write = true;
+		record->request_id = header->request_id;
+		record->length = header->total_length;
+		DL_APPEND(connection->rendezvous, record);
+	}
+	bolt_rendezvous_send_answer(connection, header->request_id, record ? record->registration : NULL,
 				    local, header->total_length, (uint32_t) status);
 }
 
 /* Posts the write, unsignaled: the DONE after it completes for both. */
-static int bolt_rendezvous_write(struct bolt_connection *connection, struct bolt_transmit *transmit,
-				 const struct bolt_wire_header *header)
+int bolt_rendezvous_write(struct bolt_connection *connection, struct bolt_transmit *transmit)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
 	struct ibv_mr *mr = bolt_mr_cache_entry_mr(transmit->registration);
 	struct ibv_sge sge = {
 		.addr = (uintptr_t) transmit->iov[0].iov_base,
-		.length = (uint32_t) header->total_length,
+		.length = (uint32_t) transmit->target_length,
 		.lkey = mr->lkey,
 	};
 	struct ibv_send_wr wr = {
@@ -135,7 +183,7 @@ static int bolt_rendezvous_write(struct bolt_connection *connection, struct bolt
 		.sg_list = &sge,
 		.num_sge = 1,
 		.opcode = IBV_WR_RDMA_WRITE,
-		.wr.rdma = { .remote_addr = header->address, .rkey = (uint32_t) header->key },
+		.wr.rdma = { .remote_addr = transmit->target_address, .rkey = transmit->target_rkey },
 	};
 	struct ibv_send_wr *bad_wr;
 	int ret = domain->fabric->verbs.post_send(connection->qp, &wr, &bad_wr);
@@ -170,15 +218,12 @@ void bolt_rendezvous_answered(struct bolt_connection *connection, const struct b
 	if (!header->cq_data && header->total_length &&
 	    bolt_rendezvous_register(domain, transmit->iov[0].iov_base, header->total_length,
 				     &transmit->registration)) {
-		int ret = bolt_rendezvous_write(connection, transmit, header);
-
-		if (ret) {
-			bolt_connection_fail(connection, FI_EIO, strerror(ret));
-			return;
-		}
-		transmit->rendezvous = BOLT_RENDEZVOUS_FINISH;
+		transmit->target_address = header->address;
+		transmit->target_rkey = (uint32_t) header->key;
+		transmit->target_length = header->total_length;
+		transmit->rendezvous = BOLT_RENDEZVOUS_WRITE;
 	}
-	/* Either DONE, or the message again as segments from its start. */
+	/* Either the write and DONE, or the message again as segments from its start. */
 	bolt_transmit_progress(connection);
 }
 
@@ -189,11 +234,6 @@ static void bolt_rendezvous_write_done(struct bolt_connection *connection,
 	struct bolt_endpoint *endpoint = connection->endpoint;
 	struct bolt_transmit *ack;
 
-	if (!connection->write_registration || header->request_id != connection->write_request_id) {
-		bolt_connection_fail(connection, FI_EIO, "rendezvous write done for no request");
-		return;
-	}
-	bolt_rendezvous_unregister(endpoint->domain, &connection->write_registration);
 	bolt_endpoint_count_remote(endpoint, BOLT_COUNTER_REMOTE_WRITE,
 				   header->flags & BOLT_WIRE_FLAG_REMOTE_CQ_DATA, header->cq_data,
 				   header->total_length);
@@ -211,26 +251,40 @@ static void bolt_rendezvous_write_done(struct bolt_connection *connection,
 
 void bolt_rendezvous_done(struct bolt_connection *connection, const struct bolt_wire_header *header)
 {
-	struct bolt_inbound *inbound = &connection->inbound;
+	struct bolt_inbound *record = bolt_rendezvous_take(connection, header->request_id);
+	bool write = header->flags & BOLT_WIRE_FLAG_WRITE;
 
-	if (header->flags & BOLT_WIRE_FLAG_WRITE) {
+	if (!record || record->write != write || (!write && !record->receive) ||
+	    header->total_length != record->length) {
+		if (record)
+			bolt_rendezvous_record_free(connection, record);
+		bolt_connection_fail(connection, FI_EIO, "rendezvous done for no request");
+		return;
+	}
+	bolt_rendezvous_unregister(connection->endpoint->domain, &record->registration);
+	if (write) {
 		bolt_rendezvous_write_done(connection, header);
-		return;
+	} else {
+		record->received = record->length;
+		bolt_match_complete_inbound(connection, record);
 	}
-
-	if (!inbound->active || !inbound->rendezvous || !inbound->receive ||
-	    inbound->request_id != header->request_id || header->total_length != inbound->length) {
-		bolt_connection_fail(connection, FI_EIO, "rendezvous done for no message");
-		return;
-	}
-	inbound->received = inbound->length;
-	bolt_match_complete_inbound(connection);
+	free(record);
 }
 
-void bolt_rendezvous_release(struct bolt_connection *connection)
+void bolt_rendezvous_release(struct bolt_connection *connection, int error)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_inbound *record, *next;
 
-	bolt_rendezvous_unregister(domain, &connection->inbound.registration);
-	bolt_rendezvous_unregister(domain, &connection->write_registration);
+	DL_FOREACH_SAFE(connection->rendezvous, record, next) {
+		DL_DELETE(connection->rendezvous, record);
+		if (record->receive && error)
+			bolt_endpoint_complete_receive(endpoint, record->receive, connection, 0, 0, 0,
+						       record->tag, 0, error);
+		else if (record->receive)
+			free(record->receive);
+		else if (record->unexpected && error)
+			bolt_match_drop_unexpected(endpoint, record->unexpected);
+		bolt_rendezvous_record_free(connection, record);
+	}
 }

@@ -16,13 +16,37 @@ static bool bolt_transmit_has_payload(enum bolt_wire_op op)
 	return op == BOLT_WIRE_MESSAGE || op == BOLT_WIRE_WRITE || op == BOLT_WIRE_READ_RESPONSE;
 }
 
-static bool bolt_transmit_can_send(const struct bolt_connection *connection, bool credit_only)
+/* Room for slots more send queue entries, and a credit (the last one only to return credits). */
+static bool bolt_transmit_can_send(const struct bolt_connection *connection, bool credit_only,
+				   int slots)
 {
 	const struct bolt_domain *domain = connection->endpoint->domain;
 
 	return connection->state == BOLT_CONNECTION_ESTABLISHED &&
-	       connection->outstanding_sends < domain->budget.queue_depth &&
+	       connection->outstanding_sends + slots <= (int) domain->budget.queue_depth &&
 	       connection->send_credits > (credit_only ? 0u : 1u);
+}
+
+/* A rendezvous write goes out with its DONE: two send queue entries. */
+static int bolt_transmit_slots(const struct bolt_transmit *transmit)
+{
+	return transmit->rendezvous == BOLT_RENDEZVOUS_WRITE ? 2 : 1;
+}
+
+/*
+ * Whether transmit may put its next message on the wire: not while it waits
+ * for a rendezvous answer, and the segments of two of the application's
+ * operations never interleave (the peer receives one message at a time).
+ * Single headers (rendezvous requests, DONE) and replies may.
+ */
+static bool bolt_transmit_may_go(const struct bolt_connection *connection,
+				 const struct bolt_transmit *transmit)
+{
+	if (transmit->rendezvous == BOLT_RENDEZVOUS_WAIT)
+		return false;
+	if (transmit->internal || transmit->rendezvous != BOLT_RENDEZVOUS_NONE)
+		return true;
+	return !connection->streaming || connection->streaming == transmit;
 }
 
 static void bolt_transmit_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc);
@@ -87,14 +111,23 @@ static void bolt_transmit_describe(struct bolt_wire_header *header, const struct
 		header->flags |= BOLT_WIRE_FLAG_REMOTE_CQ_DATA;
 }
 
-/* The rendezvous request, or its DONE after the write (which DONE's completion retires too). */
+/* The rendezvous request, or the write and its DONE (whose completion retires both). */
 static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
 					    struct bolt_transmit *transmit,
 					    struct bolt_control_buffer *record,
 					    struct bolt_wire_header *header)
 {
 	bool asking = transmit->rendezvous == BOLT_RENDEZVOUS_ASK;
+	int ret;
 
+	if (!asking) {
+		ret = bolt_rendezvous_write(connection, transmit);
+		if (ret) {
+			bolt_control_buffer_put(connection->endpoint->domain, record);
+			bolt_connection_fail(connection, FI_EIO, strerror(ret));
+			return;
+		}
+	}
 	bolt_transmit_header(connection, header,
 			     asking ? BOLT_WIRE_RENDEZVOUS : BOLT_WIRE_RENDEZVOUS_DONE, 0);
 	bolt_transmit_describe(header, transmit);
@@ -148,6 +181,8 @@ static bool bolt_transmit_segment(struct bolt_connection *connection, struct bol
 		header->flags |= BOLT_WIRE_FLAG_LAST;
 		transmit->posted_last = true;
 	}
+	if (!transmit->internal)
+		connection->streaming = transmit->posted_last ? NULL : transmit;
 	record->transmit = transmit;
 	transmit->in_flight++;
 	if (!bolt_transmit_post(connection, record, sizeof(*header) + payload))
@@ -162,7 +197,7 @@ static void bolt_transmit_return_credits(struct bolt_connection *connection)
 	struct bolt_control_buffer *record;
 
 	if (connection->credits_to_return < connection->receive_depth / 2 ||
-	    !bolt_transmit_can_send(connection, true))
+	    !bolt_transmit_can_send(connection, true, 1))
 		return;
 	record = bolt_control_buffer_get(domain);
 	if (!record)
@@ -175,10 +210,11 @@ static void bolt_transmit_return_credits(struct bolt_connection *connection)
 }
 
 /*
- * The application's operations go out in order, and the segments of one never
- * interleave with the next one's. Replies (acks, read data, rendezvous
- * answers) pass an operation that cannot go on: that one may be waiting for
- * a reply from the peer, whose own queue may wait for ours.
+ * The application's operations go out in order: one that cannot go on holds
+ * back those behind it, except one waiting for its rendezvous answer, whose
+ * request is already out. Replies (acks, read data, rendezvous answers) pass
+ * an operation that cannot go on: that one may be waiting for a reply from
+ * the peer, whose own queue may wait for ours.
  */
 void bolt_transmit_progress(struct bolt_connection *connection)
 {
@@ -188,11 +224,16 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 	DL_FOREACH_SAFE(connection->transmits, transmit, next) {
 		if (transmit->posted_last || (blocked && !transmit->internal))
 			continue;
-		while (!transmit->posted_last && transmit->rendezvous != BOLT_RENDEZVOUS_WAIT &&
-		       bolt_transmit_can_send(connection, false))
+		while (!transmit->posted_last && bolt_transmit_may_go(connection, transmit) &&
+		       bolt_transmit_can_send(connection, false, bolt_transmit_slots(transmit))) {
 			if (!bolt_transmit_segment(connection, transmit))
 				return;
-		if (!transmit->posted_last && !transmit->internal)
+			/* A failed post ended every transmit, next included. */
+			if (connection->state == BOLT_CONNECTION_FAILED)
+				return;
+		}
+		if (!transmit->posted_last && !transmit->internal &&
+		    transmit->rendezvous != BOLT_RENDEZVOUS_WAIT)
 			blocked = true;
 	}
 	bolt_transmit_return_credits(connection);
@@ -291,6 +332,7 @@ void bolt_transmit_fail_all(struct bolt_connection *connection)
 {
 	struct bolt_transmit *transmit, *next;
 
+	connection->streaming = NULL;
 	DL_FOREACH_SAFE(connection->transmits, transmit, next) {
 		DL_DELETE(connection->transmits, transmit);
 		bolt_rendezvous_unregister(connection->endpoint->domain, &transmit->registration);
