@@ -62,6 +62,7 @@ struct bolt_transmit {
 	bool posted_last;               /* every segment is posted */
 	enum bolt_rendezvous_phase rendezvous;  /* a large message written by RDMA */
 	struct bolt_mr_cache_entry *registration;   /* its buffer, while written from */
+	bool covered;                   /* the buffer lies in an open MR: its registration may stay */
 	uint64_t target_address;        /* WRITE phase: where the answer said to write */
 	uint32_t target_rkey;
 	size_t target_length;
@@ -85,6 +86,7 @@ struct bolt_receive {
 	struct iovec iov[BOLT_IOV_LIMIT];
 	size_t iov_count;
 	size_t length;
+	bool covered;                   /* the buffer lies in an open MR */
 	fi_addr_t source;               /* FI_ADDR_UNSPEC: any */
 	uint64_t tag;
 	uint64_t ignore;
@@ -132,6 +134,7 @@ struct bolt_inbound {
 	bool rendezvous;                /* the data comes by RDMA write, then DONE */
 	uint64_t request_id;            /* the sender's, for the rendezvous answer */
 	struct bolt_mr_cache_entry *registration;   /* the receive buffer, while written to */
+	bool covered;                   /* that buffer lies in an open MR: the registration may stay */
 	struct bolt_inbound *prev, *next;       /* connection->rendezvous */
 };
 
@@ -310,8 +313,13 @@ void bolt_rendezvous_write_request(struct bolt_connection *connection,
  * what its peer's transfers held; a failure completes their receives with it.
  */
 void bolt_rendezvous_release(struct bolt_connection *connection, int error);
-/* Gives back a registration made for one transfer (it is not kept: the memory may be freed). */
-void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_mr_cache_entry **registration);
+/*
+ * Gives back a registration made for one transfer. It stays in the cache only
+ * if covered: memory in an open MR stays valid until the MR closes, which
+ * drops it; other memory may be freed as soon as the transfer completes.
+ */
+void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_mr_cache_entry **registration,
+				bool covered);
 
 /* Matching (protocol/bolt_match.c). */
 void bolt_match_post(struct bolt_endpoint *endpoint, struct bolt_receive *receive);

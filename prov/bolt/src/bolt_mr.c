@@ -60,6 +60,8 @@ static int bolt_mr_close(struct fid *fid)
 	bolt_domain_lock(domain);
 	if (mr->enabled)
 		HASH_DEL(*bolt_mr_table(mr), mr);
+	/* Registrations kept for transfers in this region: its memory may go now. */
+	bolt_mr_cache_invalidate(domain->mr_cache, mr->address, mr->length);
 	if (mr->endpoint)
 		mr->endpoint->bound_mr_count--;
 	bolt_domain_unlock(domain);

@@ -29,6 +29,21 @@ static int bolt_operation_check_descriptors(const struct bolt_endpoint *endpoint
 	return 0;
 }
 
+/*
+ * Whether a single buffer lies inside the open, enabled MR its descriptor
+ * names: then it stays valid until that MR closes (which drops any device
+ * registration cached for it), so a registration may outlive the transfer.
+ */
+static bool bolt_operation_covered(const struct iovec *iov, void **desc, size_t count)
+{
+	const struct bolt_mr *mr = desc && count == 1 ? desc[0] : NULL;
+	uintptr_t start = count == 1 ? (uintptr_t) iov[0].iov_base : 0;
+
+	return mr && mr->mr_fid.fid.fclass == FI_CLASS_MR && mr->enabled &&
+	       start >= (uintptr_t) mr->address && start - (uintptr_t) mr->address <= mr->length &&
+	       iov[0].iov_len <= mr->length - (start - (uintptr_t) mr->address);
+}
+
 static int bolt_operation_check(const struct bolt_endpoint *endpoint, const struct iovec *iov,
 				void **desc, size_t count, size_t *length)
 {
@@ -84,6 +99,8 @@ ssize_t bolt_operation_transmit(struct bolt_endpoint *endpoint, const struct bol
 	memcpy(transmit->iov, operation->iov, operation->iov_count * sizeof(*operation->iov));
 	transmit->iov_count = operation->iov_count;
 	transmit->length = length;
+	transmit->covered = bolt_operation_covered(operation->iov, operation->desc,
+						   operation->iov_count);
 	transmit->tag = operation->tag;
 	transmit->cq_data = (uint32_t) operation->data;
 	transmit->remote_address = operation->remote_address;
@@ -127,6 +144,8 @@ ssize_t bolt_operation_receive(struct bolt_endpoint *endpoint, const struct bolt
 	memcpy(receive->iov, operation->iov, operation->iov_count * sizeof(*operation->iov));
 	receive->iov_count = operation->iov_count;
 	receive->length = length;
+	receive->covered = bolt_operation_covered(operation->iov, operation->desc,
+						  operation->iov_count);
 	receive->source = endpoint->caps & FI_DIRECTED_RECV ? operation->peer : FI_ADDR_UNSPEC;
 	receive->tag = operation->tag;
 	receive->ignore = operation->ignore;

@@ -280,7 +280,7 @@ void bolt_connection_destroy(struct bolt_connection *connection)
 	bolt_rendezvous_release(connection, 0);
 	DL_FOREACH_SAFE(connection->transmits, transmit, next) {
 		DL_DELETE(connection->transmits, transmit);
-		bolt_rendezvous_unregister(endpoint->domain, &transmit->registration);
+		bolt_rendezvous_unregister(endpoint->domain, &transmit->registration, transmit->covered);
 		bolt_transmit_free(transmit);
 	}
 	HASH_DEL(endpoint->connections, connection);

@@ -192,7 +192,7 @@ void bolt_match_complete_inbound(struct bolt_connection *connection, struct bolt
 	struct bolt_unexpected *unexpected = inbound->unexpected;
 
 	inbound->active = false;
-	bolt_rendezvous_unregister(endpoint->domain, &inbound->registration);
+	bolt_rendezvous_unregister(endpoint->domain, &inbound->registration, inbound->covered);
 	if (inbound->receive) {
 		bolt_match_deliver(endpoint, inbound->receive, connection, inbound->length,
 				   inbound->wire_flags, inbound->tag, inbound->cq_data);
@@ -288,7 +288,7 @@ void bolt_match_connection_failed(struct bolt_connection *connection)
 		bolt_match_free_unexpected(inbound->tagged ? &endpoint->unexpected_tagged :
 					   &endpoint->unexpected, unexpected);
 	}
-	bolt_rendezvous_unregister(endpoint->domain, &inbound->registration);
+	bolt_rendezvous_unregister(endpoint->domain, &inbound->registration, inbound->covered);
 	memset(inbound, 0, sizeof(*inbound));
 	bolt_match_fail_directed(connection, &endpoint->posted);
 	bolt_match_fail_directed(connection, &endpoint->posted_tagged);

@@ -29,7 +29,8 @@ bool bolt_rendezvous_wanted(const struct bolt_transmit *transmit)
 	       transmit->length >= BOLT_RENDEZVOUS_THRESHOLD;
 }
 
-void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_mr_cache_entry **registration)
+void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_mr_cache_entry **registration,
+				bool covered)
 {
 	struct ibv_mr *mr;
 	void *address;
@@ -42,7 +43,8 @@ void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_mr_cache
 	address = mr->addr;
 	length = mr->length;
 	bolt_mr_cache_release(domain->mr_cache, *registration);
-	bolt_mr_cache_invalidate(domain->mr_cache, address, length);
+	if (!covered)
+		bolt_mr_cache_invalidate(domain->mr_cache, address, length);
 	*registration = NULL;
 }
 
@@ -109,7 +111,7 @@ struct bolt_inbound *bolt_rendezvous_take(struct bolt_connection *connection, ui
 
 void bolt_rendezvous_record_free(struct bolt_connection *connection, struct bolt_inbound *record)
 {
-	bolt_rendezvous_unregister(connection->endpoint->domain, &record->registration);
+	bolt_rendezvous_unregister(connection->endpoint->domain, &record->registration, record->covered);
 	free(record);
 }
 
@@ -119,6 +121,7 @@ void bolt_rendezvous_answer(struct bolt_connection *connection, struct bolt_inbo
 	struct bolt_receive *receive = record->receive;
 	size_t length = record->length < receive->length ? record->length : receive->length;
 
+	record->covered = receive->covered;
 	if (receive->iov_count == 1 && length)
 		bolt_rendezvous_register(domain, receive->iov[0].iov_base, length, &record->registration);
 	bolt_rendezvous_send_answer(connection, record->request_id, record->registration,
@@ -160,6 +163,7 @@ void bolt_rendezvous_write_request(struct bolt_connection *connection,
 	}
 	if (record) {
 		record->write = true;
+		record->covered = true;         /* bolt_mr_translate found the range in an open MR */
 		record->request_id = header->request_id;
 		record->length = header->total_length;
 		DL_APPEND(connection->rendezvous, record);
@@ -237,6 +241,8 @@ static void bolt_rendezvous_write_done(struct bolt_connection *connection,
 	bolt_endpoint_count_remote(endpoint, BOLT_COUNTER_REMOTE_WRITE,
 				   header->flags & BOLT_WIRE_FLAG_REMOTE_CQ_DATA, header->cq_data,
 				   header->total_length);
+	if (header->flags & BOLT_WIRE_FLAG_NO_ACK)
+		return;
 	ack = calloc(1, sizeof(*ack));
 	if (!ack) {
 		bolt_connection_fail(connection, FI_ENOMEM, "no memory for an acknowledgement");
@@ -261,7 +267,7 @@ void bolt_rendezvous_done(struct bolt_connection *connection, const struct bolt_
 		bolt_connection_fail(connection, FI_EIO, "rendezvous done for no request");
 		return;
 	}
-	bolt_rendezvous_unregister(connection->endpoint->domain, &record->registration);
+	bolt_rendezvous_unregister(connection->endpoint->domain, &record->registration, record->covered);
 	if (write) {
 		bolt_rendezvous_write_done(connection, header);
 	} else {

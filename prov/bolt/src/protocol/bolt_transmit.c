@@ -134,6 +134,14 @@ static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
 	header->flags |= BOLT_WIRE_FLAG_LAST;
 	if (transmit->op == BOLT_WIRE_WRITE)
 		header->flags |= BOLT_WIRE_FLAG_WRITE;
+	/*
+	 * The target accepted the write in its answer, and DONE follows the data
+	 * on the queue pair: only delivery completion still needs its ack.
+	 */
+	if (!asking && transmit->op == BOLT_WIRE_WRITE && !(transmit->flags & FI_DELIVERY_COMPLETE)) {
+		header->flags |= BOLT_WIRE_FLAG_NO_ACK;
+		transmit->reply_pending = false;
+	}
 	if (asking) {
 		transmit->rendezvous = BOLT_RENDEZVOUS_WAIT;
 	} else {
@@ -253,7 +261,8 @@ static void bolt_transmit_check_done(struct bolt_transmit *transmit)
 	if (!transmit->posted_last || transmit->in_flight || transmit->reply_pending)
 		return;
 	DL_DELETE(connection->transmits, transmit);
-	bolt_rendezvous_unregister(connection->endpoint->domain, &transmit->registration);
+	bolt_rendezvous_unregister(connection->endpoint->domain, &transmit->registration,
+				   transmit->covered);
 	if (transmit->internal)
 		bolt_transmit_free(transmit);
 	else
@@ -335,7 +344,8 @@ void bolt_transmit_fail_all(struct bolt_connection *connection)
 	connection->streaming = NULL;
 	DL_FOREACH_SAFE(connection->transmits, transmit, next) {
 		DL_DELETE(connection->transmits, transmit);
-		bolt_rendezvous_unregister(connection->endpoint->domain, &transmit->registration);
+		bolt_rendezvous_unregister(connection->endpoint->domain, &transmit->registration,
+					   transmit->covered);
 		if (transmit->internal) {
 			bolt_transmit_free(transmit);
 			continue;

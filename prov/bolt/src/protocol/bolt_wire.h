@@ -29,6 +29,7 @@ enum bolt_wire_flag {
 	BOLT_WIRE_FLAG_REMOTE_CQ_DATA = 1 << 1,
 	BOLT_WIRE_FLAG_LAST = 1 << 2,       /* the last segment of its message or request */
 	BOLT_WIRE_FLAG_WRITE = 1 << 3,      /* a rendezvous for fi_write, at key + address */
+	BOLT_WIRE_FLAG_NO_ACK = 1 << 4,     /* DONE of a write whose initiator needs no ack */
 };
 
 struct bolt_wire_header {
