@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <criterion/criterion.h>
 
-#include "bolt_provider.h"
+#include "bolt_endpoint.h"
 #include "rails/bolt_mr_cache.h"
 #include "rdm_fixture.h"
 
@@ -235,6 +235,19 @@ static int cached_registrations(struct rdm_endpoint *endpoint)
 	return stats.registered;
 }
 
+/* Bytes this endpoint's writes sent as stripes on data rails, to every peer. */
+static uint64_t striped_bytes(struct rdm_endpoint *endpoint)
+{
+	struct bolt_endpoint *bolt = bolt_container_of(endpoint->ep, struct bolt_endpoint, ep_fid);
+	struct bolt_connection *connection, *next;
+	uint64_t bytes = 0;
+
+	HASH_ITER(hh, bolt->connections, connection, next)
+		for (int rail = 0; rail < BOLT_MAX_DATA_RAILS; rail++)
+			bytes += connection->data_rails[rail].bytes_written;
+	return bytes;
+}
+
 /*
  * A burst of writes posted at once, large (several rendezvous on the wire at
  * a time) and small, with one out-of-bounds write among them: each lands in
@@ -277,7 +290,8 @@ static int burst_target_peer(int socket, void *argument)
 	return ret;
 }
 
-static void burst_of_writes(struct rdm_options *options, const char *tag)
+/* data_rails: FI_BOLT_DATA_RAILS; every large write goes in stripes across them, none without. */
+static void burst_of_writes(struct rdm_options *options, const char *tag, const char *data_rails)
 {
 	struct rdm_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
@@ -286,9 +300,11 @@ static void burst_of_writes(struct rdm_options *options, const char *tag)
 	struct fid_mr *local_mr;
 	uint64_t remote_address, remote_key;
 	int socket, failed = 0, succeeded = 0;
+	uint64_t large_bytes = 0;
 	pid_t peer;
 
 	cr_assert(local);
+	setenv("FI_BOLT_DATA_RAILS", data_rails, 1);
 	rdm_environment(options, tag);
 	peer = rdm_fork(burst_target_peer, options, &socket);
 	cr_assert(peer > 0);
@@ -301,6 +317,8 @@ static void burst_of_writes(struct rdm_options *options, const char *tag)
 		size_t offset = (size_t) i * BURST_CHUNK;
 
 		rdm_fill(local + offset, burst_write_length(i), (uint32_t) (40 + i));
+		if (burst_write_length(i) >= BOLT_RENDEZVOUS_THRESHOLD)
+			large_bytes += burst_write_length(i);
 		cr_assert_eq(fi_write(endpoint.ep, local + offset, burst_write_length(i),
 				      fi_mr_desc(local_mr), endpoint.peer, remote_address + offset,
 				      remote_key, local + offset), 0);
@@ -324,6 +342,8 @@ static void burst_of_writes(struct rdm_options *options, const char *tag)
 	}
 	cr_assert_eq(failed, 1);
 	cr_assert_eq(succeeded, BURST_WRITES);
+	cr_assert_eq(striped_bytes(&endpoint), options->send_only || !strcmp(data_rails, "0") ? 0 : large_bytes,
+		     "%llu bytes went in stripes", (unsigned long long) striped_bytes(&endpoint));
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 	cr_assert_eq(rdm_join(peer), 0, "the target found wrong data");
 	/* Registrations of memory in an open MR stay for the next transfer; closing it drops them. */
@@ -333,6 +353,7 @@ static void burst_of_writes(struct rdm_options *options, const char *tag)
 	cr_assert_eq(cached_registrations(&endpoint), 0);
 	rdm_close(&endpoint);
 	rdm_environment_cleanup(options);
+	unsetenv("FI_BOLT_DATA_RAILS");
 	close(socket);
 	free(local);
 }
@@ -341,19 +362,26 @@ Test(rma, burst_thunderbolt)
 {
 	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE };
 
-	burst_of_writes(&options, "rma-burst-tb");
+	burst_of_writes(&options, "rma-burst-tb", "1");
 }
 
-Test(rma, burst_rocev2)
+Test(rma, burst_thunderbolt_without_data_rails)
+{
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE };
+
+	burst_of_writes(&options, "rma-burst-tb-0", "0");
+}
+
+Test(rma, burst_rocev2_four_data_rails)
 {
 	struct rdm_options options = { .profile = "rocev2", .mr_mode = MR_MODE };
 
-	burst_of_writes(&options, "rma-burst-roce");
+	burst_of_writes(&options, "rma-burst-roce", "4");
 }
 
 Test(rma, burst_thunderbolt_send_only)
 {
 	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE, .send_only = true };
 
-	burst_of_writes(&options, "rma-burst-tb-so");
+	burst_of_writes(&options, "rma-burst-tb-so", "1");
 }

@@ -47,7 +47,11 @@ struct bolt_params {
 	char soft_copy[8];          /* FI_BOLT_SOFT_COPY: "auto", "cma", "shm" */
 	char job_key[256];          /* FI_BOLT_JOB_KEY: "" is "uid:<user id>" */
 	char side_channel_address[64];  /* FI_BOLT_SIDE_CHANNEL_ADDRESS: "" chooses */
+	int data_rails;             /* FI_BOLT_DATA_RAILS: queue pairs per peer for bulk writes */
 };
+
+/* Most data rails a connection stripes its large writes across. */
+#define BOLT_MAX_DATA_RAILS 4
 
 /* Defines the parameters with libfabric; safe to call more than once. */
 void bolt_params_define(void);

@@ -43,7 +43,27 @@ enum bolt_rendezvous_phase {
 	BOLT_RENDEZVOUS_NONE,           /* segments */
 	BOLT_RENDEZVOUS_ASK,            /* the request is still to be sent */
 	BOLT_RENDEZVOUS_WAIT,           /* asked; operations behind it go on */
-	BOLT_RENDEZVOUS_WRITE,          /* answered: the write and its DONE are to be posted */
+	BOLT_RENDEZVOUS_WRITE,          /* answered: the write (stripes, or data and DONE) to post */
+};
+
+/*
+ * A data rail: a queue pair to the peer of its own for large writes, so that
+ * bulk data never queues in front of the control rail's headers. Made on the
+ * first rendezvous, with the peer's answer over the control rail.
+ */
+enum bolt_data_rail_state {
+	BOLT_DATA_RAIL_NONE,            /* not asked for */
+	BOLT_DATA_RAIL_REQUESTED,       /* our queue pair made, the peer asked to connect it */
+	BOLT_DATA_RAIL_READY,           /* connected at both ends */
+	BOLT_DATA_RAIL_UNAVAILABLE,     /* no queue pair to spare: writes take the control rail */
+};
+
+struct bolt_data_rail {
+	enum bolt_data_rail_state state;
+	struct ibv_qp *qp;
+	uint32_t psn;
+	int outstanding_sends;          /* stripes posted, completion pending */
+	uint64_t bytes_written;         /* by the stripes of this end's writes */
 };
 
 /* An operation this endpoint started, or a reply it owes a peer (internal). */
@@ -63,6 +83,7 @@ struct bolt_transmit {
 	enum bolt_rendezvous_phase rendezvous;  /* a large message written by RDMA */
 	struct bolt_mr_cache_entry *registration;   /* its buffer, while written from */
 	bool covered;                   /* the buffer lies in an open MR: its registration may stay */
+	uint32_t rail_mask;             /* WRITE phase: the data rails to stripe across, or none */
 	uint64_t target_address;        /* WRITE phase: where the answer said to write */
 	uint32_t target_rkey;
 	size_t target_length;
@@ -135,6 +156,7 @@ struct bolt_inbound {
 	uint64_t request_id;            /* the sender's, for the rendezvous answer */
 	struct bolt_mr_cache_entry *registration;   /* the receive buffer, while written to */
 	bool covered;                   /* that buffer lies in an open MR: the registration may stay */
+	uint32_t stripes_pending;       /* data rail stripes still to arrive */
 	struct bolt_inbound *prev, *next;       /* connection->rendezvous */
 };
 
@@ -150,6 +172,8 @@ struct bolt_connection {
 	struct bolt_side_channel_stream stream;
 	struct ibv_qp *qp;
 	uint32_t psn;
+	union ibv_gid peer_gid;
+	struct bolt_data_rail data_rails[BOLT_MAX_DATA_RAILS];
 	uint32_t receive_depth;         /* receives posted for the peer, and its credits */
 	uint32_t peer_receive_depth;    /* what the peer posted for us at the start */
 	uint32_t send_credits;          /* receives the peer has posted for us */
@@ -177,6 +201,7 @@ struct bolt_control_buffer {
 	struct bolt_connection *connection;     /* NULL: free, or its connection is gone */
 	struct bolt_transmit *transmit;         /* a send's operation */
 	int send_slots;                         /* send queue entries its completion retires */
+	int data_rail;                          /* a stripe's or its receive's rail; -1: control */
 	bool posted;
 };
 
@@ -272,6 +297,24 @@ fi_addr_t bolt_connection_fi_addr(struct bolt_connection *connection);
 /* Closing an endpoint: every connection, its queue pair and buffers, and accepted side channels. */
 void bolt_connection_destroy_all(struct bolt_endpoint *endpoint);
 
+/* Data rails (connection/bolt_data_rail.c). */
+/* Asks the peer for the data rails not asked for yet, where queue pairs can be spared. */
+void bolt_data_rail_request(struct bolt_connection *connection);
+/* The peer asks for a data rail: connect one to its queue pair, or refuse. */
+void bolt_data_rail_requested(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/* The peer answered our request. */
+void bolt_data_rail_answered(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/* The ready rails (a mask) with room for one more stripe each. */
+uint32_t bolt_data_rail_ready(const struct bolt_connection *connection, bool with_room);
+/* Posts a stripe as RDMA write with immediate data on rail; 0 or an errno. */
+int bolt_data_rail_post_write(struct bolt_connection *connection, int rail,
+			      struct bolt_control_buffer *record, const struct ibv_sge *sge,
+			      uint64_t remote_address, uint32_t rkey, uint32_t immediate);
+/* Posts the receive a stripe's immediate data consumes; 0 or an errno. */
+int bolt_data_rail_post_receive(struct bolt_connection *connection, int rail,
+				struct bolt_control_buffer *record);
+void bolt_data_rail_destroy_all(struct bolt_connection *connection);
+
 /* ---- Protocols (protocol/) ---- */
 
 /* Queues a transmit on its connection and sends what credits allow. */
@@ -283,6 +326,12 @@ int bolt_receive_post_initial(struct bolt_connection *connection);
 /* Ends every transmit and the inbound message of a failed connection with its error. */
 void bolt_transmit_fail_all(struct bolt_connection *connection);
 void bolt_transmit_free(struct bolt_transmit *transmit);
+/*
+ * A message of the protocol's own (a reply, an answer) to request_id, with
+ * status in cq_data; NULL, the connection failed, when out of memory.
+ */
+struct bolt_transmit *bolt_transmit_internal(struct bolt_connection *connection, enum bolt_wire_op op,
+					     uint64_t request_id, uint32_t status);
 /* The operation of ours that a WRITE_ACK or READ_RESPONSE answers; NULL if none. */
 struct bolt_transmit *bolt_transmit_find_request(struct bolt_connection *connection,
 						 enum bolt_wire_op op, uint64_t request_id);
@@ -291,6 +340,12 @@ void bolt_transmit_reply_arrived(struct bolt_transmit *transmit, int status);
 
 /* Rendezvous (protocol/bolt_rendezvous.c). */
 bool bolt_rendezvous_wanted(const struct bolt_transmit *transmit);
+/*
+ * Whether a rendezvous write waits for the target's ack: only for delivery
+ * completion. Otherwise it completes once its data went out ahead of DONE,
+ * or its stripes did: the target accepted it in its answer.
+ */
+bool bolt_rendezvous_wants_ack(const struct bolt_transmit *transmit);
 /* A rendezvous message arrived: its record, matched or waiting for a receive. */
 void bolt_rendezvous_arrival(struct bolt_connection *connection, const struct bolt_wire_header *header);
 /* The receiver matched a rendezvous: tell the sender where to write. */
@@ -303,6 +358,10 @@ void bolt_rendezvous_record_free(struct bolt_connection *connection, struct bolt
 void bolt_rendezvous_answered(struct bolt_connection *connection, const struct bolt_wire_header *header);
 /* Sender, WRITE phase: posts the RDMA write (unsignaled); 0 or an errno. */
 int bolt_rendezvous_write(struct bolt_connection *connection, struct bolt_transmit *transmit);
+/* Sender: posts the stripes of a write phase across transmit->rail_mask; false when it must wait. */
+bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_transmit *transmit);
+/* Receiver: a stripe's immediate data arrived on a data rail. */
+void bolt_rendezvous_stripe_arrived(struct bolt_work_completion *work, const struct ibv_wc *wc);
 /* Receiver: the data is in place. */
 void bolt_rendezvous_done(struct bolt_connection *connection, const struct bolt_wire_header *header);
 /* Target of a large fi_write: check the key, register the range, answer. */

@@ -70,6 +70,10 @@ static const struct bolt_param bolt_param_table[] = {
 	BOLT_STRING_PARAM("side_channel_address", side_channel_address,
 		"IP address endpoints' side channels listen on (default: 127.0.0.1 on the "
 		"software device, else the address this host's name resolves to)"),
+	BOLT_INT_PARAM("data_rails", data_rails, 0, BOLT_MAX_DATA_RAILS,
+		"Queue pairs to each peer that carry large RDMA writes, striped across them, "
+		"apart from the control rail's headers; made on the first large transfer while the "
+		"device has queue pairs to spare (default: 1; 0: the control rail carries them)"),
 };
 
 static const struct bolt_params bolt_param_defaults = {
@@ -81,6 +85,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.soft_namespace = "default",
 	.soft_seed = 1,
 	.soft_copy = "auto",
+	.data_rails = 1,
 };
 
 static enum fi_param_type bolt_param_fi_type(enum bolt_param_kind kind)

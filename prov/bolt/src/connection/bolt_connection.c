@@ -135,6 +135,7 @@ static int bolt_connection_connect_qp(struct bolt_connection *connection,
 
 	local.psn = connection->psn;
 	memcpy(remote.gid.raw, handshake->gid, sizeof(remote.gid.raw));
+	connection->peer_gid = remote.gid;
 	connection->peer_receive_depth = handshake->receive_depth;
 	connection->send_credits = handshake->receive_depth;
 	return bolt_qp_connect(&domain->fabric->verbs, connection->qp, &local, &remote);
@@ -236,6 +237,7 @@ static void bolt_connection_release_device(struct bolt_connection *connection)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
 
+	bolt_data_rail_destroy_all(connection);
 	if (connection->qp) {
 		domain->fabric->verbs.destroy_qp(connection->qp);
 		connection->qp = NULL;

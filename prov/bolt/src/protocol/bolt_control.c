@@ -15,6 +15,7 @@ struct bolt_control_buffer *bolt_control_buffer_get(struct bolt_domain *domain)
 	record = &domain->control_buffers[bolt_slab_index(&domain->control_pool, data)];
 	record->connection = NULL;
 	record->transmit = NULL;
+	record->data_rail = -1;
 	record->posted = false;
 	return record;
 }

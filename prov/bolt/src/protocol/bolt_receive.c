@@ -133,6 +133,12 @@ static void bolt_receive_dispatch(struct bolt_connection *connection,
 	case BOLT_WIRE_RENDEZVOUS_DONE:
 		bolt_rendezvous_done(connection, header);
 		break;
+	case BOLT_WIRE_RAIL_REQUEST:
+		bolt_data_rail_requested(connection, header);
+		break;
+	case BOLT_WIRE_RAIL_ANSWER:
+		bolt_data_rail_answered(connection, header);
+		break;
 	case BOLT_WIRE_CREDIT:
 		break;
 	}
@@ -181,25 +187,6 @@ static void bolt_receive_completed(struct bolt_work_completion *work, const stru
 	bolt_transmit_progress(connection);
 }
 
-/* An internal reply (write ack or read data) owed to the peer's request_id. */
-static struct bolt_transmit *bolt_receive_reply(struct bolt_connection *connection,
-						enum bolt_wire_op op, uint64_t request_id,
-						int status)
-{
-	struct bolt_transmit *reply = calloc(1, sizeof(*reply));
-
-	if (!reply) {
-		bolt_connection_fail(connection, FI_ENOMEM, "no memory for a reply");
-		return NULL;
-	}
-	reply->op = op;
-	reply->connection = connection;
-	reply->internal = true;
-	reply->request_id = request_id;
-	reply->cq_data = (uint32_t) status;
-	return reply;
-}
-
 static void bolt_receive_write(struct bolt_connection *connection,
 			       const struct bolt_wire_header *header, const char *payload)
 {
@@ -233,8 +220,8 @@ static void bolt_receive_write(struct bolt_connection *connection,
 		bolt_endpoint_count_remote(endpoint, BOLT_COUNTER_REMOTE_WRITE,
 					   header->flags & BOLT_WIRE_FLAG_REMOTE_CQ_DATA,
 					   header->cq_data, header->total_length);
-	ack = bolt_receive_reply(connection, BOLT_WIRE_WRITE_ACK, header->request_id,
-				 connection->write_status);
+	ack = bolt_transmit_internal(connection, BOLT_WIRE_WRITE_ACK, header->request_id,
+				     (uint32_t) connection->write_status);
 	if (ack)
 		bolt_transmit_start(ack);
 }
@@ -262,7 +249,8 @@ static void bolt_receive_read_request(struct bolt_connection *connection,
 
 	status = bolt_mr_translate(endpoint, header->key, header->address, header->total_length,
 				   FI_REMOTE_READ, &local);
-	response = bolt_receive_reply(connection, BOLT_WIRE_READ_RESPONSE, header->request_id, status);
+	response = bolt_transmit_internal(connection, BOLT_WIRE_READ_RESPONSE, header->request_id,
+					  (uint32_t) status);
 	if (!response)
 		return;
 	if (!status) {

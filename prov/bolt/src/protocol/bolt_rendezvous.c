@@ -63,28 +63,54 @@ static bool bolt_rendezvous_register(struct bolt_domain *domain, void *address, 
 }
 
 /*
- * The answer to request_id: where to write (registration), or a status:
- * segments instead, or an FI_E* error that ends the request.
+ * One receive on each ready data rail for the stripes of record's transfer,
+ * which arrive as writes with immediate data; the mask of those rails.
+ */
+static uint32_t bolt_rendezvous_post_stripe_receives(struct bolt_connection *connection,
+						     struct bolt_inbound *record)
+{
+	struct bolt_domain *domain = connection->endpoint->domain;
+	uint32_t ready = bolt_data_rail_ready(connection, false), mask = 0;
+
+	for (int rail = 0; rail < BOLT_MAX_DATA_RAILS; rail++) {
+		struct bolt_control_buffer *buffer;
+
+		/* Every stripe carries at least a byte. */
+		if (record->stripes_pending >= record->length)
+			break;
+		if (!(ready & (1u << rail)) || !(buffer = bolt_control_buffer_get(domain)))
+			continue;
+		buffer->work.handle = bolt_rendezvous_stripe_arrived;
+		if (bolt_data_rail_post_receive(connection, rail, buffer)) {
+			bolt_control_buffer_put(domain, buffer);
+			continue;
+		}
+		mask |= 1u << rail;
+		record->stripes_pending++;
+	}
+	return mask;
+}
+
+/*
+ * The answer to request_id: where to write (record's registration) and on
+ * which data rails, or a status: segments instead, or an FI_E* error that
+ * ends the request.
  */
 static void bolt_rendezvous_send_answer(struct bolt_connection *connection, uint64_t request_id,
-					struct bolt_mr_cache_entry *registration, void *address,
+					struct bolt_inbound *record, void *address,
 					size_t length, uint32_t status)
 {
-	struct bolt_transmit *answer = calloc(1, sizeof(*answer));
+	struct bolt_mr_cache_entry *registration = record ? record->registration : NULL;
+	struct bolt_transmit *answer = bolt_transmit_internal(connection, BOLT_WIRE_RENDEZVOUS_READY,
+							      request_id, registration ? 0 : status);
 
-	if (!answer) {
-		bolt_connection_fail(connection, FI_ENOMEM, "no memory for a rendezvous answer");
+	if (!answer)
 		return;
-	}
-	answer->op = BOLT_WIRE_RENDEZVOUS_READY;
-	answer->connection = connection;
-	answer->internal = true;
-	answer->request_id = request_id;
-	answer->cq_data = registration ? 0 : status;
 	if (registration) {
 		answer->length = length;
 		answer->remote_address = (uintptr_t) address;
 		answer->remote_key = bolt_mr_cache_entry_mr(registration)->rkey;
+		answer->tag = bolt_rendezvous_post_stripe_receives(connection, record);
 	}
 	bolt_transmit_start(answer);
 }
@@ -124,7 +150,7 @@ void bolt_rendezvous_answer(struct bolt_connection *connection, struct bolt_inbo
 	record->covered = receive->covered;
 	if (receive->iov_count == 1 && length)
 		bolt_rendezvous_register(domain, receive->iov[0].iov_base, length, &record->registration);
-	bolt_rendezvous_send_answer(connection, record->request_id, record->registration,
+	bolt_rendezvous_send_answer(connection, record->request_id, record,
 				    receive->iov[0].iov_base, length, BOLT_RENDEZVOUS_USE_SEGMENTS);
 }
 
@@ -166,10 +192,12 @@ void bolt_rendezvous_write_request(struct bolt_connection *connection,
 		record->covered = true;         /* bolt_mr_translate found the range in an open MR */
 		record->request_id = header->request_id;
 		record->length = header->total_length;
+		record->wire_flags = header->flags;
+		record->cq_data = header->cq_data;
 		DL_APPEND(connection->rendezvous, record);
 	}
-	bolt_rendezvous_send_answer(connection, header->request_id, record ? record->registration : NULL,
-				    local, header->total_length, (uint32_t) status);
+	bolt_rendezvous_send_answer(connection, header->request_id, record, local,
+				    header->total_length, (uint32_t) status);
 }
 
 /* Posts the write, unsignaled: the DONE after it completes for both. */
@@ -202,6 +230,7 @@ void bolt_rendezvous_answered(struct bolt_connection *connection, const struct b
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
 	struct bolt_transmit *transmit = NULL, *candidate;
+	uint32_t rails = (uint32_t) header->tag;
 
 	DL_FOREACH(connection->transmits, candidate)
 		if (candidate->rendezvous == BOLT_RENDEZVOUS_WAIT &&
@@ -209,6 +238,11 @@ void bolt_rendezvous_answered(struct bolt_connection *connection, const struct b
 			transmit = candidate;
 	if (!transmit || header->total_length > transmit->length) {
 		bolt_connection_fail(connection, FI_EIO, "rendezvous answer for no request");
+		return;
+	}
+	/* The peer's answer to our rail request came first on this queue pair. */
+	if (rails & ~bolt_data_rail_ready(connection, false)) {
+		bolt_connection_fail(connection, FI_EIO, "rendezvous answer names a data rail not ready");
 		return;
 	}
 	transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
@@ -219,62 +253,113 @@ void bolt_rendezvous_answered(struct bolt_connection *connection, const struct b
 		bolt_transmit_reply_arrived(transmit, (int) header->cq_data);
 		return;
 	}
+	/*
+	 * Receives the target posted for stripes that will not come stay on their
+	 * rails: stripes are told apart by their immediate data, not by receive.
+	 */
 	if (!header->cq_data && header->total_length &&
 	    bolt_rendezvous_register(domain, transmit->iov[0].iov_base, header->total_length,
 				     &transmit->registration)) {
 		transmit->target_address = header->address;
 		transmit->target_rkey = (uint32_t) header->key;
 		transmit->target_length = header->total_length;
+		transmit->rail_mask = rails;
 		transmit->rendezvous = BOLT_RENDEZVOUS_WRITE;
+		/* The target acks the write only when asked to (bolt_rendezvous_request_ack). */
+		if (transmit->op == BOLT_WIRE_WRITE && !bolt_rendezvous_wants_ack(transmit))
+			transmit->reply_pending = false;
 	}
-	/* Either the write and DONE, or the message again as segments from its start. */
+	/* Either the write, or the message again as segments from its start. */
 	bolt_transmit_progress(connection);
+}
+
+bool bolt_rendezvous_wants_ack(const struct bolt_transmit *transmit)
+{
+	return transmit->flags & FI_DELIVERY_COMPLETE;
 }
 
 /* The write is in the target's memory: count it, report remote CQ data, acknowledge. */
 static void bolt_rendezvous_write_done(struct bolt_connection *connection,
-				       const struct bolt_wire_header *header)
+				       const struct bolt_inbound *record)
 {
 	struct bolt_endpoint *endpoint = connection->endpoint;
 	struct bolt_transmit *ack;
 
 	bolt_endpoint_count_remote(endpoint, BOLT_COUNTER_REMOTE_WRITE,
-				   header->flags & BOLT_WIRE_FLAG_REMOTE_CQ_DATA, header->cq_data,
-				   header->total_length);
-	if (header->flags & BOLT_WIRE_FLAG_NO_ACK)
+				   record->wire_flags & BOLT_WIRE_FLAG_REMOTE_CQ_DATA, record->cq_data,
+				   record->length);
+	if (record->wire_flags & BOLT_WIRE_FLAG_NO_ACK)
 		return;
-	ack = calloc(1, sizeof(*ack));
-	if (!ack) {
-		bolt_connection_fail(connection, FI_ENOMEM, "no memory for an acknowledgement");
-		return;
-	}
-	ack->op = BOLT_WIRE_WRITE_ACK;
-	ack->connection = connection;
-	ack->internal = true;
-	ack->request_id = header->request_id;
-	bolt_transmit_start(ack);
+	ack = bolt_transmit_internal(connection, BOLT_WIRE_WRITE_ACK, record->request_id, 0);
+	if (ack)
+		bolt_transmit_start(ack);
 }
 
-void bolt_rendezvous_done(struct bolt_connection *connection, const struct bolt_wire_header *header)
+/* Every byte of record's transfer is in place: deliver the message or count the write. */
+static void bolt_rendezvous_finish(struct bolt_connection *connection, struct bolt_inbound *record)
 {
-	struct bolt_inbound *record = bolt_rendezvous_take(connection, header->request_id);
-	bool write = header->flags & BOLT_WIRE_FLAG_WRITE;
-
-	if (!record || record->write != write || (!write && !record->receive) ||
-	    header->total_length != record->length) {
-		if (record)
-			bolt_rendezvous_record_free(connection, record);
-		bolt_connection_fail(connection, FI_EIO, "rendezvous done for no request");
-		return;
-	}
+	DL_DELETE(connection->rendezvous, record);
 	bolt_rendezvous_unregister(connection->endpoint->domain, &record->registration, record->covered);
-	if (write) {
-		bolt_rendezvous_write_done(connection, header);
+	if (record->write) {
+		bolt_rendezvous_write_done(connection, record);
 	} else {
 		record->received = record->length;
 		bolt_match_complete_inbound(connection, record);
 	}
 	free(record);
+}
+
+void bolt_rendezvous_done(struct bolt_connection *connection, const struct bolt_wire_header *header)
+{
+	struct bolt_inbound *record = connection->rendezvous ?
+				      bolt_rendezvous_find(connection, header->request_id) : NULL;
+	bool write = header->flags & BOLT_WIRE_FLAG_WRITE;
+
+	if (!record || record->write != write || (!write && !record->receive) ||
+	    header->total_length != record->length) {
+		bolt_connection_fail(connection, FI_EIO, "rendezvous done for no request");
+		return;
+	}
+	bolt_rendezvous_finish(connection, record);
+}
+
+/* The transfer whose stripes carry immediate (its request's low 32 bits). */
+static struct bolt_inbound *bolt_rendezvous_find_striped(struct bolt_connection *connection,
+							 uint32_t immediate)
+{
+	struct bolt_inbound *record;
+
+	DL_FOREACH(connection->rendezvous, record)
+		if ((uint32_t) record->request_id == immediate && record->stripes_pending &&
+		    (record->write || record->receive))
+			return record;
+	return NULL;
+}
+
+void bolt_rendezvous_stripe_arrived(struct bolt_work_completion *work, const struct ibv_wc *wc)
+{
+	struct bolt_control_buffer *buffer = bolt_control_buffer_of_work(work);
+	struct bolt_connection *connection = buffer->connection;
+	struct bolt_inbound *record;
+
+	if (!buffer->posted)
+		return;
+	bolt_control_buffer_put(connection->endpoint->domain, buffer);
+	if (connection->state == BOLT_CONNECTION_FAILED)
+		return;
+	if (wc->status != IBV_WC_SUCCESS) {
+		bolt_connection_fail(connection, FI_EIO,
+				     connection->endpoint->domain->fabric->verbs.wc_status_str(wc->status));
+		return;
+	}
+	record = (wc->wc_flags & IBV_WC_WITH_IMM) ?
+		 bolt_rendezvous_find_striped(connection, wc->imm_data) : NULL;
+	if (!record) {
+		bolt_connection_fail(connection, FI_EIO, "a data rail stripe for no transfer");
+		return;
+	}
+	if (--record->stripes_pending == 0)
+		bolt_rendezvous_finish(connection, record);
 }
 
 void bolt_rendezvous_release(struct bolt_connection *connection, int error)

@@ -134,14 +134,8 @@ static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
 	header->flags |= BOLT_WIRE_FLAG_LAST;
 	if (transmit->op == BOLT_WIRE_WRITE)
 		header->flags |= BOLT_WIRE_FLAG_WRITE;
-	/*
-	 * The target accepted the write in its answer, and DONE follows the data
-	 * on the queue pair: only delivery completion still needs its ack.
-	 */
-	if (!asking && transmit->op == BOLT_WIRE_WRITE && !(transmit->flags & FI_DELIVERY_COMPLETE)) {
+	if (asking && transmit->op == BOLT_WIRE_WRITE && !bolt_rendezvous_wants_ack(transmit))
 		header->flags |= BOLT_WIRE_FLAG_NO_ACK;
-		transmit->reply_pending = false;
-	}
 	if (asking) {
 		transmit->rendezvous = BOLT_RENDEZVOUS_WAIT;
 	} else {
@@ -232,10 +226,16 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 	DL_FOREACH_SAFE(connection->transmits, transmit, next) {
 		if (transmit->posted_last || (blocked && !transmit->internal))
 			continue;
-		while (!transmit->posted_last && bolt_transmit_may_go(connection, transmit) &&
-		       bolt_transmit_can_send(connection, false, bolt_transmit_slots(transmit))) {
-			if (!bolt_transmit_segment(connection, transmit))
+		while (!transmit->posted_last && bolt_transmit_may_go(connection, transmit)) {
+			if (transmit->rendezvous == BOLT_RENDEZVOUS_WRITE && transmit->rail_mask) {
+				if (!bolt_transmit_stripes(connection, transmit))
+					break;
+			} else if (!bolt_transmit_can_send(connection, false,
+							   bolt_transmit_slots(transmit))) {
+				break;
+			} else if (!bolt_transmit_segment(connection, transmit)) {
 				return;
+			}
 			/* A failed post ended every transmit, next included. */
 			if (connection->state == BOLT_CONNECTION_FAILED)
 				return;
@@ -245,6 +245,96 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 			blocked = true;
 	}
 	bolt_transmit_return_credits(connection);
+}
+
+static void bolt_transmit_check_done(struct bolt_transmit *transmit);
+
+static void bolt_transmit_stripe_completed(struct bolt_work_completion *work, const struct ibv_wc *wc)
+{
+	struct bolt_control_buffer *record = bolt_control_buffer_of_work(work);
+	struct bolt_connection *connection = record->connection;
+	struct bolt_transmit *transmit = record->transmit;
+	int rail = record->data_rail;
+
+	if (!record->posted)
+		return;
+	bolt_control_buffer_put(connection->endpoint->domain, record);
+	/* A failed connection has already ended its transmits. */
+	if (connection->state == BOLT_CONNECTION_FAILED)
+		return;
+	connection->data_rails[rail].outstanding_sends--;
+	if (wc->status != IBV_WC_SUCCESS) {
+		bolt_connection_fail(connection, FI_EIO,
+				     connection->endpoint->domain->fabric->verbs.wc_status_str(wc->status));
+		return;
+	}
+	transmit->in_flight--;
+	bolt_transmit_check_done(transmit);
+	bolt_transmit_progress(connection);
+}
+
+/*
+ * The write phase across data rails: one stripe per rail of the mask, each
+ * an RDMA write whose immediate data names the transfer to the target, which
+ * posted a receive for it on that rail. Shares differ by a byte at most.
+ */
+bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_transmit *transmit)
+{
+	struct bolt_domain *domain = connection->endpoint->domain;
+	uint32_t mask = transmit->rail_mask;
+	size_t count = (size_t) __builtin_popcount(mask), offset = 0, stripe = 0;
+	uint32_t lkey = bolt_mr_cache_entry_mr(transmit->registration)->lkey;
+
+	if ((bolt_data_rail_ready(connection, true) & mask) != mask ||
+	    domain->control_pool.free_count < count)
+		return false;
+	for (int rail = 0; rail < BOLT_MAX_DATA_RAILS; rail++) {
+		struct bolt_control_buffer *record;
+		struct ibv_sge sge;
+		int ret;
+
+		if (!(mask & (1u << rail)))
+			continue;
+		sge.addr = (uintptr_t) transmit->iov[0].iov_base + offset;
+		sge.length = (uint32_t) (transmit->target_length / count +
+					 (stripe < transmit->target_length % count));
+		sge.lkey = lkey;
+		record = bolt_control_buffer_get(domain);
+		record->work.handle = bolt_transmit_stripe_completed;
+		record->transmit = transmit;
+		ret = bolt_data_rail_post_write(connection, rail, record, &sge,
+						transmit->target_address + offset, transmit->target_rkey,
+						(uint32_t) transmit->request_id);
+		if (ret) {
+			bolt_control_buffer_put(domain, record);
+			bolt_connection_fail(connection, FI_EIO, strerror(ret));
+			return true;
+		}
+		transmit->in_flight++;
+		offset += sge.length;
+		stripe++;
+	}
+	transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
+	transmit->sent = transmit->length;
+	transmit->posted_last = true;
+	return true;
+}
+
+struct bolt_transmit *bolt_transmit_internal(struct bolt_connection *connection, enum bolt_wire_op op,
+					     uint64_t request_id, uint32_t status)
+{
+	struct bolt_transmit *transmit = calloc(1, sizeof(*transmit));
+
+	if (!transmit) {
+		bolt_connection_fail(connection, FI_ENOMEM, "no memory for a protocol message");
+		return NULL;
+	}
+	transmit->op = op;
+	transmit->connection = connection;
+	transmit->internal = true;
+	transmit->request_id = request_id;
+	transmit->cq_data = status;
+	return transmit;
 }
 
 void bolt_transmit_free(struct bolt_transmit *transmit)
@@ -305,8 +395,11 @@ void bolt_transmit_start(struct bolt_transmit *transmit)
 		transmit->request_id = connection->next_request_id++;
 		transmit->reply_pending = transmit->op == BOLT_WIRE_WRITE ||
 					  transmit->op == BOLT_WIRE_READ_REQUEST;
-		if (bolt_rendezvous_wanted(transmit))
+		if (bolt_rendezvous_wanted(transmit)) {
 			transmit->rendezvous = BOLT_RENDEZVOUS_ASK;
+			/* Asked for ahead of the request, so its answer can name them. */
+			bolt_data_rail_request(connection);
+		}
 	}
 	DL_APPEND(connection->transmits, transmit);
 	if (connection->state == BOLT_CONNECTION_FAILED) {

@@ -19,9 +19,12 @@ enum bolt_wire_op {
 	BOLT_WIRE_READ_RESPONSE,    /* a segment of the data read, at offset in the request */
 	BOLT_WIRE_CREDIT,           /* only returns credits */
 	BOLT_WIRE_RENDEZVOUS,       /* a large message: where may its data be written? */
-	BOLT_WIRE_RENDEZVOUS_READY, /* at address and key, total_length bytes (or status: segments) */
+	BOLT_WIRE_RENDEZVOUS_READY, /* at address and key, total_length bytes (or status: segments);
+				     * tag: the data rails with a receive posted for its stripes */
 	BOLT_WIRE_RENDEZVOUS_DONE,  /* the data is written: it preceded this on the queue pair */
-	BOLT_WIRE_OP_LAST = BOLT_WIRE_RENDEZVOUS_DONE,
+	BOLT_WIRE_RAIL_REQUEST,     /* data rail request_id: our queue pair is address, PSN key */
+	BOLT_WIRE_RAIL_ANSWER,      /* the same for the answerer's, or status in cq_data: none */
+	BOLT_WIRE_OP_LAST = BOLT_WIRE_RAIL_ANSWER,
 };
 
 enum bolt_wire_flag {
@@ -29,7 +32,7 @@ enum bolt_wire_flag {
 	BOLT_WIRE_FLAG_REMOTE_CQ_DATA = 1 << 1,
 	BOLT_WIRE_FLAG_LAST = 1 << 2,       /* the last segment of its message or request */
 	BOLT_WIRE_FLAG_WRITE = 1 << 3,      /* a rendezvous for fi_write, at key + address */
-	BOLT_WIRE_FLAG_NO_ACK = 1 << 4,     /* DONE of a write whose initiator needs no ack */
+	BOLT_WIRE_FLAG_NO_ACK = 1 << 4,     /* a rendezvous write whose initiator needs no ack */
 };
 
 struct bolt_wire_header {
