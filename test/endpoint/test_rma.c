@@ -33,6 +33,21 @@ static int register_region(struct rdm_endpoint *endpoint, void *buffer, size_t l
 	return ret;
 }
 
+/* The target's start: its endpoint, and a region for the initiator, whose address and key it tells. */
+static int offer_region(struct rdm_endpoint *endpoint, const struct rdm_options *options, int socket,
+			char *region, size_t length, uint64_t access, struct fid_mr **mr)
+{
+	int ret = region ? rdm_open(endpoint, options) : -FI_ENOMEM;
+
+	if (!ret)
+		ret = rdm_connect(endpoint, socket);
+	if (!ret)
+		ret = register_region(endpoint, region, length, access, mr);
+	if (!ret && (rdm_send_value(socket, (uintptr_t) region) || rdm_send_value(socket, fi_mr_key(*mr))))
+		ret = -FI_EIO;
+	return ret;
+}
+
 /*
  * The target: registers a region for remote write and read, tells its
  * address and key, then waits for the initiator's writedata and checks it.
@@ -48,14 +63,10 @@ static int target_peer(int socket, void *argument)
 	uint64_t done;
 	int ret;
 
-	ret = rdm_open(&endpoint, options);
-	if (!ret)
-		ret = rdm_connect(&endpoint, socket);
-	if (!ret)
-		ret = register_region(&endpoint, region, REGION_SIZE, FI_REMOTE_WRITE | FI_REMOTE_READ, &mr);
-	rdm_fill(region + REGION_SIZE / 2, REGION_SIZE / 2, 99);   /* for the initiator to read */
-	if (!ret && (rdm_send_value(socket, (uintptr_t) region) || rdm_send_value(socket, fi_mr_key(mr))))
-		ret = -FI_EIO;
+	if (region)
+		rdm_fill(region + REGION_SIZE / 2, REGION_SIZE / 2, 99);   /* for the initiator to read */
+	ret = offer_region(&endpoint, options, socket, region, REGION_SIZE,
+			   FI_REMOTE_WRITE | FI_REMOTE_READ, &mr);
 	/* writedata: a remote CQ data completion, with no receive posted for it. */
 	if (!ret)
 		ret = rdm_wait(&endpoint, &entry, &error);
@@ -271,13 +282,7 @@ static int burst_target_peer(int socket, void *argument)
 	uint64_t done;
 	int ret;
 
-	ret = rdm_open(&endpoint, options);
-	if (!ret)
-		ret = rdm_connect(&endpoint, socket);
-	if (!ret)
-		ret = register_region(&endpoint, region, BURST_REGION, FI_REMOTE_WRITE, &mr);
-	if (!ret && (rdm_send_value(socket, (uintptr_t) region) || rdm_send_value(socket, fi_mr_key(mr))))
-		ret = -FI_EIO;
+	ret = offer_region(&endpoint, options, socket, region, BURST_REGION, FI_REMOTE_WRITE, &mr);
 	if (!ret)
 		ret = rdm_serve_until_told(&endpoint, socket, &done);
 	for (int i = 0; !ret && i < BURST_WRITES; i++)
