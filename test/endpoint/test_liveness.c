@@ -2,6 +2,8 @@
  * test_liveness.c: a peer process that dies. UC reports nothing when a peer
  * is gone, so bolt watches the side channel: operations in flight and new
  * ones to the dead peer must end with an error within 2 seconds, not hang.
+ * The same for a peer that is alive but whose messages are all lost: UC drops
+ * them without a trace, and the side channel's counts show it.
  */
 #include <signal.h>
 #include <stdlib.h>
@@ -104,4 +106,66 @@ Test(liveness, rocev2_rc)
 	struct rdm_options options = { .profile = "rocev2" };
 
 	peer_dies(&options, "live-roce");
+}
+
+/* Progresses (so it answers the side channel) until told to stop. */
+static int serving_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	uint64_t done;
+	int ret;
+
+	ret = rdm_open(&endpoint, options);
+	if (!ret)
+		ret = rdm_connect(&endpoint, socket);
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &done);
+	rdm_close(&endpoint);
+	return ret;
+}
+
+/* Starts operation (given the endpoint and context) and expects it to end with FI_EIO. */
+static void expect_lost(struct rdm_endpoint *endpoint, void *context, const char *what)
+{
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	struct timespec start;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	cr_assert_eq(rdm_wait(endpoint, &entry, &error), -FI_EAVAIL, "%s: it ended well?", what);
+	cr_expect_eq(error.op_context, context);
+	cr_expect_eq(error.err, FI_EIO, "%s: error %d", what, error.err);
+	cr_log_info("%s: the error came after %.2f s", what, seconds_since(&start));
+	cr_expect_lt(seconds_since(&start), 2.0, "%s: the error took %.2f s", what, seconds_since(&start));
+}
+
+/* Every UC packet is lost: a read and a large send end in errors instead of waiting. */
+Test(liveness, every_packet_lost_thunderbolt_uc)
+{
+	struct rdm_options options = { .profile = "thunderbolt" };
+	struct rdm_endpoint endpoint;
+	char *large = calloc(1, LARGE), small[64];
+	int socket;
+	pid_t peer;
+
+	cr_assert(large);
+	setenv("FI_BOLT_SOFT_DROP_EVERY", "1", 1);
+	rdm_environment(&options, "live-lost");
+	peer = rdm_fork(serving_peer, &options, &socket);
+	cr_assert(peer > 0);
+	cr_assert_eq(rdm_open(&endpoint, &options), 0);
+	cr_assert_eq(rdm_connect(&endpoint, socket), 0);
+	cr_assert_eq(fi_read(endpoint.ep, small, sizeof(small), NULL, endpoint.peer, 0, 1, small), 0);
+	expect_lost(&endpoint, small, "a read whose request was lost");
+	/* The connection has failed for good: new operations fail at once. */
+	cr_assert_eq(fi_send(endpoint.ep, large, LARGE, NULL, endpoint.peer, large), 0);
+	expect_lost(&endpoint, large, "a send to the failed connection");
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(rdm_join(peer), 0, "the peer failed");
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(&options);
+	unsetenv("FI_BOLT_SOFT_DROP_EVERY");
+	close(socket);
+	free(large);
 }

@@ -129,6 +129,24 @@ struct bolt_unexpected {
 	struct bolt_unexpected *prev, *next;
 };
 
+/*
+ * What a connection's side channel shows of messages lost on unreliable
+ * queue pairs (connection/bolt_loss.c): counts asked for while it waits.
+ */
+struct bolt_loss_watch {
+	uint32_t seen_received;         /* arrivals at the last look, */
+	uint32_t seen_stripes;
+	uint64_t quiet_since_ns;        /* and since when nothing arrived */
+	uint64_t asked_ns;              /* our last question; */
+	bool asking;                    /* its answer still to come */
+	uint32_t sent_at_ask, stripes_sent_at_ask;              /* our counts when we asked, */
+	uint32_t sent_at_previous_ask, stripes_sent_at_previous_ask;    /* and the time before */
+	uint32_t confirmed_sent, confirmed_stripes;     /* the peer had all of these */
+	bool answered;                  /* the peer's counts, judged after a grace period */
+	uint64_t answered_ns;
+	uint32_t peer_sent, peer_received, peer_stripes_sent, peer_stripes_received;
+};
+
 enum bolt_connection_state {
 	BOLT_CONNECTION_CONNECTING,     /* our hello sent, waiting for the reply */
 	BOLT_CONNECTION_WAITING_READY,  /* replied to the peer's hello, waiting for ready */
@@ -180,6 +198,9 @@ struct bolt_connection {
 	uint32_t credits_to_return;
 	uint32_t send_sequence;
 	uint32_t receive_sequence;
+	uint32_t stripes_sent;          /* data rail stripes posted to the peer, */
+	uint32_t stripes_received;      /* and arrived from it */
+	struct bolt_loss_watch loss;
 	int outstanding_sends;          /* posted, send completion pending */
 	uint64_t next_request_id;
 	struct bolt_transmit *transmits;        /* in order; the first unsent is next */
@@ -314,6 +335,13 @@ int bolt_data_rail_post_write(struct bolt_connection *connection, int rail,
 int bolt_data_rail_post_receive(struct bolt_connection *connection, int rail,
 				struct bolt_control_buffer *record);
 void bolt_data_rail_destroy_all(struct bolt_connection *connection);
+
+/* Loss (connection/bolt_loss.c). */
+/* While the connection waits for the peer and nothing arrives, compares counts with it. */
+void bolt_loss_check(struct bolt_connection *connection, uint64_t now_ns);
+/* A side channel message about counts; false if type is not one. */
+bool bolt_loss_handle(struct bolt_connection *connection, uint16_t type, const void *body,
+		      uint32_t length, uint64_t now_ns);
 
 /* ---- Protocols (protocol/) ---- */
 

@@ -16,6 +16,7 @@
 #include <utlist.h>
 
 #include "bolt_endpoint.h"
+#include "connection/bolt_handshake.h"
 
 #define BOLT_CONNECTION_RECEIVE_DEPTH 32       /* also the peer's credits */
 #define BOLT_CONNECTION_TIMEOUT_NS (10ULL * 1000000000ULL)
@@ -24,25 +25,6 @@
  * watched for liveness, which needs far less than every progress call.
  */
 #define BOLT_CONNECTION_WATCH_INTERVAL_NS 100000ULL
-#define BOLT_HANDSHAKE_BYTE_ORDER 0x01020304u
-
-enum bolt_handshake_type {
-	BOLT_HANDSHAKE_HELLO = 1,
-	BOLT_HANDSHAKE_REPLY,
-	BOLT_HANDSHAKE_READY,
-	BOLT_HANDSHAKE_REJECT,          /* body: the error, an FI_E* code */
-};
-
-struct bolt_handshake {
-	struct bolt_address sender;
-	struct bolt_address receiver;   /* whom the sender means: the listener checks it */
-	uint32_t byte_order;            /* the wire header is in the sender's order */
-	uint32_t qp_type;
-	uint32_t qpn;
-	uint32_t psn;
-	uint32_t receive_depth;
-	uint8_t gid[16];
-};
 
 static uint64_t bolt_connection_now_ns(void)
 {
@@ -360,6 +342,9 @@ static void bolt_connection_handle(struct bolt_connection *connection, uint16_t 
 {
 	const char *problem = NULL;
 
+	if (connection->state == BOLT_CONNECTION_ESTABLISHED &&
+	    bolt_loss_handle(connection, type, handshake, length, bolt_connection_now_ns()))
+		return;
 	if (type == BOLT_HANDSHAKE_REPLY && connection->state == BOLT_CONNECTION_CONNECTING) {
 		problem = bolt_connection_handshake_check(connection->endpoint, handshake, length);
 		if (!problem && !bolt_connection_same_address(&handshake->sender, &connection->peer))
@@ -469,8 +454,10 @@ void bolt_connection_progress_all(struct bolt_endpoint *endpoint)
 	}
 	endpoint->handshakes_pending = endpoint->accepted != NULL;
 	HASH_ITER(hh, endpoint->connections, connection, next) {
-		if (connection->has_stream && watch)
+		if (connection->has_stream && watch) {
 			bolt_connection_progress_stream(connection);
+			bolt_loss_check(connection, now);
+		}
 		if (connection->state == BOLT_CONNECTION_CONNECTING ||
 		    connection->state == BOLT_CONNECTION_WAITING_READY)
 			endpoint->handshakes_pending = true;

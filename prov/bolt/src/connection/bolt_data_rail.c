@@ -219,6 +219,7 @@ int bolt_data_rail_post_write(struct bolt_connection *connection, int index,
 	}
 	rail->outstanding_sends++;
 	rail->bytes_written += sge->length;
+	connection->stripes_sent++;
 	return 0;
 }
 

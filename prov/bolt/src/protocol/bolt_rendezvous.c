@@ -358,6 +358,7 @@ void bolt_rendezvous_stripe_arrived(struct bolt_work_completion *work, const str
 		bolt_connection_fail(connection, FI_EIO, "a data rail stripe for no transfer");
 		return;
 	}
+	connection->stripes_received++;
 	if (--record->stripes_pending == 0)
 		bolt_rendezvous_finish(connection, record);
 }
