@@ -24,13 +24,8 @@ static struct rdm_options options = {
 
 static void open_self(void)
 {
-	char name[64];
-	size_t length = sizeof(name);
-
 	rdm_environment(&options, "probe");
-	cr_assert_eq(rdm_open(&endpoint, &options), 0);
-	cr_assert_eq(fi_getname(&endpoint.ep->fid, name, &length), 0);
-	cr_assert_eq(fi_av_insert(endpoint.av, name, 1, &endpoint.peer, 0, NULL), 1);
+	cr_assert_eq(rdm_open_self(&endpoint, &options), 0);
 }
 
 static void close_self(void)

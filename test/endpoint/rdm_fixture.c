@@ -139,6 +139,19 @@ int rdm_open(struct rdm_endpoint *endpoint, const struct rdm_options *options)
 	return ret;
 }
 
+int rdm_open_self(struct rdm_endpoint *endpoint, const struct rdm_options *options)
+{
+	char name[64];
+	size_t length = sizeof(name);
+	int ret = rdm_open(endpoint, options);
+
+	if (!ret)
+		ret = fi_getname(&endpoint->ep->fid, name, &length);
+	if (!ret && fi_av_insert(endpoint->av, name, 1, &endpoint->peer, 0, NULL) != 1)
+		ret = -FI_EINVAL;
+	return ret;
+}
+
 static void rdm_close_fid(struct fid *fid)
 {
 	if (fid)

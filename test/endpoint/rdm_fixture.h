@@ -60,6 +60,9 @@ int rdm_open_endpoint(struct rdm_endpoint *endpoint, const struct rdm_endpoint *
 		      const struct rdm_options *options);
 void rdm_close(struct rdm_endpoint *endpoint);
 
+/* rdm_open, then its own name inserted as its peer: an endpoint talking to itself. */
+int rdm_open_self(struct rdm_endpoint *endpoint, const struct rdm_options *options);
+
 /* Exchanges names over the socket and inserts the peer's into the AV. */
 int rdm_connect(struct rdm_endpoint *endpoint, int socket);
 
