@@ -4,8 +4,13 @@
  * 8 MiB, receives from any source, probes (blocking, non-blocking, matched)
  * and sends to self. Every result is checked against what each rank can
  * compute on its own; rank 0 prints one line per check and the verdict, and
- * the exit status is 0 only when every rank passed every check.
+ * the exit status is 0 only when every rank passed every check. With the
+ * argument "thread-multiple" it asks for MPI_THREAD_MULTIPLE (the MTL then
+ * asks bolt for FI_THREAD_SAFE) and a second thread runs its own ring on a
+ * communicator of its own while the checks run.
  */
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,6 +278,45 @@ static void check_self(struct context *context)
 	check(context, ok, "send to self");
 }
 
+#define SIDE_RING_ROUNDS 200
+#define SIDE_RING_BYTES 10000
+
+struct side_ring {
+	MPI_Comm comm;
+	int rank;
+	int size;
+	int failures;
+};
+
+/* The second thread: a ring of its own, every message checked. */
+static void *side_ring_run(void *argument)
+{
+	struct side_ring *ring = argument;
+	uint8_t *out = malloc(SIDE_RING_BYTES), *in = malloc(SIDE_RING_BYTES);
+	int next = (ring->rank + 1) % ring->size;
+	int previous = (ring->rank + ring->size - 1) % ring->size;
+
+	if (!out || !in) {
+		ring->failures++;
+		free(out);
+		free(in);
+		return NULL;
+	}
+	for (unsigned int round = 0; round < SIDE_RING_ROUNDS; round++) {
+		MPI_Request request;
+
+		pattern_fill(out, SIDE_RING_BYTES, ring->rank, 1000 + round);
+		MPI_Irecv(in, SIDE_RING_BYTES, MPI_BYTE, previous, 5, ring->comm, &request);
+		MPI_Send(out, SIDE_RING_BYTES, MPI_BYTE, next, 5, ring->comm);
+		MPI_Wait(&request, MPI_STATUS_IGNORE);
+		if (pattern_first_wrong(in, SIDE_RING_BYTES, previous, 1000 + round) != SIDE_RING_BYTES)
+			ring->failures++;
+	}
+	free(out);
+	free(in);
+	return NULL;
+}
+
 static void run_checks(struct context *context)
 {
 	static const size_t ring_lengths[] = {
@@ -295,13 +339,25 @@ static void run_checks(struct context *context)
 
 int main(int argc, char **argv)
 {
+	bool thread_multiple = argc > 1 && !strcmp(argv[1], "thread-multiple");
 	struct context context = { 0 };
+	struct side_ring ring = { 0 };
+	pthread_t side_thread;
 	size_t buffer_size;
 	int total_failures = 0;
+	int provided = MPI_THREAD_SINGLE;
 
-	MPI_Init(&argc, &argv);
+	if (thread_multiple)
+		MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+	else
+		MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &context.rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &context.size);
+	if (thread_multiple) {
+		check(&context, provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE provided");
+		if (provided != MPI_THREAD_MULTIPLE)
+			thread_multiple = false;
+	}
 	/* The all-gather needs size blocks; the ring one byte past its largest message. */
 	buffer_size = RING_MAX_BYTES + 1;
 	if (buffer_size < (size_t) context.size * 256 * 1024)
@@ -312,7 +368,21 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mpi_consumer: rank %d: out of memory\n", context.rank);
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
+	if (thread_multiple) {
+		MPI_Comm_dup(MPI_COMM_WORLD, &ring.comm);
+		ring.rank = context.rank;
+		ring.size = context.size;
+		if (pthread_create(&side_thread, NULL, side_ring_run, &ring)) {
+			fprintf(stderr, "mpi_consumer: rank %d: no second thread\n", context.rank);
+			MPI_Abort(MPI_COMM_WORLD, 2);
+		}
+	}
 	run_checks(&context);
+	if (thread_multiple) {
+		pthread_join(side_thread, NULL);
+		check(&context, ring.failures == 0, "a second thread's ring at the same time");
+		MPI_Comm_free(&ring.comm);
+	}
 	MPI_Allreduce(&context.failures, &total_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
 	if (context.rank == 0)
 		printf("mpi_consumer: %d ranks: %s\n", context.size,
