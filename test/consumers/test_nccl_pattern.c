@@ -459,7 +459,7 @@ Test(nccl_pattern, rails_on_rocev2, .timeout = 120)
 	initiator("nccl-rocev2");
 }
 
-/* fi_getinfo end to end: FI_HMEM is a clear no; the host-memory set gets what the plugin needs. */
+/* bolt_getinfo: FI_HMEM is a clear no; the host-memory set gets what the plugin needs. */
 Test(nccl_pattern, hint_sets_answered)
 {
 	struct fi_info *hints = fi_allocinfo();
@@ -492,6 +492,36 @@ Test(nccl_pattern, hint_sets_answered)
 	cr_assert_eq(info->domain_attr->threading, FI_THREAD_COMPLETION);
 	cr_assert_geq(info->domain_attr->cq_data_size, 4);
 	cr_assert_gt(info->domain_attr->mr_cnt, 0);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+	rdm_environment_cleanup(&options);
+}
+
+/*
+ * The same through libfabric, which loads bolt from FI_PROVIDER_PATH (the
+ * build's .libs: tests run in the build directory), as the plugin finds it.
+ */
+Test(nccl_pattern, hint_sets_answered_through_libfabric)
+{
+	struct fi_info *hints = fi_allocinfo();
+	struct fi_info *info = NULL;
+	char path[4096];
+
+	cr_assert_not_null(hints);
+	cr_assert_not_null(getcwd(path, sizeof(path) - 8));
+	strcat(path, "/.libs");
+	setenv("FI_PROVIDER_PATH", path, 1);
+	rdm_environment(&options, "nccl-libfabric");
+	consumer_hints_nccl_rdma(hints);
+	hints->fabric_attr->prov_name = strdup("bolt");
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info), -FI_ENODATA);
+	cr_assert_null(info);
+	hints->caps &= ~FI_HMEM;
+	hints->domain_attr->mr_mode &= ~FI_MR_HMEM;
+	cr_assert_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info), 0);
+	cr_assert_str_eq(info->fabric_attr->prov_name, "bolt");
+	cr_assert_eq(info->caps & FI_HMEM, 0);
+	cr_assert_neq(info->domain_attr->mr_mode & FI_MR_ENDPOINT, 0);
 	fi_freeinfo(info);
 	fi_freeinfo(hints);
 	rdm_environment_cleanup(&options);
