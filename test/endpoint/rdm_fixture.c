@@ -60,7 +60,7 @@ void rdm_environment_cleanup(const struct rdm_options *options)
 		shm_unlink(name);
 }
 
-static struct fi_info *rdm_hints(const struct rdm_options *options)
+struct fi_info *rdm_hints(const struct rdm_options *options)
 {
 	struct fi_info *hints = fi_allocinfo();
 
@@ -75,9 +75,23 @@ static struct fi_info *rdm_hints(const struct rdm_options *options)
 	return hints;
 }
 
-int rdm_open(struct rdm_endpoint *endpoint, const struct rdm_options *options)
+int rdm_open_domain(struct rdm_endpoint *endpoint, const struct fi_info *hints)
 {
-	struct fi_info *hints = rdm_hints(options);
+	int ret;
+
+	memset(endpoint, 0, sizeof(*endpoint));
+	ret = bolt_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &endpoint->info);
+	if (ret)
+		return ret;
+	ret = bolt_fabric_open(endpoint->info->fabric_attr, &endpoint->fabric, NULL);
+	if (ret)
+		return ret;
+	return fi_domain(endpoint->fabric, endpoint->info, &endpoint->domain, NULL);
+}
+
+int rdm_open_endpoint(struct rdm_endpoint *endpoint, const struct rdm_endpoint *owner,
+		      const struct rdm_options *options)
+{
 	struct fi_cq_attr cq_attr = {
 		.format = options->cq_format ? options->cq_format : FI_CQ_FORMAT_TAGGED,
 		.size = 4096,
@@ -85,19 +99,13 @@ int rdm_open(struct rdm_endpoint *endpoint, const struct rdm_options *options)
 	struct fi_av_attr av_attr = { .type = options->av_type };
 	int ret;
 
-	memset(endpoint, 0, sizeof(*endpoint));
-	if (!hints)
-		return -FI_ENOMEM;
-	ret = bolt_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &endpoint->info);
-	fi_freeinfo(hints);
-	if (ret)
-		return ret;
-	ret = bolt_fabric_open(endpoint->info->fabric_attr, &endpoint->fabric, NULL);
-	if (ret)
-		return ret;
-	ret = fi_domain(endpoint->fabric, endpoint->info, &endpoint->domain, NULL);
-	if (ret)
-		return ret;
+	if (endpoint != owner) {
+		memset(endpoint, 0, sizeof(*endpoint));
+		endpoint->info = owner->info;
+		endpoint->fabric = owner->fabric;
+		endpoint->domain = owner->domain;
+		endpoint->shares_domain = true;
+	}
 	ret = fi_endpoint(endpoint->domain, endpoint->info, &endpoint->ep, NULL);
 	if (ret)
 		return ret;
@@ -110,8 +118,37 @@ int rdm_open(struct rdm_endpoint *endpoint, const struct rdm_options *options)
 	ret = fi_ep_bind(endpoint->ep, &endpoint->cq->fid, FI_TRANSMIT | FI_RECV);
 	if (!ret)
 		ret = fi_ep_bind(endpoint->ep, &endpoint->av->fid, 0);
+	return ret;
+}
+
+int rdm_open(struct rdm_endpoint *endpoint, const struct rdm_options *options)
+{
+	struct fi_info *hints = rdm_hints(options);
+	int ret;
+
+	if (!hints) {
+		memset(endpoint, 0, sizeof(*endpoint));
+		return -FI_ENOMEM;
+	}
+	ret = rdm_open_domain(endpoint, hints);
+	fi_freeinfo(hints);
+	if (!ret)
+		ret = rdm_open_endpoint(endpoint, endpoint, options);
 	if (!ret)
 		ret = fi_enable(endpoint->ep);
+	return ret;
+}
+
+int rdm_open_self(struct rdm_endpoint *endpoint, const struct rdm_options *options)
+{
+	char name[64];
+	size_t length = sizeof(name);
+	int ret = rdm_open(endpoint, options);
+
+	if (!ret)
+		ret = fi_getname(&endpoint->ep->fid, name, &length);
+	if (!ret && fi_av_insert(endpoint->av, name, 1, &endpoint->peer, 0, NULL) != 1)
+		ret = -FI_EINVAL;
 	return ret;
 }
 
@@ -126,6 +163,10 @@ void rdm_close(struct rdm_endpoint *endpoint)
 	rdm_close_fid(endpoint->ep ? &endpoint->ep->fid : NULL);
 	rdm_close_fid(endpoint->av ? &endpoint->av->fid : NULL);
 	rdm_close_fid(endpoint->cq ? &endpoint->cq->fid : NULL);
+	if (endpoint->shares_domain) {
+		memset(endpoint, 0, sizeof(*endpoint));
+		return;
+	}
 	rdm_close_fid(endpoint->domain ? &endpoint->domain->fid : NULL);
 	rdm_close_fid(endpoint->fabric ? &endpoint->fabric->fid : NULL);
 	fi_freeinfo(endpoint->info);

@@ -31,6 +31,7 @@ struct rdm_endpoint {
 	struct fid_cq *cq;
 	struct fid_av *av;
 	fi_addr_t peer;
+	bool shares_domain;             /* on another's domain: rdm_close leaves that open */
 };
 
 struct rdm_options {
@@ -47,7 +48,20 @@ void rdm_environment(const struct rdm_options *options, const char *tag);
 void rdm_environment_cleanup(const struct rdm_options *options);
 
 int rdm_open(struct rdm_endpoint *endpoint, const struct rdm_options *options);
+/* The hints rdm_open asks with, for tests that start from them and change some. */
+struct fi_info *rdm_hints(const struct rdm_options *options);
+/*
+ * rdm_open in steps, for tests that shape them: bolt_getinfo with hints, the
+ * fabric and the domain; then an endpoint with its own CQ and AV on owner's
+ * domain (owner may be endpoint itself), bound but not enabled.
+ */
+int rdm_open_domain(struct rdm_endpoint *endpoint, const struct fi_info *hints);
+int rdm_open_endpoint(struct rdm_endpoint *endpoint, const struct rdm_endpoint *owner,
+		      const struct rdm_options *options);
 void rdm_close(struct rdm_endpoint *endpoint);
+
+/* rdm_open, then its own name inserted as its peer: an endpoint talking to itself. */
+int rdm_open_self(struct rdm_endpoint *endpoint, const struct rdm_options *options);
 
 /* Exchanges names over the socket and inserts the peer's into the AV. */
 int rdm_connect(struct rdm_endpoint *endpoint, int socket);

@@ -295,8 +295,9 @@ static int burst_target_peer(int socket, void *argument)
 	return ret;
 }
 
-/* data_rails: FI_BOLT_DATA_RAILS; every large write goes in stripes across them, none without. */
-static void burst_of_writes(struct rdm_options *options, const char *tag, const char *data_rails)
+/* data_rails: FI_BOLT_DATA_RAILS; with striped, every large write goes in stripes, else none. */
+static void burst_of_writes(struct rdm_options *options, const char *tag, const char *data_rails,
+			    bool striped)
 {
 	struct rdm_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
@@ -347,7 +348,7 @@ static void burst_of_writes(struct rdm_options *options, const char *tag, const 
 	}
 	cr_assert_eq(failed, 1);
 	cr_assert_eq(succeeded, BURST_WRITES);
-	cr_assert_eq(striped_bytes(&endpoint), options->send_only || !strcmp(data_rails, "0") ? 0 : large_bytes,
+	cr_assert_eq(striped_bytes(&endpoint), striped ? large_bytes : 0,
 		     "%llu bytes went in stripes", (unsigned long long) striped_bytes(&endpoint));
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 	cr_assert_eq(rdm_join(peer), 0, "the target found wrong data");
@@ -367,26 +368,41 @@ Test(rma, burst_thunderbolt)
 {
 	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE };
 
-	burst_of_writes(&options, "rma-burst-tb", "1");
+	burst_of_writes(&options, "rma-burst-tb", "1", true);
+}
+
+/* By default: none on Thunderbolt, whose few queue pairs connections need; one on RoCE. */
+Test(rma, burst_thunderbolt_default_data_rails)
+{
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE };
+
+	burst_of_writes(&options, "rma-burst-tb-d", "-1", false);
+}
+
+Test(rma, burst_rocev2_default_data_rails)
+{
+	struct rdm_options options = { .profile = "rocev2", .mr_mode = MR_MODE };
+
+	burst_of_writes(&options, "rma-burst-roce-d", "-1", true);
 }
 
 Test(rma, burst_thunderbolt_without_data_rails)
 {
 	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE };
 
-	burst_of_writes(&options, "rma-burst-tb-0", "0");
+	burst_of_writes(&options, "rma-burst-tb-0", "0", false);
 }
 
 Test(rma, burst_rocev2_four_data_rails)
 {
 	struct rdm_options options = { .profile = "rocev2", .mr_mode = MR_MODE };
 
-	burst_of_writes(&options, "rma-burst-roce", "4");
+	burst_of_writes(&options, "rma-burst-roce", "4", true);
 }
 
 Test(rma, burst_thunderbolt_send_only)
 {
 	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE, .send_only = true };
 
-	burst_of_writes(&options, "rma-burst-tb-so", "1");
+	burst_of_writes(&options, "rma-burst-tb-so", "1", false);
 }

@@ -13,6 +13,7 @@
 #include "bolt_address.h"
 #include "bolt_attr.h"
 #include "bolt_hints.h"
+#include "consumer_hints.h"
 
 #define API_VERSION FI_VERSION(1, 17)
 #define OLD_API_VERSION FI_VERSION(1, 4)
@@ -65,35 +66,6 @@ static int match(uint32_t version)
 
 #define expect_accepted() cr_assert_eq(match(API_VERSION), 0)
 #define expect_rejected() cr_assert_eq(match(API_VERSION), -FI_ENODATA)
-
-/* aws-ofi-nccl's RDMA protocol (nccl_ofi_rdma.cpp, get_hints). */
-static void set_nccl_rdma_hints(struct fi_info *h)
-{
-	h->caps = FI_MSG | FI_RMA | FI_HMEM | FI_LOCAL_COMM | FI_REMOTE_COMM;
-	h->mode = FI_CONTEXT | FI_CONTEXT2;
-	h->ep_attr->type = FI_EP_RDM;
-	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_HMEM | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-				  FI_MR_PROV_KEY | FI_MR_ENDPOINT;
-	h->domain_attr->mr_key_size = 2;
-	h->domain_attr->threading = FI_THREAD_COMPLETION;
-	h->domain_attr->control_progress = FI_PROGRESS_UNSPEC;
-	h->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
-	h->domain_attr->cq_data_size = 4;
-}
-
-/* aws-ofi-nccl's send/recv protocol (nccl_ofi_sendrecv.cpp), without GPUDirect. */
-static void set_nccl_sendrecv_hints(struct fi_info *h)
-{
-	h->caps = FI_LOCAL_COMM | FI_REMOTE_COMM | FI_TAGGED | FI_MSG;
-	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ENDPOINT | FI_MR_VIRT_ADDR |
-				  FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	h->domain_attr->mr_key_size = 2;
-	h->mode = FI_CONTEXT | FI_CONTEXT2;
-	h->ep_attr->type = FI_EP_RDM;
-	h->domain_attr->threading = FI_THREAD_SAFE;
-	h->tx_attr->msg_order = FI_ORDER_SAS;
-	h->rx_attr->msg_order = FI_ORDER_SAS;
-}
 
 /* Open MPI's ofi MTL: tags, directed receives, the source rank in CQ data, no MR mode. */
 static void set_open_mpi_hints(struct fi_info *h)
@@ -166,13 +138,13 @@ Test(hints, empty_hints_match_the_whole_design)
 
 Test(hints, nccl_rdma_hints_rejected_for_hmem)
 {
-	set_nccl_rdma_hints(hints);
+	consumer_hints_nccl_rdma(hints);
 	cr_assert_eq(match(FI_VERSION(1, 18)), -FI_ENODATA);
 }
 
 Test(hints, nccl_rdma_hints_without_hmem)
 {
-	set_nccl_rdma_hints(hints);
+	consumer_hints_nccl_rdma(hints);
 	hints->caps &= ~FI_HMEM;
 	cr_assert_eq(match(FI_VERSION(1, 18)), 0);
 	cr_expect_eq(result->caps, FI_MSG | FI_RMA | FI_SEND | FI_RECV | ALL_RMA | ALL_COMM);
@@ -191,7 +163,7 @@ Test(hints, nccl_rdma_hints_without_hmem)
 
 Test(hints, nccl_sendrecv_hints)
 {
-	set_nccl_sendrecv_hints(hints);
+	consumer_hints_nccl_sendrecv(hints);
 	cr_assert_eq(match(FI_VERSION(1, 6)), 0);
 	cr_expect_eq(result->caps, FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | ALL_COMM);
 	cr_expect_eq(result->mode, 0);
@@ -203,7 +175,7 @@ Test(hints, nccl_sendrecv_hints)
 
 Test(hints, nccl_sendrecv_hints_with_gpudirect_rejected)
 {
-	set_nccl_sendrecv_hints(hints);
+	consumer_hints_nccl_sendrecv(hints);
 	hints->caps |= FI_HMEM | FI_RMA | FI_READ;
 	hints->domain_attr->mr_mode |= FI_MR_HMEM;
 	cr_assert_eq(match(FI_VERSION(1, 18)), -FI_ENODATA);

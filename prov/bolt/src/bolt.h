@@ -47,7 +47,7 @@ struct bolt_params {
 	char soft_copy[8];          /* FI_BOLT_SOFT_COPY: "auto", "cma", "shm" */
 	char job_key[256];          /* FI_BOLT_JOB_KEY: "" is "uid:<user id>" */
 	char side_channel_address[64];  /* FI_BOLT_SIDE_CHANNEL_ADDRESS: "" chooses */
-	int data_rails;             /* FI_BOLT_DATA_RAILS: queue pairs per peer for bulk writes */
+	int data_rails;             /* FI_BOLT_DATA_RAILS: queue pairs per peer for bulk writes; -1 chooses */
 };
 
 /* Most data rails a connection stripes its large writes across. */

@@ -88,18 +88,34 @@ static int bolt_domain_probe(struct bolt_domain *domain)
 	return 0;
 }
 
+/*
+ * A device's queue pairs are shared by every process on it, and a domain
+ * cannot see how many the others hold: data rails are only made by default
+ * where the device has plenty, never where connections need them all.
+ */
+#define BOLT_DOMAIN_DATA_RAIL_MIN_QPS 64
+
+static int bolt_domain_data_rails(const struct bolt_domain *domain)
+{
+	int wanted = domain->fabric->params.data_rails;
+
+	if (wanted >= 0)
+		return wanted;
+	return domain->budget.qp_budget >= BOLT_DOMAIN_DATA_RAIL_MIN_QPS ? 1 : 0;
+}
+
 static void bolt_domain_log(const struct bolt_domain *domain)
 {
 	char gid[BOLT_GID_TEXT_SIZE];
 
 	bolt_gid_format(&domain->gid, gid, sizeof(gid));
 	FI_INFO(&bolt_prov, FI_LOG_DOMAIN,
-		"domain %s: GID[%d] %s (%s), %s queue pairs, %s (%s), %d queue depth\n",
+		"domain %s: GID[%d] %s (%s), %s queue pairs, %s (%s), %d queue depth, %d data rails\n",
 		domain->info->domain_attr->name, domain->qp_local.gid_index, gid,
 		bolt_gid_reason_text(domain->port.gid_choice.reason),
 		domain->qp_type == IBV_QPT_RC ? "RC" : "UC",
 		domain->rdma_write ? "RDMA write data path" : "send-only data path",
-		domain->device.rdma_write_reason, domain->budget.queue_depth);
+		domain->device.rdma_write_reason, domain->budget.queue_depth, domain->data_rails);
 }
 
 static int bolt_domain_close(struct fid *fid)
@@ -221,6 +237,7 @@ int bolt_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 	}
 	pthread_mutex_init(&domain->lock, NULL);
 	domain->job_key_digest = bolt_job_key_digest(fabric->params.job_key);
+	domain->data_rails = bolt_domain_data_rails(domain);
 	domain->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
 	domain->domain_fid.fid.context = context;
 	domain->domain_fid.fid.ops = &bolt_domain_fi_ops;

@@ -126,6 +126,7 @@ struct bolt_unexpected {
 	char *data;                     /* NULL for a rendezvous: its data waits at the sender */
 	struct bolt_inbound *rendezvous;        /* a rendezvous: its record, waiting for a receive */
 	struct bolt_receive *claimed;   /* matched while it was still arriving */
+	void *claim_context;            /* FI_PEEK | FI_CLAIM: kept for the FI_CLAIM receive with it */
 	struct bolt_unexpected *prev, *next;
 };
 

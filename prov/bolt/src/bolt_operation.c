@@ -96,7 +96,8 @@ ssize_t bolt_operation_transmit(struct bolt_endpoint *endpoint, const struct bol
 	transmit->context = operation->context;
 	transmit->flags = operation->flags;
 	transmit->silent = operation->flags & FI_INJECT && operation->silent_inject;
-	memcpy(transmit->iov, operation->iov, operation->iov_count * sizeof(*operation->iov));
+	if (operation->iov_count)       /* no entries may come with no array (MPI's probes) */
+		memcpy(transmit->iov, operation->iov, operation->iov_count * sizeof(*operation->iov));
 	transmit->iov_count = operation->iov_count;
 	transmit->length = length;
 	transmit->covered = bolt_operation_covered(operation->iov, operation->desc,
@@ -141,7 +142,8 @@ ssize_t bolt_operation_receive(struct bolt_endpoint *endpoint, const struct bolt
 	receive->context = operation->context;
 	receive->flags = operation->flags;
 	receive->tagged = tagged;
-	memcpy(receive->iov, operation->iov, operation->iov_count * sizeof(*operation->iov));
+	if (operation->iov_count)
+		memcpy(receive->iov, operation->iov, operation->iov_count * sizeof(*operation->iov));
 	receive->iov_count = operation->iov_count;
 	receive->length = length;
 	receive->covered = bolt_operation_covered(operation->iov, operation->desc,

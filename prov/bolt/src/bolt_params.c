@@ -70,10 +70,12 @@ static const struct bolt_param bolt_param_table[] = {
 	BOLT_STRING_PARAM("side_channel_address", side_channel_address,
 		"IP address endpoints' side channels listen on (default: 127.0.0.1 on the "
 		"software device, else the address this host's name resolves to)"),
-	BOLT_INT_PARAM("data_rails", data_rails, 0, BOLT_MAX_DATA_RAILS,
+	BOLT_INT_PARAM("data_rails", data_rails, -1, BOLT_MAX_DATA_RAILS,
 		"Queue pairs to each peer that carry large RDMA writes, striped across them, "
 		"apart from the control rail's headers; made on the first large transfer while the "
-		"device has queue pairs to spare (default: 1; 0: the control rail carries them)"),
+		"device has queue pairs to spare (default: -1, one on devices with 64 queue pairs "
+		"or more, none on devices with few, such as Thunderbolt's 10, which connections to "
+		"peers need; 0: the control rail carries them)"),
 };
 
 static const struct bolt_params bolt_param_defaults = {
@@ -85,7 +87,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.soft_namespace = "default",
 	.soft_seed = 1,
 	.soft_copy = "auto",
-	.data_rails = 1,
+	.data_rails = -1,
 };
 
 static enum fi_param_type bolt_param_fi_type(enum bolt_param_kind kind)

@@ -62,6 +62,7 @@ struct bolt_domain {
 	enum ibv_qp_type qp_type;       /* RC where the device has it, else UC */
 	bool rdma_write;                /* the device carries RDMA write (probed at open) */
 	int qp_count;                   /* queue pairs of the domain, within budget.qp_budget */
+	int data_rails;                 /* per connection, for large writes (bolt_data_rail.c) */
 
 	struct bolt_slab_pool control_pool;   /* eager and control messages, both ways */
 	struct bolt_control_buffer *control_buffers;    /* a record per control buffer */

@@ -1,7 +1,8 @@
 /*
  * bolt_tagged.c: fi_ops_tagged: tagged sends and receives, matched by tag and
  * ignore mask (and source, with FI_DIRECTED_RECV); the same paths as
- * bolt_msg.c with a tag.
+ * bolt_msg.c with a tag. Receives may also peek, claim and discard
+ * (protocol/bolt_match.c does it).
  */
 #include "bolt_operation.h"
 
@@ -27,9 +28,11 @@ static ssize_t bolt_tagged_receive_iov(struct fid_ep *ep_fid, const struct iovec
 		.ignore = ignore, .context = context, .flags = flags | FI_TAGGED,
 	};
 
-	/* Probing and claiming unexpected messages come with the MPI work. */
-	if (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD))
-		return -FI_ENOSYS;
+	/* FI_DISCARD qualifies a peek or a claim; a claim is found by its fi_context. */
+	if ((flags & FI_DISCARD) && !(flags & (FI_PEEK | FI_CLAIM)))
+		return -FI_EINVAL;
+	if ((flags & FI_CLAIM) && !context)
+		return -FI_EINVAL;
 	return bolt_operation_receive(bolt_operation_endpoint(ep_fid), &operation, true);
 }
 

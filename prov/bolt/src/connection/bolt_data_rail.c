@@ -93,7 +93,7 @@ static void bolt_data_rail_send(struct bolt_connection *connection, enum bolt_wi
 
 void bolt_data_rail_request(struct bolt_connection *connection)
 {
-	int wanted = connection->endpoint->domain->fabric->params.data_rails;
+	int wanted = connection->endpoint->domain->data_rails;
 
 	if (connection->loopback || connection->state == BOLT_CONNECTION_FAILED)
 		return;
@@ -124,7 +124,7 @@ static const char *bolt_data_rail_check(const struct bolt_wire_header *header)
 
 void bolt_data_rail_requested(struct bolt_connection *connection, const struct bolt_wire_header *header)
 {
-	int wanted = connection->endpoint->domain->fabric->params.data_rails;
+	int wanted = connection->endpoint->domain->data_rails;
 	const char *problem = bolt_data_rail_check(header);
 	struct bolt_data_rail *rail;
 

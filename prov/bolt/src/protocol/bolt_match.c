@@ -2,7 +2,9 @@
  * bolt_match.c: matching messages to receives. Posted receives and messages
  * that arrived first (unexpected) are kept in order, separately for untagged
  * and tagged traffic. A message's segments arrive in order on its connection:
- * the first one is matched, the rest follow it into the same place.
+ * the first one is matched, the rest follow it into the same place. Tagged
+ * receives may also peek at unexpected messages, claim one for a later
+ * receive, or discard one (FI_PEEK, FI_CLAIM, FI_DISCARD).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +39,11 @@ static void bolt_match_deliver(struct bolt_endpoint *endpoint, struct bolt_recei
 			       uint8_t wire_flags, uint64_t tag, uint32_t cq_data)
 {
 	size_t copied = length < receive->length ? length : receive->length;
+	/* A discarded message is dropped on purpose: no truncation to report. */
+	bool truncated = length > receive->length && !(receive->flags & FI_DISCARD);
 
 	bolt_endpoint_complete_receive(endpoint, receive, connection, copied, length, wire_flags,
-				       tag, cq_data, length > receive->length ? FI_ETRUNC : 0);
+				       tag, cq_data, truncated ? FI_ETRUNC : 0);
 }
 
 static void bolt_match_free_unexpected(struct bolt_unexpected **list, struct bolt_unexpected *unexpected)
@@ -79,23 +83,119 @@ void bolt_match_drop_unexpected(struct bolt_endpoint *endpoint, struct bolt_unex
 				   unexpected);
 }
 
+/* receive takes unexpected: now, when it is complete, or as its data arrives. */
+static void bolt_match_take(struct bolt_endpoint *endpoint, struct bolt_unexpected **list,
+			    struct bolt_unexpected *unexpected, struct bolt_receive *receive)
+{
+	if (unexpected->rendezvous)
+		bolt_match_claim_rendezvous(list, unexpected, receive);
+	else if (unexpected->received == unexpected->length)
+		bolt_match_hand_over(endpoint, list, unexpected, receive);
+	else
+		unexpected->claimed = receive;
+}
+
+/* The first unexpected message receive matches that nothing has taken or claimed. */
+static struct bolt_unexpected *bolt_match_find_unexpected(struct bolt_endpoint *endpoint,
+							  struct bolt_unexpected *list,
+							  const struct bolt_receive *receive)
+{
+	struct bolt_unexpected *unexpected;
+
+	DL_FOREACH(list, unexpected) {
+		if (!unexpected->claimed && !unexpected->claim_context &&
+		    bolt_match_one(endpoint, receive, unexpected->connection, receive->tagged,
+				   unexpected->tag))
+			return unexpected;
+	}
+	return NULL;
+}
+
+/* FI_DISCARD: the message is taken into no buffer and its data dropped. */
+static void bolt_match_discard(struct bolt_endpoint *endpoint, struct bolt_unexpected **list,
+			       struct bolt_unexpected *unexpected, struct bolt_receive *receive)
+{
+	receive->iov_count = 0;
+	receive->length = 0;
+	bolt_match_take(endpoint, list, unexpected, receive);
+}
+
+/*
+ * FI_PEEK: reports the first matching unexpected message (its length, tag,
+ * data and source) and leaves it where it is, or fails with FI_ENOMSG. The
+ * data is copied only when the buffer is given and all of it is here; else
+ * the completion's buf is NULL, as fi_tagged(3) allows. With FI_CLAIM the
+ * message is kept for the receive that names the same context; with
+ * FI_DISCARD it is dropped, and the peek completes once it is.
+ */
+static void bolt_match_peek(struct bolt_endpoint *endpoint, struct bolt_receive *receive)
+{
+	struct bolt_unexpected *unexpected = bolt_match_find_unexpected(endpoint,
+									endpoint->unexpected_tagged,
+									receive);
+
+	if (!unexpected) {
+		bolt_endpoint_complete_receive(endpoint, receive, NULL, 0, 0, 0, receive->tag, 0,
+					       FI_ENOMSG);
+		return;
+	}
+	if (receive->flags & FI_DISCARD) {
+		bolt_match_discard(endpoint, &endpoint->unexpected_tagged, unexpected, receive);
+		return;
+	}
+	if (receive->flags & FI_CLAIM)
+		unexpected->claim_context = receive->context;
+	if (unexpected->rendezvous || unexpected->received < unexpected->length)
+		receive->iov_count = 0;
+	bolt_iov_copy_in(receive->iov, receive->iov_count, 0, unexpected->data,
+			 unexpected->length < receive->length ? unexpected->length : receive->length);
+	bolt_endpoint_complete_receive(endpoint, receive, unexpected->connection, unexpected->length,
+				       unexpected->length, unexpected->wire_flags, unexpected->tag,
+				       unexpected->cq_data, 0);
+}
+
+/*
+ * FI_CLAIM without FI_PEEK: receives (or with FI_DISCARD drops) the message
+ * an earlier FI_PEEK | FI_CLAIM with the same context claimed. FI_ENOMSG if
+ * there is none: never claimed, or lost with its connection while arriving.
+ */
+static void bolt_match_claimed(struct bolt_endpoint *endpoint, struct bolt_receive *receive)
+{
+	struct bolt_unexpected *unexpected;
+
+	DL_FOREACH(endpoint->unexpected_tagged, unexpected) {
+		if (unexpected->claim_context == receive->context)
+			break;
+	}
+	if (!unexpected) {
+		bolt_endpoint_complete_receive(endpoint, receive, NULL, 0, 0, 0, receive->tag, 0,
+					       FI_ENOMSG);
+		return;
+	}
+	unexpected->claim_context = NULL;
+	if (receive->flags & FI_DISCARD)
+		bolt_match_discard(endpoint, &endpoint->unexpected_tagged, unexpected, receive);
+	else
+		bolt_match_take(endpoint, &endpoint->unexpected_tagged, unexpected, receive);
+}
+
 void bolt_match_post(struct bolt_endpoint *endpoint, struct bolt_receive *receive)
 {
 	struct bolt_unexpected **list = receive->tagged ? &endpoint->unexpected_tagged :
 				       &endpoint->unexpected;
 	struct bolt_unexpected *unexpected;
 
-	DL_FOREACH(*list, unexpected) {
-		if (unexpected->claimed ||
-		    !bolt_match_one(endpoint, receive, unexpected->connection, receive->tagged,
-				    unexpected->tag))
-			continue;
-		if (unexpected->rendezvous)
-			bolt_match_claim_rendezvous(list, unexpected, receive);
-		else if (unexpected->received == unexpected->length)
-			bolt_match_hand_over(endpoint, list, unexpected, receive);
-		else
-			unexpected->claimed = receive;
+	if (receive->tagged && (receive->flags & FI_PEEK)) {
+		bolt_match_peek(endpoint, receive);
+		return;
+	}
+	if (receive->tagged && (receive->flags & FI_CLAIM)) {
+		bolt_match_claimed(endpoint, receive);
+		return;
+	}
+	unexpected = bolt_match_find_unexpected(endpoint, *list, receive);
+	if (unexpected) {
+		bolt_match_take(endpoint, list, unexpected, receive);
 		return;
 	}
 	if (receive->tagged)
