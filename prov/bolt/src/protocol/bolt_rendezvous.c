@@ -1,14 +1,16 @@
 /*
  * bolt_rendezvous.c: large messages by RDMA write. The sender asks; the
  * receiver, once a receive matches, registers that buffer and answers with
- * its address and key; the sender registers its own buffer, writes, and
- * sends DONE on the same queue pair, which delivers it after the write. One
- * copy fewer than segments, and no 4 KiB steps. A large fi_write goes the same
- * way, the target answering for the range its key names. Each waits for its
- * DONE in a record of its own, so several transfers are on the wire at once.
- * Registrations are made for
- * the one transfer and dropped after it: the application may free the memory
- * at once, and a cached registration would then name the wrong pages.
+ * its address and key, and the data rails it posted a receive on; the sender
+ * registers its own buffer and writes: one stripe per data rail, each with
+ * immediate data naming the transfer, or, with no rail, the whole on the
+ * control rail followed by DONE, which that queue pair delivers after the
+ * write. One copy fewer than segments, and no 4 KiB steps. A large fi_write
+ * goes the same way, the target answering for the range its key names. Each
+ * transfer waits for its data in a record of its own, so several are on the
+ * wire at once. Registrations stay in the cache only for memory inside an
+ * open MR; other memory may be freed as soon as the transfer completes, and
+ * a cached registration would then name the wrong pages.
  */
 #include <stdlib.h>
 #include <string.h>
