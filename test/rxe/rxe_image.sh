@@ -57,6 +57,7 @@ kernel_package() {
 
 build_root() {
 	mirror=$(host_mirror)
+	[ -n "$mirror" ] || { apt-get update -qq && mirror=$(host_mirror); }
 	if [ -z "$mirror" ]; then
 		log "apt has no $suite source (run apt-get update)"
 		exit 1
@@ -75,6 +76,8 @@ build_root() {
 
 fetch_kernel() {
 	package=$(kernel_package)
+	# A machine whose package lists were cleaned knows no packages yet.
+	[ -n "$package" ] || { apt-get update -qq && package=$(kernel_package); }
 	if [ -z "$package" ]; then
 		log "apt knows no linux-image-amd64 (run apt-get update)"
 		exit 1
