@@ -4,6 +4,8 @@
 # (guest_init.sh), against a plain build of the host's tree:
 #   - bolt_info chooses rxe0's IPv4-mapped RoCE v2 GID and says why;
 #   - Debian's fi_pingpong between two processes over bolt on rxe0;
+#   - what the software device's rocev2 profile copies of rxe, on rxe itself
+#     (test_rxe_semantics, BOLT_TEST_DEVICE=system);
 #   - bolt's endpoint tests (messages, RMA with FI_MR_ENDPOINT, the API,
 #     liveness) on the system device (BOLT_TEST_DEVICE=system);
 #   - perftest's ib_write_bw and bolt_bench's fi_write bandwidth at the same
@@ -132,6 +134,7 @@ else
 	pingpong 65536 50
 	pingpong 1048576 20
 fi
+criterion test/rxe/test_rxe_semantics
 criterion test/endpoint/test_msg
 criterion test/endpoint/test_rma
 criterion test/endpoint/test_api

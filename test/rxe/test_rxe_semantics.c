@@ -1,0 +1,222 @@
+/*
+ * test_rxe_semantics.c: what Linux's Soft-RoCE (rdma_rxe, kernel 6.1) does,
+ * checked on the device at hand: the software device's rocev2 profile under
+ * `make check`, rxe itself under `make check-rxe` (BOLT_TEST_DEVICE=system in
+ * the virtual machine of test/rxe). A difference the rxe run shows is fixed in
+ * the software device and stays pinned here: the GID table (each address once,
+ * as RoCE v2, empty entries without a type), the port's MTUs, what RTR
+ * accepts, and registration's edge cases.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <criterion/criterion.h>
+
+#include "device/bolt_gid.h"
+#include "softrdma/softrdma.h"
+#include "verbs/bolt_verbs.h"
+
+#define RXE_GID_TABLE_LENGTH 1024       /* RXE_PORT_GID_TBL_LEN */
+#define RXE_EMPTY_GID_INDEX 5
+
+struct rxe_fixture {
+	struct bolt_params params;
+	struct bolt_verbs verbs;
+	struct ibv_device **devices;
+	struct ibv_context *context;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+};
+
+static struct rxe_fixture fixture;
+
+static bool system_device(void)
+{
+	const char *device = getenv("BOLT_TEST_DEVICE");
+
+	return device && !strcmp(device, "system");
+}
+
+static void fixture_open(void)
+{
+	char namespace_name[64];
+	int count;
+
+	if (system_device()) {
+		unsetenv("FI_BOLT_SOFT");
+	} else {
+		snprintf(namespace_name, sizeof(namespace_name), "rxe-semantics-%d", getpid());
+		setenv("FI_BOLT_SOFT", "rocev2", 1);
+		setenv("FI_BOLT_SOFT_NAMESPACE", namespace_name, 1);
+	}
+	cr_assert_eq(bolt_params_read(&fixture.params), 0);
+	cr_assert_eq(bolt_verbs_open(&fixture.params, &fixture.verbs), 0);
+	fixture.devices = fixture.verbs.get_device_list(&count);
+	cr_assert(fixture.devices && count >= 1);
+	fixture.context = fixture.verbs.open_device(fixture.devices[0]);
+	cr_assert(fixture.context);
+	fixture.pd = fixture.verbs.alloc_pd(fixture.context);
+	cr_assert(fixture.pd);
+	fixture.cq = fixture.verbs.create_cq(fixture.context, 64, NULL, NULL, 0);
+	cr_assert(fixture.cq);
+}
+
+static void fixture_close(void)
+{
+	struct softrdma_config config = { 0 };
+	char name[256];
+
+	fixture.verbs.destroy_cq(fixture.cq);
+	fixture.verbs.dealloc_pd(fixture.pd);
+	fixture.verbs.close_device(fixture.context);
+	fixture.verbs.free_device_list(fixture.devices);
+	bolt_verbs_close(&fixture.verbs);
+	if (system_device() || softrdma_profile_parse(fixture.params.soft_profile, &config.profile))
+		return;
+	snprintf(config.namespace_name, sizeof(config.namespace_name), "%s",
+		 fixture.params.soft_namespace);
+	if (!softrdma_segment_name(&config, name, sizeof(name)))
+		shm_unlink(name);
+}
+
+TestSuite(rxe, .init = fixture_open, .fini = fixture_close);
+
+static union ibv_gid query_gid(int index)
+{
+	union ibv_gid gid;
+
+	cr_assert_eq(fixture.verbs.query_gid(fixture.context, 1, index, &gid), 0, "GID %d", index);
+	return gid;
+}
+
+/* A QP of type in INIT, ready for RTR. */
+static struct ibv_qp *qp_in_init(enum ibv_qp_type type)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = fixture.cq, .recv_cq = fixture.cq, .qp_type = type,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+	};
+	struct ibv_qp *qp = fixture.verbs.create_qp(fixture.pd, &init);
+
+	cr_assert(qp);
+	cr_assert_eq(fixture.verbs.modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+					     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+	return qp;
+}
+
+/* RTR of an RC QP towards itself, from sgid_index, with path_mtu. */
+static int rtr(struct ibv_qp *qp, int sgid_index, enum ibv_mtu path_mtu)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_RTR, .path_mtu = path_mtu, .dest_qp_num = qp->qp_num,
+		.max_dest_rd_atomic = 1, .min_rnr_timer = 12,
+		.ah_attr = {
+			.is_global = 1, .port_num = 1,
+			.grh = { .dgid = query_gid(1), .sgid_index = (uint8_t) sgid_index,
+				 .hop_limit = 64 },
+		},
+	};
+
+	return fixture.verbs.modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				       IBV_QP_MIN_RNR_TIMER);
+}
+
+/* rxe lists each of its netdev's addresses once, as a RoCE v2 GID: link-local first. */
+Test(rxe, gid_table_lists_each_address_once_as_roce_v2)
+{
+	struct ibv_port_attr port;
+	enum ibv_gid_type type;
+	union ibv_gid gid;
+
+	cr_assert_eq(fixture.verbs.query_port(fixture.context, 1, &port), 0);
+	cr_expect_eq(port.state, IBV_PORT_ACTIVE);
+	cr_expect_eq(port.link_layer, IBV_LINK_LAYER_ETHERNET);
+	cr_expect_eq(port.gid_tbl_len, RXE_GID_TABLE_LENGTH);
+	gid = query_gid(0);
+	cr_expect_eq(bolt_gid_kind(&gid), BOLT_GID_KIND_LINK_LOCAL);
+	gid = query_gid(1);
+	cr_expect_eq(bolt_gid_kind(&gid), BOLT_GID_KIND_IPV4_MAPPED);
+	for (int index = 0; index < 2; index++) {
+		cr_assert_eq(fixture.verbs.query_gid_type(fixture.context, 1, index, &type), 0);
+		cr_expect_eq(type, IBV_GID_TYPE_ROCE_V2, "GID %d is not RoCE v2", index);
+	}
+}
+
+/* An empty entry reads as zero and has no type (ENODATA); past the table, EINVAL. */
+Test(rxe, empty_gid_entries_are_zero_without_a_type)
+{
+	enum ibv_gid_type type;
+	union ibv_gid gid;
+
+	for (int index = 2; index < 16; index++) {
+		gid = query_gid(index);
+		cr_expect_eq(bolt_gid_kind(&gid), BOLT_GID_KIND_ZERO, "GID %d", index);
+		cr_expect_eq(fixture.verbs.query_gid_type(fixture.context, 1, index, &type), ENODATA,
+			     "type of empty GID %d", index);
+	}
+	cr_expect_neq(fixture.verbs.query_gid(fixture.context, 1, RXE_GID_TABLE_LENGTH, &gid), 0);
+	cr_expect_eq(fixture.verbs.query_gid_type(fixture.context, 1, RXE_GID_TABLE_LENGTH, &type),
+		     EINVAL);
+}
+
+/* A 1500-byte Ethernet link: 1024 active, 4096 the most the device takes. */
+Test(rxe, port_mtu_follows_the_ethernet_link)
+{
+	struct ibv_port_attr port;
+
+	cr_assert_eq(fixture.verbs.query_port(fixture.context, 1, &port), 0);
+	cr_expect_eq(port.active_mtu, IBV_MTU_1024);
+	cr_expect_eq(port.max_mtu, IBV_MTU_4096);
+}
+
+/* RTR takes a path MTU up to the port's max_mtu, above the active one. */
+Test(rxe, rtr_accepts_a_path_mtu_up_to_the_maximum)
+{
+	struct ibv_qp *qp = qp_in_init(IBV_QPT_RC);
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+
+	cr_assert_eq(rtr(qp, 1, IBV_MTU_4096), 0);
+	cr_assert_eq(fixture.verbs.query_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PATH_MTU, &init), 0);
+	cr_expect_eq(attr.qp_state, IBV_QPS_RTR);
+	cr_expect_eq(attr.path_mtu, IBV_MTU_4096);
+	cr_assert_eq(fixture.verbs.destroy_qp(qp), 0);
+}
+
+/* The kernel's GID cache answers for sgid_index: an empty entry is ENODATA. */
+Test(rxe, rtr_from_an_empty_gid_entry_is_enodata)
+{
+	struct ibv_qp *qp = qp_in_init(IBV_QPT_RC);
+
+	cr_expect_eq(rtr(qp, RXE_EMPTY_GID_INDEX, IBV_MTU_1024), ENODATA);
+	cr_expect_eq(rtr(qp, 1, IBV_MTU_1024), 0, "a good RTR after the refused one");
+	cr_assert_eq(fixture.verbs.destroy_qp(qp), 0);
+}
+
+/* Remote write needs local write; an empty region registers; NULL cannot be pinned. */
+Test(rxe, registration_edge_cases)
+{
+	static char buffer[4096];
+	struct ibv_mr *mr;
+
+	errno = 0;
+	cr_expect_null(fixture.verbs.reg_mr(fixture.pd, buffer, sizeof(buffer),
+					    IBV_ACCESS_REMOTE_WRITE));
+	cr_expect_eq(errno, EINVAL, "remote write without local write");
+	mr = fixture.verbs.reg_mr(fixture.pd, buffer, 0, IBV_ACCESS_LOCAL_WRITE);
+	cr_expect_not_null(mr, "an empty region");
+	if (mr)
+		cr_expect_eq(fixture.verbs.dereg_mr(mr), 0);
+	errno = 0;
+	cr_expect_null(fixture.verbs.reg_mr(fixture.pd, NULL, sizeof(buffer),
+					    IBV_ACCESS_LOCAL_WRITE));
+	cr_expect_eq(errno, EFAULT, "NULL is not memory the device can pin");
+}
