@@ -55,13 +55,20 @@ kernel_package() {
 		sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*\)$/\1/p' | head -n 1
 }
 
-build_root() {
-	mirror=$(host_mirror)
-	[ -n "$mirror" ] || { apt-get update -qq && mirror=$(host_mirror); }
-	if [ -z "$mirror" ]; then
-		log "apt has no $suite source (run apt-get update)"
+# from_apt QUERY WHAT: QUERY's answer; a machine whose package lists were
+# cleaned knows nothing yet, so it asks again after apt-get update.
+from_apt() {
+	answer=$($1)
+	[ -n "$answer" ] || { apt-get update -qq >&2 && answer=$($1); }
+	if [ -z "$answer" ]; then
+		log "apt knows no $2"
 		exit 1
 	fi
+	echo "$answer"
+}
+
+build_root() {
+	mirror=$(from_apt host_mirror "$suite source") || exit 1
 	log "debootstrap $suite from the host's mirror"
 	debootstrap --variant=minbase --include="$guest_packages" "$suite" "$work/root" "$mirror" \
 		>"$work/debootstrap.log" 2>&1 || { tail -n 20 "$work/debootstrap.log" >&2; exit 1; }
@@ -75,13 +82,7 @@ build_root() {
 }
 
 fetch_kernel() {
-	package=$(kernel_package)
-	# A machine whose package lists were cleaned knows no packages yet.
-	[ -n "$package" ] || { apt-get update -qq && package=$(kernel_package); }
-	if [ -z "$package" ]; then
-		log "apt knows no linux-image-amd64 (run apt-get update)"
-		exit 1
-	fi
+	package=$(from_apt kernel_package linux-image-amd64) || exit 1
 	log "kernel package $package (downloaded and unpacked, not installed)"
 	mkdir -p "$work/download" "$work/root/kernel-unpacked"
 	(cd "$work/download" && apt-get download -q "$package" >/dev/null 2>&1) ||
