@@ -115,8 +115,10 @@ write_bandwidth() {
 	# provider,profile,fabric,domain,test,size,iters,send_GB/s,write_GB/s,...; GB/s = 1e9 B/s
 	bolt=$(awk -F, -v size="$1" '$1 == "bolt" && $5 == "bandwidth" && $6 == size && $11 == 0 {
 		printf "%.1f", $9 * 1e9 / 1048576 }' "$scratch/bolt_bench")
+	bolt_send=$(awk -F, -v size="$1" '$1 == "bolt" && $5 == "bandwidth" && $6 == size && $11 == 0 {
+		printf "%.1f", $8 * 1e9 / 1048576 }' "$scratch/bolt_bench")
 	if [ $status -eq 0 ] && [ -n "$bolt" ]; then
-		pass "bolt_bench fi_write on rxe0, $1 bytes: $bolt MiB/s"
+		pass "bolt_bench on rxe0, $1 bytes: fi_write $bolt MiB/s (fi_send $bolt_send MiB/s)"
 	else
 		fail "bolt_bench fi_write on rxe0, $1 bytes (status $status)"
 		cat "$scratch/bolt_bench"
