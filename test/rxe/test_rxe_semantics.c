@@ -5,13 +5,16 @@
  * the virtual machine of test/rxe). A difference the rxe run shows is fixed in
  * the software device and stays pinned here: the GID table (each address once,
  * as RoCE v2, empty entries without a type), the port's MTUs, what RTR
- * accepts, and registration's edge cases.
+ * accepts, registration's edge cases, and the completions of the errors bolt
+ * turns into libfabric errors (two QPs of one device connected to each other).
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 #include <criterion/criterion.h>
 
@@ -21,6 +24,8 @@
 
 #define RXE_GID_TABLE_LENGTH 1024       /* RXE_PORT_GID_TBL_LEN */
 #define RXE_EMPTY_GID_INDEX 5
+#define RXE_PAIR_BUFFER 4096
+#define RXE_POLL_TIMEOUT_S 20   /* emulated, on a loaded machine */
 
 struct rxe_fixture {
 	struct bolt_params params;
@@ -219,4 +224,229 @@ Test(rxe, registration_edge_cases)
 	cr_expect_null(fixture.verbs.reg_mr(fixture.pd, NULL, sizeof(buffer),
 					    IBV_ACCESS_LOCAL_WRITE));
 	cr_expect_eq(errno, EFAULT, "NULL is not memory the device can pin");
+}
+
+/* Two RC or UC QPs of the device connected to each other: A completes into fixture.cq. */
+struct rxe_pair {
+	struct ibv_qp *a, *b;
+	struct ibv_cq *cq_b;
+	struct ibv_mr *mr_a, *mr_b;
+	char buffer_a[RXE_PAIR_BUFFER], buffer_b[RXE_PAIR_BUFFER];
+};
+
+static void pair_connect(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t rnr_retry)
+{
+	bool rc = qp->qp_type == IBV_QPT_RC;
+	struct ibv_qp_attr rtr = {
+		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = remote_qpn,
+		.max_dest_rd_atomic = 1, .min_rnr_timer = 1,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .dgid = query_gid(1), .sgid_index = 1, .hop_limit = 64 } },
+	};
+	struct ibv_qp_attr rts = {
+		.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7, .rnr_retry = rnr_retry,
+		.max_rd_atomic = 1,
+	};
+	int rtr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	int rts_mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+
+	if (rc) {
+		rtr_mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		rts_mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			    IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	cr_assert_eq(fixture.verbs.modify_qp(qp, &rtr, rtr_mask), 0);
+	cr_assert_eq(fixture.verbs.modify_qp(qp, &rts, rts_mask), 0);
+}
+
+static struct ibv_qp *pair_qp(enum ibv_qp_type type, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = type,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+	};
+	struct ibv_qp *qp = fixture.verbs.create_qp(fixture.pd, &init);
+
+	cr_assert(qp);
+	cr_assert_eq(fixture.verbs.modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+					     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+	return qp;
+}
+
+static struct rxe_pair *pair_open(enum ibv_qp_type type, uint8_t rnr_retry)
+{
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	struct rxe_pair *pair = calloc(1, sizeof(*pair));
+
+	cr_assert(pair);
+	pair->cq_b = fixture.verbs.create_cq(fixture.context, 64, NULL, NULL, 0);
+	cr_assert(pair->cq_b);
+	pair->mr_a = fixture.verbs.reg_mr(fixture.pd, pair->buffer_a, RXE_PAIR_BUFFER, access);
+	pair->mr_b = fixture.verbs.reg_mr(fixture.pd, pair->buffer_b, RXE_PAIR_BUFFER, access);
+	cr_assert(pair->mr_a && pair->mr_b);
+	pair->a = pair_qp(type, fixture.cq);
+	pair->b = pair_qp(type, pair->cq_b);
+	pair_connect(pair->a, pair->b->qp_num, rnr_retry);
+	pair_connect(pair->b, pair->a->qp_num, 7);
+	return pair;
+}
+
+static void pair_close(struct rxe_pair *pair)
+{
+	cr_assert_eq(fixture.verbs.destroy_qp(pair->a), 0);
+	cr_assert_eq(fixture.verbs.destroy_qp(pair->b), 0);
+	cr_assert_eq(fixture.verbs.dereg_mr(pair->mr_a), 0);
+	cr_assert_eq(fixture.verbs.dereg_mr(pair->mr_b), 0);
+	cr_assert_eq(fixture.verbs.destroy_cq(pair->cq_b), 0);
+	free(pair);
+}
+
+static void post_receive(struct ibv_qp *qp, struct ibv_mr *mr, uint32_t length, uint64_t wr_id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t) mr->addr, .length = length, .lkey = mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	cr_assert_eq(fixture.verbs.post_recv(qp, &wr, &bad), 0);
+}
+
+/* A signaled SEND, or an RDMA WRITE to rkey at the start of pair's buffer B. */
+static void post_send(struct rxe_pair *pair, enum ibv_wr_opcode opcode, uint32_t offset,
+		      uint32_t length, uint32_t rkey, uint64_t wr_id)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t) pair->buffer_a + offset, .length = length,
+		.lkey = pair->mr_a->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = opcode,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = (uintptr_t) pair->buffer_b, .rkey = rkey },
+	}, *bad;
+
+	cr_assert_eq(fixture.verbs.post_send(pair->a, &wr, &bad), 0);
+}
+
+static struct ibv_wc expect_completion(struct ibv_cq *cq)
+{
+	time_t start = time(NULL);
+	struct ibv_wc wc;
+	int ret;
+
+	while ((ret = fixture.verbs.poll_cq(cq, 1, &wc)) == 0 &&
+	       time(NULL) - start < RXE_POLL_TIMEOUT_S)
+		sched_yield();
+	cr_assert_eq(ret, 1, "no completion in %d s", RXE_POLL_TIMEOUT_S);
+	return wc;
+}
+
+static void expect_status(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status status)
+{
+	struct ibv_wc wc = expect_completion(cq);
+
+	cr_expect_eq(wc.wr_id, wr_id);
+	cr_expect_eq(wc.status, status, "wr %lu: %s, not %s", (unsigned long) wr_id,
+		     fixture.verbs.wc_status_str(wc.status), fixture.verbs.wc_status_str(status));
+}
+
+static void expect_state(struct ibv_qp *qp, enum ibv_qp_state state)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+
+	cr_assert_eq(fixture.verbs.query_qp(qp, &attr, IBV_QP_STATE, &init), 0);
+	cr_expect_eq(attr.qp_state, state, "QP state %d, not %d", attr.qp_state, state);
+}
+
+/*
+ * The receiver: an error (rxe takes the short receive for a malformed WQE:
+ * LOC_QP_OP_ERR, where the IB spec says LOC_LEN_ERR), then its QP in error
+ * flushes the next receive; the sender: REM_OP_ERR (spec: REM_INV_REQ_ERR).
+ */
+Test(rxe, rc_receive_too_short_fails_both_ends)
+{
+	struct rxe_pair *pair = pair_open(IBV_QPT_RC, 7);
+
+	post_receive(pair->b, pair->mr_b, 50, 1);
+	post_receive(pair->b, pair->mr_b, 50, 2);
+	post_send(pair, IBV_WR_SEND, 0, 100, 0, 1);
+	expect_status(pair->cq_b, 1, IBV_WC_LOC_QP_OP_ERR);
+	expect_status(pair->cq_b, 2, IBV_WC_WR_FLUSH_ERR);
+	expect_state(pair->b, IBV_QPS_ERR);
+	expect_status(fixture.cq, 1, IBV_WC_REM_OP_ERR);
+	pair_close(pair);
+}
+
+/* A wrong rkey on RC: remote access error, the QP in error, what follows flushed. */
+Test(rxe, rc_write_with_a_wrong_key_is_a_remote_access_error)
+{
+	struct rxe_pair *pair = pair_open(IBV_QPT_RC, 7);
+
+	memset(pair->buffer_a, 0x5a, 128);
+	post_send(pair, IBV_WR_RDMA_WRITE, 0, 128, pair->mr_b->rkey ^ 0x40000, 1);
+	expect_status(fixture.cq, 1, IBV_WC_REM_ACCESS_ERR);
+	expect_state(pair->a, IBV_QPS_ERR);
+	post_send(pair, IBV_WR_SEND, 0, 8, 0, 2);
+	expect_status(fixture.cq, 2, IBV_WC_WR_FLUSH_ERR);
+	cr_expect_eq(pair->buffer_b[0], 0, "the write landed");
+	pair_close(pair);
+}
+
+/* UC has no acknowledgements: a wrong rkey is dropped at the target, unseen. */
+Test(rxe, uc_write_with_a_wrong_key_is_dropped_silently)
+{
+	struct rxe_pair *pair = pair_open(IBV_QPT_UC, 0);
+
+	memset(pair->buffer_a, 0x5a, 128);
+	post_send(pair, IBV_WR_RDMA_WRITE, 0, 128, pair->mr_b->rkey ^ 0x40000, 1);
+	expect_status(fixture.cq, 1, IBV_WC_SUCCESS);
+	expect_state(pair->a, IBV_QPS_RTS);
+	post_send(pair, IBV_WR_RDMA_WRITE, 0, 128, pair->mr_b->rkey, 2);
+	expect_status(fixture.cq, 2, IBV_WC_SUCCESS);
+	pair_close(pair);
+}
+
+/* A SEND that finds no receive, with rnr_retry 0: the first RNR NAK ends it. */
+Test(rxe, rc_receiver_not_ready_without_retries)
+{
+	struct rxe_pair *pair = pair_open(IBV_QPT_RC, 0);
+
+	post_send(pair, IBV_WR_SEND, 0, 64, 0, 1);
+	expect_status(fixture.cq, 1, IBV_WC_RNR_RETRY_EXC_ERR);
+	expect_state(pair->a, IBV_QPS_ERR);
+	pair_close(pair);
+}
+
+/* A local buffer past its region's end: a local protection error, then flush. */
+Test(rxe, send_past_the_local_region_is_a_protection_error)
+{
+	struct rxe_pair *pair = pair_open(IBV_QPT_RC, 7);
+
+	post_receive(pair->b, pair->mr_b, 64, 1);
+	post_send(pair, IBV_WR_SEND, RXE_PAIR_BUFFER - 8, 64, 0, 1);
+	expect_status(fixture.cq, 1, IBV_WC_LOC_PROT_ERR);
+	expect_state(pair->a, IBV_QPS_ERR);
+	post_send(pair, IBV_WR_SEND, 0, 8, 0, 2);
+	expect_status(fixture.cq, 2, IBV_WC_WR_FLUSH_ERR);
+	pair_close(pair);
+}
+
+/* A receive whose lkey names no region: to rxe a malformed WQE too (spec: LOC_PROT_ERR). */
+Test(rxe, receive_with_a_wrong_key_fails_both_ends)
+{
+	struct rxe_pair *pair = pair_open(IBV_QPT_RC, 7);
+	struct ibv_sge sge = {
+		.addr = (uintptr_t) pair->buffer_b, .length = 64, .lkey = pair->mr_b->lkey ^ 0x40000,
+	};
+	struct ibv_recv_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	cr_assert_eq(fixture.verbs.post_recv(pair->b, &wr, &bad), 0);
+	post_send(pair, IBV_WR_SEND, 0, 64, 0, 1);
+	expect_status(pair->cq_b, 1, IBV_WC_LOC_QP_OP_ERR);
+	expect_state(pair->b, IBV_QPS_ERR);
+	expect_status(fixture.cq, 1, IBV_WC_REM_OP_ERR);
+	pair_close(pair);
 }

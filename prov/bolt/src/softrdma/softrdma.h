@@ -98,6 +98,10 @@ struct softrdma_profile_limits {
 	bool rc_supported;      /* false on thunderbolt: RC creation fails */
 	bool receiver_not_ready_retry; /* false on thunderbolt: such a SEND is lost */
 	bool frames_must_match; /* thunderbolt: SEND and receive span as many 4 KiB frames */
+	/* rxe (6.1): a receive too short for its SEND, or with a wrong lkey, is a
+	 * malformed WQE: LOC_QP_OP_ERR at the receiver, REM_OP_ERR at the sender,
+	 * where the IB spec has LOC_LEN_ERR / REM_INV_REQ_ERR and LOC_PROT_ERR. */
+	bool receive_errors_as_malformed_wqe;
 	int max_sge;            /* scatter/gather entries per WR */
 	int max_inline_data;    /* bytes of IBV_SEND_INLINE data per WR */
 	int max_cqe;            /* completions a CQ can hold */
