@@ -18,7 +18,9 @@ cache=${BOLT_RXE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bolt-rxe}
 suite=bookworm
 # The guest's packages: verbs library and providers (rxe), verbs and perftest
 # tools, ip and rdma (iproute2), modprobe (kmod), and what bolt's programs link.
-guest_packages=iproute2,kmod,procps,ibverbs-providers,ibverbs-utils,perftest,libfabric1,libfabric-bin,libcriterion3
+# busybox-static is for the initramfs, taken from the guest's root, so that the
+# host needs no busybox package (busybox-static replaces a host's busybox).
+guest_packages=iproute2,kmod,procps,ibverbs-providers,ibverbs-utils,perftest,libfabric1,libfabric-bin,libcriterion3,busybox-static
 # Modules the initramfs loads to reach the root disk and the shares.
 boot_modules="virtio_pci virtio_blk ext4 9pnet_virtio 9p"
 # Modules the guest loads: Soft-RoCE, its user verbs, a veth pair.
@@ -32,7 +34,7 @@ log() {
 }
 
 require_commands() {
-	for command in debootstrap apt-get dpkg-deb mke2fs busybox xz chroot; do
+	for command in debootstrap apt-get dpkg-deb mke2fs xz chroot; do
 		command -v "$command" >/dev/null 2>&1 && continue
 		log "$command is missing: install the packages of debian-packages.txt (./setup.sh test)"
 		exit 1
@@ -128,14 +130,15 @@ build_initramfs() {
 	initramfs="$work/initramfs"
 	mkdir -p "$initramfs/bin" "$initramfs/modules" "$initramfs/proc" "$initramfs/sys" \
 		"$initramfs/dev" "$initramfs/new-root"
-	cp "$(command -v busybox)" "$initramfs/bin/busybox"
+	cp "$work/root/bin/busybox" "$initramfs/bin/busybox"
 	cp "$here/initramfs_init.sh" "$initramfs/init"
 	chmod 755 "$initramfs/init"
 	for file in $(module_files / $boot_modules); do
 		cp "$work/root$file" "$initramfs/modules/"
 		basename "$file" >>"$initramfs/modules/order"
 	done
-	(cd "$initramfs" && find . | busybox cpio -o -H newc 2>/dev/null) >"$work/initramfs.cpio"
+	(cd "$initramfs" && find . | "$work/root/bin/busybox" cpio -o -H newc 2>/dev/null) \
+		>"$work/initramfs.cpio"
 }
 
 build_disk() {
