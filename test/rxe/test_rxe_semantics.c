@@ -8,6 +8,7 @@
  * accepts, registration's edge cases, and the completions of the errors bolt
  * turns into libfabric errors (two QPs of one device connected to each other).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -313,7 +314,7 @@ static void post_receive(struct ibv_qp *qp, struct ibv_mr *mr, uint32_t length, 
 	cr_assert_eq(fixture.verbs.post_recv(qp, &wr, &bad), 0);
 }
 
-/* A signaled SEND, or an RDMA WRITE to rkey at the start of pair's buffer B. */
+/* A signaled SEND, or an RDMA WRITE to rkey at the start of B's buffer; wr_id is the immediate. */
 static void post_send(struct rxe_pair *pair, enum ibv_wr_opcode opcode, uint32_t offset,
 		      uint32_t length, uint32_t rkey, uint64_t wr_id)
 {
@@ -323,7 +324,7 @@ static void post_send(struct rxe_pair *pair, enum ibv_wr_opcode opcode, uint32_t
 	};
 	struct ibv_send_wr wr = {
 		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = opcode,
-		.send_flags = IBV_SEND_SIGNALED,
+		.send_flags = IBV_SEND_SIGNALED, .imm_data = htonl((uint32_t) wr_id),
 		.wr.rdma = { .remote_addr = (uintptr_t) pair->buffer_b, .rkey = rkey },
 	}, *bad;
 
@@ -341,6 +342,18 @@ static struct ibv_wc expect_completion(struct ibv_cq *cq)
 		sched_yield();
 	cr_assert_eq(ret, 1, "no completion in %d s", RXE_POLL_TIMEOUT_S);
 	return wc;
+}
+
+static void expect_no_completion(struct ibv_cq *cq, int milliseconds)
+{
+	struct timespec pause = { .tv_nsec = 1000000 };
+	struct ibv_wc wc;
+
+	for (int waited = 0; waited < milliseconds; waited++) {
+		cr_assert_eq(fixture.verbs.poll_cq(cq, 1, &wc), 0, "a completion (wr %lu, %s)",
+			     (unsigned long) wc.wr_id, fixture.verbs.wc_status_str(wc.status));
+		nanosleep(&pause, NULL);
+	}
 }
 
 static void expect_status(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status status)
@@ -450,5 +463,54 @@ Test(rxe, receive_with_a_wrong_key_fails_both_ends)
 	expect_status(pair->cq_b, 1, IBV_WC_LOC_QP_OP_ERR);
 	expect_state(pair->b, IBV_QPS_ERR);
 	expect_status(fixture.cq, 1, IBV_WC_REM_OP_ERR);
+	pair_close(pair);
+}
+
+/* A write with immediate consumes a receive, which reports the written length. */
+Test(rxe, write_with_immediate_consumes_a_receive)
+{
+	struct rxe_pair *pair = pair_open(IBV_QPT_RC, 7);
+	struct ibv_sge sge = {
+		.addr = (uintptr_t) pair->buffer_b + 2048, .length = 16, .lkey = pair->mr_b->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = 77, .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_wc wc;
+
+	memset(pair->buffer_a, 0x5a, 1000);
+	memset(pair->buffer_b + 2048, 0xa5, 16);
+	cr_assert_eq(fixture.verbs.post_recv(pair->b, &wr, &bad), 0);
+	post_send(pair, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 1000, pair->mr_b->rkey, 6);
+	wc = expect_completion(pair->cq_b);
+	cr_expect_eq(wc.status, IBV_WC_SUCCESS);
+	cr_expect_eq(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	cr_expect_eq(wc.wr_id, 77);
+	cr_expect(wc.wc_flags & IBV_WC_WITH_IMM);
+	cr_expect_eq(wc.imm_data, htonl(6));
+	cr_expect_eq(wc.byte_len, 1000);
+	cr_expect_eq((unsigned char) pair->buffer_b[999], 0x5a);
+	cr_expect_eq((unsigned char) pair->buffer_b[2048], 0xa5, "the receive's buffer was written");
+	wc = expect_completion(fixture.cq);
+	cr_expect_eq(wc.status, IBV_WC_SUCCESS);
+	cr_expect_eq(wc.opcode, IBV_WC_RDMA_WRITE);
+	pair_close(pair);
+}
+
+/* UC: a SEND that finds no receive is lost, unseen by both ends; the next one lands. */
+Test(rxe, uc_send_without_a_receive_is_lost)
+{
+	struct rxe_pair *pair = pair_open(IBV_QPT_UC, 0);
+	struct ibv_wc wc;
+
+	post_send(pair, IBV_WR_SEND, 0, 64, 0, 1);
+	expect_status(fixture.cq, 1, IBV_WC_SUCCESS);
+	expect_no_completion(pair->cq_b, 100);
+	post_receive(pair->b, pair->mr_b, 64, 2);
+	expect_no_completion(pair->cq_b, 200);
+	post_send(pair, IBV_WR_SEND, 0, 32, 0, 3);
+	expect_status(fixture.cq, 3, IBV_WC_SUCCESS);
+	wc = expect_completion(pair->cq_b);
+	cr_expect_eq(wc.status, IBV_WC_SUCCESS);
+	cr_expect_eq(wc.wr_id, 2);
+	cr_expect_eq(wc.byte_len, 32, "the lost SEND arrived (%u bytes)", wc.byte_len);
 	pair_close(pair);
 }
