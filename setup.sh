@@ -2,7 +2,9 @@
 # setup.sh: the two commands of the README.
 #   ./setup.sh demo   installs the Debian packages, builds bolt, runs the demo
 #   ./setup.sh test   installs what is missing, builds, runs the whole test suite
-#                     (plain build, then AddressSanitizer/UBSan build)
+#                     (plain build, then AddressSanitizer/UBSan build, then the
+#                     reduced Soft-RoCE set in a virtual machine, which
+#                     BOLT_RXE=0 skips)
 set -eu
 top=$(cd "$(dirname "$0")" && pwd)
 cd "$top"
@@ -43,7 +45,11 @@ summarize() {
 	for directory in "$@"; do
 		for log in $(find "$directory/test" -name '*.log'); do
 			synthesis=$(grep -a 'Synthesis: Tested:' "$log" | tail -n 1 || true)
-			if [ -n "$synthesis" ]; then
+			rxe=$(grep -a '^rxe: [0-9]* passed, [0-9]* failed$' "$log" | tail -n 1 || true)
+			if [ -n "$rxe" ]; then
+				passed=$((passed + $(echo "$rxe" | sed 's/^rxe: \([0-9]*\) passed.*/\1/')))
+				failed=$((failed + $(echo "$rxe" | sed 's/.* \([0-9]*\) failed$/\1/')))
+			elif [ -n "$synthesis" ]; then
 				passed=$((passed + $(synthesis_count Passing "$synthesis")))
 				failed=$((failed + $(synthesis_count Failing "$synthesis")))
 				failed=$((failed + $(synthesis_count Crashing "$synthesis")))
@@ -67,6 +73,18 @@ summarize() {
 	[ "$failed" -eq 0 ]
 }
 
+# run_rxe: bolt on Soft-RoCE in a virtual machine (make check-rxe, reduced set).
+run_rxe() {
+	rm -f build/test/rxe/check_rxe.log
+	[ "${BOLT_RXE:-1}" = 0 ] && return 0
+	mkdir -p build/test/rxe
+	(cd build && BOLT_RXE_QUICK=1 make check-rxe) >build/test/rxe/check_rxe.log 2>&1
+	rxe_status=$?
+	grep -a -E '^(== |ok: |FAILED: |rxe[: ])' build/test/rxe/check_rxe.log || true
+	[ $rxe_status -eq 0 ] || tail -n 40 build/test/rxe/check_rxe.log
+	return $rxe_status
+}
+
 run_tests() {
 	status=0
 	build build
@@ -74,6 +92,7 @@ run_tests() {
 	build build-asan --enable-sanitizers
 	(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		make -j"$jobs" check) || status=1
+	run_rxe || status=1
 	summarize build build-asan || status=1
 	return $status
 }

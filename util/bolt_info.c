@@ -58,11 +58,15 @@ static void bolt_info_probe(struct bolt_verbs *verbs, struct bolt_device_report 
 	bolt_device_handle_close(&handle);
 }
 
+/* Real tables are mostly empty (rxe: 1024 entries, 2 in use): trailing zeros take one line. */
 static void bolt_info_print_gid_table(const struct bolt_port_report *port)
 {
 	char text[BOLT_GID_TEXT_SIZE];
+	int shown = port->gid_count;
 
-	for (int index = 0; index < port->gid_count; index++) {
+	while (shown > 0 && bolt_gid_kind(&port->gids[shown - 1].gid) == BOLT_GID_KIND_ZERO)
+		shown--;
+	for (int index = 0; index < shown; index++) {
 		const struct bolt_gid_entry *entry = &port->gids[index];
 		enum bolt_gid_kind kind = bolt_gid_kind(&entry->gid);
 		bool chosen = !port->gid_status && port->gid_choice.index == index;
@@ -72,6 +76,11 @@ static void bolt_info_print_gid_table(const struct bolt_port_report *port)
 		       kind == BOLT_GID_KIND_ZERO ? "" : bolt_gid_type_name(entry->type),
 		       chosen ? "  <- chosen" : "");
 	}
+	if (shown < port->gid_count)
+		printf("      GID[%d..%d] empty\n", shown, port->gid_count - 1);
+	if (port->gid_count < port->attr.gid_tbl_len)
+		printf("      (the table has %d entries; bolt reads the first %d)\n",
+		       port->attr.gid_tbl_len, port->gid_count);
 }
 
 static void bolt_info_print_port(const struct bolt_port_report *port)

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <criterion/criterion.h>
 
 #include "rdm_fixture.h"
 #include "bolt_fabric.h"
@@ -39,8 +40,24 @@ static void rdm_logging_start(void)
 	fi_freeinfo(hints);
 }
 
+static bool rdm_system_device(void)
+{
+	const char *device = getenv("BOLT_TEST_DEVICE");
+
+	return device && !strcmp(device, "system");
+}
+
 void rdm_environment(const struct rdm_options *options, const char *tag)
 {
+	if (rdm_system_device()) {
+		if (options->send_only)
+			cr_skip_test("send-only is a mode of the software device");
+		if (options->software_device_only)
+			cr_skip_test("this tests the software device itself");
+		unsetenv("FI_BOLT_SOFT");
+		rdm_logging_start();
+		return;
+	}
 	rdm_logging_start();
 	snprintf(rdm_namespace, sizeof(rdm_namespace), "%s-%d", tag, getpid());
 	setenv("FI_BOLT_SOFT", options->profile, 1);
@@ -53,6 +70,8 @@ void rdm_environment_cleanup(const struct rdm_options *options)
 	struct softrdma_config config = { 0 };
 	char name[256];
 
+	if (rdm_system_device())
+		return;
 	if (softrdma_profile_parse(options->profile, &config.profile))
 		return;
 	snprintf(config.namespace_name, sizeof(config.namespace_name), "%s", rdm_namespace);

@@ -41,9 +41,16 @@ struct rdm_options {
 	enum fi_av_type av_type;
 	enum fi_cq_format cq_format;
 	bool send_only;                 /* FI_BOLT_SOFT_SEND_ONLY */
+	bool software_device_only;      /* tests the software device's own limits */
 };
 
-/* The software device for this test process and the peers it forks. */
+/*
+ * The software device for this test process and the peers it forks. With
+ * BOLT_TEST_DEVICE=system in the environment the tests run on the system's
+ * verbs device instead (test/rxe runs them on Linux's Soft-RoCE): the profile
+ * is then only a name, and a test that needs a mode only the software device
+ * has (send-only, its profiles' limits) is skipped here.
+ */
 void rdm_environment(const struct rdm_options *options, const char *tag);
 void rdm_environment_cleanup(const struct rdm_options *options);
 

@@ -60,6 +60,7 @@ Test(limits, ten_thousand_regions_on_thunderbolt)
 	struct rdm_options options = {
 		.profile = "thunderbolt",
 		.mr_mode = FI_MR_ENDPOINT | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR,
+		.software_device_only = true,
 	};
 	struct rdm_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
@@ -95,7 +96,7 @@ Test(limits, ten_thousand_regions_on_thunderbolt)
 /* Several endpoints of one domain in one process, each connected to the first. */
 Test(limits, queue_pair_budget_names_the_limit, .timeout = 60)
 {
-	struct rdm_options options = { .profile = "thunderbolt" };
+	struct rdm_options options = { .profile = "thunderbolt", .software_device_only = true };
 	struct rdm_endpoint first, others[3];
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;

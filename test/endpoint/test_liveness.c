@@ -143,7 +143,8 @@ static void expect_lost(struct rdm_endpoint *endpoint, void *context, const char
 /* Every UC packet is lost: a read and a large send end in errors instead of waiting. */
 Test(liveness, every_packet_lost_thunderbolt_uc)
 {
-	struct rdm_options options = { .profile = "thunderbolt" };
+	/* Only the software device drops packets on request. */
+	struct rdm_options options = { .profile = "thunderbolt", .software_device_only = true };
 	struct rdm_endpoint endpoint;
 	char *large = calloc(1, LARGE), small[64];
 	int socket;

@@ -374,7 +374,9 @@ Test(rma, burst_thunderbolt)
 /* By default: none on Thunderbolt, whose few queue pairs connections need; one on RoCE. */
 Test(rma, burst_thunderbolt_default_data_rails)
 {
-	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE };
+	/* The Thunderbolt profile's 10 queue pairs. */
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE,
+				       .software_device_only = true };
 
 	burst_of_writes(&options, "rma-burst-tb-d", "-1", false);
 }

@@ -29,7 +29,7 @@ expect "thunderbolt refuses RC" 'UC only \(RC refused\)' FI_BOLT_SOFT=thunderbol
 expect "thunderbolt chooses link-local GID 1" 'GID\[ 1\] fe80:.*link-local.*<- chosen' FI_BOLT_SOFT=thunderbolt
 expect "the reason is given" 'bolt uses GID\[1\] as sgid_index: no IPv4-mapped GID' FI_BOLT_SOFT=thunderbolt
 expect "thunderbolt queue depth" '32 work requests in flight per queue' FI_BOLT_SOFT=thunderbolt
-expect "rocev2 chooses IPv4-mapped RoCE v2" 'GID\[ 3\] ::ffff:.*IPv4-mapped.*RoCE v2.*<- chosen' FI_BOLT_SOFT=rocev2
+expect "rocev2 chooses IPv4-mapped RoCE v2" 'GID\[ 1\] ::ffff:.*IPv4-mapped.*RoCE v2.*<- chosen' FI_BOLT_SOFT=rocev2
 expect "rocev2 has RC" 'QP types +RC and UC' FI_BOLT_SOFT=rocev2
 expect "FI_BOLT_GID_INDEX overrides" 'bolt uses GID\[0\] as sgid_index: FI_BOLT_GID_INDEX' \
 	FI_BOLT_SOFT=rocev2 FI_BOLT_GID_INDEX=0

@@ -129,8 +129,9 @@ Test(modify, rtr_path_checks)
 {
 	open_qp(SOFTRDMA_PROFILE_THUNDERBOLT, IBV_QPT_UC, "rtr-checks");
 	cr_assert_eq(modify_state(IBV_QPS_INIT, INIT_MASK), 0);
-	/* GID index 2 is a zero entry of Thunderbolt's table. */
-	cr_assert_eq(rtr_with(&self.gid, 2, 1, IBV_MTU_1024), EINVAL);
+	/* GID index 2 is an empty entry of Thunderbolt's table, 4 is past its end. */
+	cr_assert_eq(rtr_with(&self.gid, 2, 1, IBV_MTU_1024), ENODATA);
+	cr_assert_eq(rtr_with(&self.gid, 4, 1, IBV_MTU_1024), EINVAL);
 	cr_assert_eq(rtr_with(&self.gid, 1, 0, IBV_MTU_1024), EINVAL);
 	cr_assert_eq(rtr_with(&self.gid, 1, 1, IBV_MTU_4096), EINVAL);
 	cr_assert_eq(rtr_with(&self.gid, 0, 1, IBV_MTU_1024), 0);
@@ -142,9 +143,10 @@ Test(modify, rocev2_ipv4_mapped_gid_is_a_destination)
 	union ibv_gid mapped;
 
 	open_qp(SOFTRDMA_PROFILE_ROCEV2, IBV_QPT_UC, "mapped");
-	cr_assert_eq(softrdma_query_gid(device.context, 1, 3, &mapped), 0);
+	cr_assert_eq(softrdma_query_gid(device.context, 1, 1, &mapped), 0);
 	cr_assert_eq(modify_state(IBV_QPS_INIT, INIT_MASK), 0);
-	cr_assert_eq(rtr_with(&mapped, 3, 1, IBV_MTU_4096), 0);
+	/* 4096: above the active MTU (1024), within the port's max_mtu, as rxe takes it. */
+	cr_assert_eq(rtr_with(&mapped, 1, 1, IBV_MTU_4096), 0);
 	close_qp();
 }
 

@@ -34,6 +34,7 @@ Test(profile, thunderbolt_limits)
 	cr_assert_eq(limits.accepted_max_wr, 63);
 	cr_assert_gt(limits.reported_max_wr, limits.accepted_max_wr);
 	cr_assert_eq(limits.path_mtu_bytes, 1024);
+	cr_assert_eq(limits.max_mtu_bytes, 1024);
 	cr_assert_not(limits.rc_supported);
 	cr_assert_not(limits.receiver_not_ready_retry);
 	cr_assert(limits.frames_must_match);
@@ -48,10 +49,11 @@ Test(profile, rocev2_limits)
 	cr_assert_geq(limits.max_mr, 65536);
 	cr_assert_geq(limits.max_qp, 1024);
 	cr_assert_eq(limits.accepted_max_wr, limits.reported_max_wr);
-	cr_assert_eq(limits.path_mtu_bytes, 4096);
+	cr_assert_eq(limits.path_mtu_bytes, 1024);
+	cr_assert_eq(limits.max_mtu_bytes, 4096);
 	cr_assert(limits.rc_supported);
 	cr_assert(limits.receiver_not_ready_retry);
-	cr_assert_eq(limits.gid_count, 4);
+	cr_assert_eq(limits.gid_count, 2);
 }
 
 Test(profile, overrides)

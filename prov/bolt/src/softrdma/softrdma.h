@@ -93,15 +93,20 @@ struct softrdma_profile_limits {
 	int max_qp;             /* 10 on thunderbolt: the 11th create_qp fails with EBUSY */
 	int reported_max_wr;    /* what query_device and create_qp report */
 	int accepted_max_wr;    /* what post_send/post_recv accept (63 on thunderbolt) */
-	int path_mtu_bytes;     /* 1024 on thunderbolt */
+	int path_mtu_bytes;     /* the port's active MTU: 1024 on thunderbolt and rocev2 */
+	int max_mtu_bytes;      /* the largest path MTU RTR takes (rxe: 4096) */
 	bool rc_supported;      /* false on thunderbolt: RC creation fails */
 	bool receiver_not_ready_retry; /* false on thunderbolt: such a SEND is lost */
 	bool frames_must_match; /* thunderbolt: SEND and receive span as many 4 KiB frames */
+	/* rxe (6.1): a receive too short for its SEND, or with a wrong lkey, is a
+	 * malformed WQE: LOC_QP_OP_ERR at the receiver, REM_OP_ERR at the sender,
+	 * where the IB spec has LOC_LEN_ERR / REM_INV_REQ_ERR and LOC_PROT_ERR. */
+	bool receive_errors_as_malformed_wqe;
 	int max_sge;            /* scatter/gather entries per WR */
 	int max_inline_data;    /* bytes of IBV_SEND_INLINE data per WR */
 	int max_cqe;            /* completions a CQ can hold */
 	int gid_table_length;   /* entries of the port's GID table, the unused ones zero */
-	int gid_count;          /* non-zero entries at its start (2 or 4) */
+	int gid_count;          /* non-zero entries at its start (2) */
 };
 
 int softrdma_profile_parse(const char *name, enum softrdma_profile *profile);

@@ -179,14 +179,13 @@ int softrdma_query_port(struct ibv_context *context, uint8_t port_num, struct ib
 {
 	const struct softrdma_segment *segment = softrdma_process.segment;
 	bool active = softrdma_port_active(segment, softrdma_context_device_id(context));
-	enum ibv_mtu mtu = softrdma_mtu_enum(segment->limits.path_mtu_bytes);
 
 	if (port_num != SOFTRDMA_PORT)
 		return softrdma_fail(EINVAL);
 	memset(attr, 0, sizeof(*attr));
 	attr->state = active ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
-	attr->max_mtu = mtu;
-	attr->active_mtu = mtu;
+	attr->max_mtu = softrdma_mtu_enum(segment->limits.max_mtu_bytes);
+	attr->active_mtu = softrdma_mtu_enum(segment->limits.path_mtu_bytes);
 	attr->gid_tbl_len = segment->limits.gid_table_length;
 	attr->port_cap_flags = IBV_PORT_CM_SUP;
 	attr->max_msg_sz = (uint32_t) SOFTRDMA_MAX_MESSAGE;

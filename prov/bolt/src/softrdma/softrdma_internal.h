@@ -24,7 +24,7 @@
 #include "softrdma/softrdma.h"
 
 #define SOFTRDMA_MAGIC 0x74666f73746c6f62ULL /* "boltsoft" */
-#define SOFTRDMA_LAYOUT_VERSION 2
+#define SOFTRDMA_LAYOUT_VERSION 3
 
 /* Table sizes: generous, since the file is sparse and pages are touched only when used. */
 #define SOFTRDMA_MAX_PROCESSES 256

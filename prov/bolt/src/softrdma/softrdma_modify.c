@@ -98,9 +98,14 @@ static int softrdma_address_check(const struct softrdma_segment *segment,
 		return softrdma_modify_reject("Ethernet link layer: the address needs a GRH");
 	if (ah_attr->port_num != SOFTRDMA_PORT)
 		return softrdma_modify_reject("address on a port the device does not have");
-	/* Every device's table starts with gid_count non-zero entries, the rest zero. */
-	if (grh->sgid_index >= segment->limits.gid_count)
-		return softrdma_modify_reject("sgid_index is not a non-zero GID of the port");
+	/* Every device's table starts with gid_count non-zero entries, the rest zero;
+	 * the kernel's GID cache answers ENODATA for an empty entry (rxe). */
+	if (grh->sgid_index >= segment->limits.gid_table_length)
+		return softrdma_modify_reject("sgid_index beyond the port's GID table");
+	if (grh->sgid_index >= segment->limits.gid_count) {
+		softrdma_modify_reject("sgid_index names an empty GID entry");
+		return ENODATA;
+	}
 	*device_id = softrdma_device_find_gid(segment, &grh->dgid);
 	if (*device_id < 0)
 		return softrdma_modify_reject("destination GID of no device (uninitialized GID?)");
@@ -112,7 +117,8 @@ static int softrdma_values_check(const struct softrdma_segment *segment,
 {
 	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 		     IBV_ACCESS_REMOTE_ATOMIC;
-	enum ibv_mtu port_mtu = softrdma_mtu_enum(segment->limits.path_mtu_bytes);
+	/* rxe takes any path MTU up to the port's max_mtu, above the active one. */
+	enum ibv_mtu port_mtu = softrdma_mtu_enum(segment->limits.max_mtu_bytes);
 
 	if ((mask & IBV_QP_PORT) && attr->port_num != SOFTRDMA_PORT)
 		return softrdma_modify_reject("port_num");

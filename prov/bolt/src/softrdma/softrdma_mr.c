@@ -66,9 +66,11 @@ struct ibv_mr *softrdma_reg_mr(struct ibv_pd *ibv_pd, void *addr, size_t length,
 	struct softrdma_mr *mr;
 	int ret;
 
-	if (!pd || !addr || !length || length > SOFTRDMA_MAX_MR_SIZE ||
-	    (uintptr_t) addr + length < (uintptr_t) addr)
+	/* As rxe: an empty region registers; NULL is memory no device can pin. */
+	if (!pd || length > SOFTRDMA_MAX_MR_SIZE || (uintptr_t) addr + length < (uintptr_t) addr)
 		return softrdma_fail_null(EINVAL);
+	if (!addr)
+		return softrdma_fail_null(EFAULT);
 	ret = softrdma_mr_access_check(access);
 	if (ret)
 		return softrdma_fail_null(ret);

@@ -129,22 +129,24 @@ void softrdma_device_gid(const struct softrdma_segment *segment, int device_id, 
 		return;
 	if (segment->config.profile == SOFTRDMA_PROFILE_THUNDERBOLT)
 		softrdma_gid_link_local(device, gid_index == 0, gid);
-	else if (gid_index < 2)  /* rxe: the same address as RoCE v1, then v2 */
+	else if (gid_index == 0)  /* rxe: the link-local address, then the IPv4 one */
 		softrdma_gid_link_local(device, true, gid);
 	else
 		softrdma_gid_ipv4_mapped(device, gid);
 }
 
-/* Unused entries have no type, as real drivers answer for empty slots. */
+/*
+ * Every GID is RoCE v2 (rxe lists each address once, as v2). An empty entry
+ * has no type: the kernel answers ENODATA; past the table, EINVAL.
+ */
 int softrdma_device_gid_type(const struct softrdma_segment *segment, int gid_index,
 			     enum ibv_gid_type *type)
 {
-	if (gid_index < 0 || gid_index >= segment->limits.gid_count)
+	if (gid_index < 0 || gid_index >= segment->limits.gid_table_length)
 		return EINVAL;
-	if (segment->config.profile == SOFTRDMA_PROFILE_THUNDERBOLT)
-		*type = IBV_GID_TYPE_ROCE_V2;
-	else
-		*type = gid_index % 2 ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_ROCE_V1;
+	if (gid_index >= segment->limits.gid_count)
+		return ENODATA;
+	*type = IBV_GID_TYPE_ROCE_V2;
 	return 0;
 }
 

@@ -265,6 +265,18 @@ static enum softrdma_step softrdma_transfer_receive_error(struct softrdma_transf
 	return softrdma_transfer_fail(transfer, rc_status);
 }
 
+/* A receive that cannot take its SEND, as the profile's device reports it. */
+static enum softrdma_step softrdma_transfer_bad_receive(const struct softrdma_segment *segment,
+							struct softrdma_transfer *transfer,
+							enum ibv_wc_status receiver_status,
+							enum ibv_wc_status rc_status)
+{
+	if (segment->limits.receive_errors_as_malformed_wqe)
+		return softrdma_transfer_receive_error(transfer, IBV_WC_LOC_QP_OP_ERR,
+						       IBV_WC_REM_OP_ERR);
+	return softrdma_transfer_receive_error(transfer, receiver_status, rc_status);
+}
+
 /* A SEND's data into the receive it consumed: sizes, frames, the receive's keys. */
 static enum softrdma_step softrdma_transfer_scatter(struct softrdma_segment *segment,
 						    struct softrdma_transfer *transfer)
@@ -276,8 +288,8 @@ static enum softrdma_step softrdma_transfer_scatter(struct softrdma_segment *seg
 	if (transfer->length > capacity ||
 	    (segment->limits.frames_must_match &&
 	     softrdma_frame_count(transfer->length) != softrdma_frame_count(capacity)))
-		return softrdma_transfer_receive_error(transfer, IBV_WC_LOC_LEN_ERR,
-						       IBV_WC_REM_INV_REQ_ERR);
+		return softrdma_transfer_bad_receive(segment, transfer, IBV_WC_LOC_LEN_ERR,
+						     IBV_WC_REM_INV_REQ_ERR);
 	for (uint32_t index = 0; index < receive->num_sge && left; index++) {
 		const struct ibv_sge *sge = &receive->sge[index];
 		uint64_t take = sge->length < left ? sge->length : left;
@@ -286,8 +298,8 @@ static enum softrdma_step softrdma_transfer_scatter(struct softrdma_segment *seg
 			continue;
 		if (!softrdma_mr_check_locked(segment, sge->lkey, target->pd_id,
 					      IBV_ACCESS_LOCAL_WRITE, sge->addr, take))
-			return softrdma_transfer_receive_error(transfer, IBV_WC_LOC_PROT_ERR,
-							       IBV_WC_REM_OP_ERR);
+			return softrdma_transfer_bad_receive(segment, transfer,
+							     IBV_WC_LOC_PROT_ERR, IBV_WC_REM_OP_ERR);
 		transfer->remote[transfer->remote_count].iov_base = (void *) (uintptr_t) sge->addr;
 		transfer->remote[transfer->remote_count].iov_len = take;
 		transfer->remote_keys[transfer->remote_count++] = sge->lkey;
