@@ -483,8 +483,15 @@ void bolt_connection_destroy_all(struct bolt_endpoint *endpoint)
 	struct bolt_connection *connection, *next;
 	struct bolt_accepted *accepted, *next_accepted;
 
-	HASH_ITER(hh, endpoint->connections, connection, next)
+	/*
+	 * Completions still in the CQ (a real device keeps those that arrived
+	 * before the QP went) find their connection gone: as after a failure,
+	 * their buffers return and nothing is posted again.
+	 */
+	HASH_ITER(hh, endpoint->connections, connection, next) {
+		connection->state = BOLT_CONNECTION_FAILED;
 		bolt_connection_release_device(connection);
+	}
 	bolt_domain_poll_device(domain);
 	HASH_ITER(hh, endpoint->connections, connection, next) {
 		bolt_control_buffer_reclaim(domain, connection);
