@@ -88,7 +88,8 @@ int rdm_open(struct rdm_endpoint *endpoint, const struct rdm_options *options)
 	memset(endpoint, 0, sizeof(*endpoint));
 	if (!hints)
 		return -FI_ENOMEM;
-	ret = bolt_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &endpoint->info);
+	ret = bolt_getinfo(FI_VERSION(1, 17), options->node, options->service, options->flags, hints,
+			   &endpoint->info);
 	fi_freeinfo(hints);
 	if (ret)
 		return ret;

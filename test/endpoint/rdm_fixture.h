@@ -40,6 +40,9 @@ struct rdm_options {
 	enum fi_av_type av_type;
 	enum fi_cq_format cq_format;
 	bool send_only;                 /* FI_BOLT_SOFT_SEND_ONLY */
+	const char *node;               /* fi_getinfo's node, service and flags */
+	const char *service;
+	uint64_t flags;
 };
 
 /* The software device for this test process and the peers it forks. */

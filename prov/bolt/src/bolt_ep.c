@@ -345,7 +345,10 @@ static int bolt_endpoint_listen_initial(struct bolt_endpoint *endpoint, const st
 	if (info->src_addr && bolt_address_is_valid(info->src_addr, info->src_addrlen)) {
 		const struct bolt_address *source = info->src_addr;
 
-		if (source->endpoint_id)
+		/* A fixed port has one listener, and peers that know only host and
+		 * port (fi_getinfo's node and service, as fabtests' clients do) name
+		 * endpoint 0 behind it: keep the id the source gives, 0 included. */
+		if (source->endpoint_id || source->port)
 			endpoint_id = ntohl(source->endpoint_id);
 		ret = bolt_address_to_sockaddr(source, &address, &length);
 	} else {
