@@ -9,7 +9,11 @@
 #include "bolt_endpoint.h"
 #include "bolt_operation.h"
 
-/* Under FI_MR_ENDPOINT, a descriptor must be an MR enabled on this endpoint. */
+/*
+ * Under FI_MR_ENDPOINT, a descriptor must be an MR enabled in this endpoint's
+ * domain. Binding scopes remote access; locally the memory is the domain's,
+ * and applications (fabtests' fi_multi_ep) use one region on all endpoints.
+ */
 static int bolt_operation_check_descriptors(const struct bolt_endpoint *endpoint, void **desc,
 					    size_t count)
 {
@@ -20,9 +24,9 @@ static int bolt_operation_check_descriptors(const struct bolt_endpoint *endpoint
 
 		if (!mr)
 			continue;
-		if (mr->mr_fid.fid.fclass != FI_CLASS_MR || !mr->enabled || mr->endpoint != endpoint) {
+		if (mr->mr_fid.fid.fclass != FI_CLASS_MR || !mr->enabled || mr->domain != endpoint->domain) {
 			FI_WARN(&bolt_prov, FI_LOG_EP_DATA,
-				"descriptor %zu is not a memory region enabled on this endpoint\n", i);
+				"descriptor %zu is not a memory region enabled in this domain\n", i);
 			return -FI_EINVAL;
 		}
 	}
