@@ -43,6 +43,7 @@ struct rdm_options {
 	const char *node;               /* fi_getinfo's node, service and flags */
 	const char *service;
 	uint64_t flags;
+	uint64_t tx_op_flags;           /* hints->tx_attr->op_flags */
 };
 
 /* The software device for this test process and the peers it forks. */

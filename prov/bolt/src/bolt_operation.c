@@ -92,7 +92,8 @@ ssize_t bolt_operation_transmit(struct bolt_endpoint *endpoint, const struct bol
 	transmit->cq_data = (uint32_t) operation->data;
 	transmit->remote_address = operation->remote_address;
 	transmit->remote_key = operation->remote_key;
-	if (operation->flags & FI_INJECT) {
+	/* FI_INJECT, also as a default op flag, concerns data sent: never a read's buffer. */
+	if (operation->flags & FI_INJECT && operation->op != BOLT_WIRE_READ_REQUEST) {
 		ret = bolt_operation_inject(transmit);
 		if (ret) {
 			bolt_transmit_free(transmit);
