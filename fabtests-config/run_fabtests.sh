@@ -77,7 +77,9 @@ if [ ! -f "$provider_path/libbolt-fi.so" ]; then
 	echo "run_fabtests.sh: no libbolt-fi.so in $provider_path (build bolt, or use -b)" >&2
 	exit 2
 fi
-command -v setsid >/dev/null || { echo "run_fabtests.sh: needs setsid (util-linux)" >&2; exit 2; }
+for tool in setsid setpriv timeout; do
+	command -v $tool >/dev/null || { echo "run_fabtests.sh: needs $tool" >&2; exit 2; }
+done
 real_ps=$(command -v ps) || { echo "run_fabtests.sh: needs ps (procps)" >&2; exit 2; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bolt-fabtests.XXXXXX") || exit 2
@@ -94,12 +96,15 @@ exec "$real_ps" "\$@"
 EOF
 chmod +x "$work/shim/ps"
 
-# One wrapper per program of the install, under the same name.
+# One wrapper per program of the install, under the same name. When a client
+# fails, runfabtests.sh kills the shell it started its server from, which
+# leaves the server holding the port for the tests that follow: timeout and the
+# program die with their parent (setpriv --pdeathsig).
 mkdir "$work/bin"
 for program in "$fabtests_bin"/*; do
 	[ -f "$program" ] && [ -x "$program" ] || continue
-	printf '#!/bin/sh\nexec timeout -k 5 %s "%s" "$@"\n' "$time_limit" "$program" \
-		>"$work/bin/${program##*/}"
+	printf '#!/bin/sh\nexec setpriv --pdeathsig KILL timeout -k 5 %s setpriv --pdeathsig KILL "%s" "$@"\n' \
+		"$time_limit" "$program" >"$work/bin/${program##*/}"
 	chmod +x "$work/bin/${program##*/}"
 done
 
