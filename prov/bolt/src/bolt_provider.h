@@ -143,6 +143,11 @@ int bolt_cntr_open(struct fid_domain *domain_fid, struct fi_cntr_attr *attr,
 void bolt_cntr_increment(struct bolt_cntr *cntr);
 void bolt_cntr_increment_error(struct bolt_cntr *cntr);
 
+/* ---- Poll sets (bolt_poll.c): CQs and counters of a domain checked together ---- */
+
+int bolt_poll_open(struct fid_domain *domain_fid, struct fi_poll_attr *attr,
+		   struct fid_poll **poll_fid);
+
 /* ---- Event queues ---- */
 
 struct bolt_eq {

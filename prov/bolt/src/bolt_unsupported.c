@@ -44,12 +44,6 @@ int bolt_no_scalable_ep(struct fid_domain *domain, struct fi_info *info, struct 
 	return -FI_ENOSYS;
 }
 
-int bolt_no_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
-		      struct fid_poll **pollset)
-{
-	return -FI_ENOSYS;
-}
-
 int bolt_no_stx_context(struct fid_domain *domain, struct fi_tx_attr *attr,
 			struct fid_stx **stx, void *context)
 {
