@@ -2,7 +2,9 @@
  * test_address.c: endpoints reached through the addresses fi_getinfo makes of
  * node and service. A server opened on a fixed port (fi_getinfo with
  * FI_SOURCE) is reached by a client that knows only host and port, as
- * fabtests' servers and clients find each other.
+ * fabtests' servers and clients find each other. Without any source asked,
+ * fi_getinfo names the default one (fabtests' fi_getinfo_test wants a source
+ * in every answer), and an endpoint opened on it listens there.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,4 +116,42 @@ Test(address, host_and_port_reach_a_fixed_port_thunderbolt)
 Test(address, host_and_port_reach_a_fixed_port_rocev2)
 {
 	reach_fixed_port("rocev2");
+}
+
+/* An IPv4 address on 127.0.0.1, the software device's default source; its port. */
+static uint16_t expect_loopback(const void *data, size_t length)
+{
+	struct bolt_address address;
+	const uint8_t loopback[4] = { 127, 0, 0, 1 };
+
+	cr_assert_eq(length, sizeof(address));
+	cr_assert(bolt_address_is_valid(data, length));
+	memcpy(&address, data, sizeof(address));
+	cr_expect_eq(address.family, BOLT_ADDRESS_FAMILY_IPV4);
+	cr_expect_arr_eq(address.ip, loopback, sizeof(loopback));
+	return ntohs(address.port);
+}
+
+Test(address, a_source_in_every_answer)
+{
+	struct rdm_options options = { .profile = "thunderbolt", .node = "127.0.0.1", .service = "4242" };
+	struct rdm_endpoint endpoint;
+	struct bolt_address name;
+	size_t length = sizeof(name);
+
+	rdm_environment(&options, "address-source");
+	cr_assert_eq(rdm_open(&endpoint, &options), 0);
+	cr_expect_eq(expect_loopback(endpoint.info->src_addr, endpoint.info->src_addrlen), 0,
+		     "the default source leaves the port to the endpoint");
+	cr_expect_eq(expect_loopback(endpoint.info->dest_addr, endpoint.info->dest_addrlen), 4242);
+	cr_assert_eq(fi_getname(&endpoint.ep->fid, &name, &length), 0);
+	cr_expect_neq(expect_loopback(&name, length), 0, "the endpoint listens on a port of its own");
+	rdm_close(&endpoint);
+
+	options.node = options.service = NULL;
+	cr_assert_eq(rdm_open(&endpoint, &options), 0);
+	cr_expect_eq(expect_loopback(endpoint.info->src_addr, endpoint.info->src_addrlen), 0);
+	cr_expect_null(endpoint.info->dest_addr);
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(&options);
 }

@@ -10,9 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <utlist.h>
-#include <netdb.h>
 
 #include "bolt_endpoint.h"
+#include "bolt_getinfo.h"
 #include "bolt_unsupported.h"
 
 extern struct fi_ops_msg bolt_msg_ops;
@@ -259,30 +259,12 @@ static int bolt_endpoint_control(struct fid *fid, int command, void *argument)
 static int bolt_endpoint_default_sockaddr(const struct bolt_endpoint *endpoint,
 					  struct sockaddr_storage *address, socklen_t *length)
 {
-	const struct bolt_params *params = &endpoint->domain->fabric->params;
-	const char *host = params->side_channel_address;
-	char name[256];
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *result;
+	const struct bolt_fabric *fabric = endpoint->domain->fabric;
+	struct bolt_address source;
 	int ret;
 
-	if (!host[0] && endpoint->domain->fabric->verbs.software)
-		host = "127.0.0.1";
-	if (!host[0]) {
-		if (gethostname(name, sizeof(name)))
-			return -FI_EINVAL;
-		name[sizeof(name) - 1] = '\0';
-		host = name;
-	}
-	ret = getaddrinfo(host, NULL, &hints, &result);
-	if (ret) {
-		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "side channel address %s: %s\n", host, gai_strerror(ret));
-		return -FI_EINVAL;
-	}
-	memcpy(address, result->ai_addr, result->ai_addrlen);
-	*length = result->ai_addrlen;
-	freeaddrinfo(result);
-	return 0;
+	ret = bolt_getinfo_default_source(&fabric->params, fabric->verbs.software, &source);
+	return ret ? ret : bolt_address_to_sockaddr(&source, address, length);
 }
 
 static uint32_t bolt_endpoint_new_id(void)
