@@ -109,6 +109,13 @@ for program in "$fabtests_bin"/*; do
 done
 
 namespaces=""
+session=""
+# An interrupted run ends its own session's processes only; the tests die with
+# their parents.
+stop() {
+	[ -n "$session" ] && kill -TERM -- -"$session" 2>/dev/null
+	exit 130
+}
 finish() {
 	for namespace in $namespaces; do
 		rm -f /dev/shm/bolt-softrdma-"$(id -u)"-*-"$namespace"
@@ -116,7 +123,7 @@ finish() {
 	rm -rf "$work"
 }
 trap finish EXIT
-trap 'exit 130' INT TERM
+trap stop INT TERM
 
 failures=0
 for profile in $(echo "$profiles" | tr ',' ' '); do
@@ -127,14 +134,19 @@ for profile in $(echo "$profiles" | tr ',' ' '); do
 	namespace="fabtests-$$-$profile"
 	namespaces="$namespaces $namespace"
 	echo "# bolt fabtests: profile $profile, set $test_set, provider $provider_path"
+	# A background job of this script leads no process group, so setsid needs
+	# no fork: the job's process id is the session's.
 	(cd "$work" && export FI_PROVIDER_PATH="$provider_path" FI_BOLT_SOFT="$profile" \
-		FI_BOLT_SOFT_NAMESPACE="$namespace" && PATH="$work/shim:$PATH" setsid --wait \
+		FI_BOLT_SOFT_NAMESPACE="$namespace" PATH="$work/shim:$PATH" && exec setsid --wait \
 		"$fabtests_bin/runfabtests.sh" $verbose -p "$work/bin" -t "$test_set" \
 		-T "$time_limit" -f "$exclude_file" \
 		-E "FI_PROVIDER_PATH=$provider_path" -E "FI_BOLT_SOFT=$profile" \
 		-E "FI_BOLT_SOFT_NAMESPACE=$namespace" \
-		-s 127.0.0.1 -c 127.0.0.1 -L "-B $port" -C "-P $port" "$@" bolt)
+		-s 127.0.0.1 -c 127.0.0.1 -L "-B $port" -C "-P $port" "$@" bolt) &
+	session=$!
+	wait $session
 	status=$?
+	session=""
 	failures=$((failures + status))
 done
 [ $failures -gt 125 ] && failures=125
