@@ -20,7 +20,6 @@ int bolt_no_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct f
 		       void *context);
 int bolt_no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 		      struct fid_wait **waitset);
-int bolt_no_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
 int bolt_no_scalable_ep(struct fid_domain *domain, struct fi_info *info, struct fid_ep **sep,
 			void *context);
 int bolt_no_stx_context(struct fid_domain *domain, struct fi_tx_attr *attr,
