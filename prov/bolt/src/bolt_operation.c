@@ -24,7 +24,8 @@ static int bolt_operation_check_descriptors(const struct bolt_endpoint *endpoint
 
 		if (!mr)
 			continue;
-		if (mr->mr_fid.fid.fclass != FI_CLASS_MR || !mr->enabled || mr->domain != endpoint->domain) {
+		if (mr->mr_fid.fid.fclass != FI_CLASS_MR || !mr->enabled ||
+		    mr->domain != endpoint->domain) {
 			FI_WARN(&bolt_prov, FI_LOG_EP_DATA,
 				"descriptor %zu is not a memory region enabled in this domain\n", i);
 			return -FI_EINVAL;
