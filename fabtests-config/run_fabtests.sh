@@ -101,10 +101,10 @@ chmod +x "$work/shim/ps"
 # leaves the server holding the port for the tests that follow: timeout and the
 # program die with their parent (setpriv --pdeathsig).
 mkdir "$work/bin"
+run="exec setpriv --pdeathsig KILL timeout -k 5 $time_limit setpriv --pdeathsig KILL"
 for program in "$fabtests_bin"/*; do
 	[ -f "$program" ] && [ -x "$program" ] || continue
-	printf '#!/bin/sh\nexec setpriv --pdeathsig KILL timeout -k 5 %s setpriv --pdeathsig KILL "%s" "$@"\n' \
-		"$time_limit" "$program" >"$work/bin/${program##*/}"
+	printf '#!/bin/sh\n%s "%s" "$@"\n' "$run" "$program" >"$work/bin/${program##*/}"
 	chmod +x "$work/bin/${program##*/}"
 done
 
