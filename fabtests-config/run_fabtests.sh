@@ -113,7 +113,7 @@ session=""
 # An interrupted run ends its own session's processes only; the tests die with
 # their parents.
 stop() {
-	[ -n "$session" ] && kill -TERM -- -"$session" 2>/dev/null
+	[ -n "$session" ] && kill -TERM -"$session" 2>/dev/null
 	exit 130
 }
 finish() {
