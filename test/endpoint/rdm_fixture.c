@@ -73,6 +73,7 @@ static struct fi_info *rdm_hints(const struct rdm_options *options)
 	hints->domain_attr->threading = FI_THREAD_SAFE;
 	hints->domain_attr->av_type = options->av_type;
 	hints->tx_attr->op_flags = options->tx_op_flags;
+	hints->tx_attr->size = options->tx_size;
 	return hints;
 }
 

@@ -44,6 +44,7 @@ struct rdm_options {
 	const char *service;
 	uint64_t flags;
 	uint64_t tx_op_flags;           /* hints->tx_attr->op_flags */
+	size_t tx_size;                 /* hints->tx_attr->size */
 };
 
 /* The software device for this test process and the peers it forks. */

@@ -76,6 +76,7 @@ void bolt_endpoint_complete_transmit(struct bolt_endpoint *endpoint, struct bolt
 	bolt_endpoint_report(endpoint->transmit_cq, wanted, transmit->context, flags, 0, NULL, 0, 0,
 			     FI_ADDR_NOTAVAIL, 0, transmit->status);
 	bolt_endpoint_count(endpoint, kind, transmit->status);
+	endpoint->transmits_outstanding--;
 	bolt_transmit_free(transmit);
 }
 
@@ -504,6 +505,8 @@ int bolt_endpoint_open(struct fid_domain *domain_fid, struct fi_info *info,
 	}
 	endpoint->caps = info->caps ? info->caps : BOLT_CAPS_IMPLEMENTED;
 	endpoint->transmit_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+	endpoint->transmit_queue_size = info->tx_attr && info->tx_attr->size ? info->tx_attr->size :
+					BOLT_QUEUE_SIZE;
 	endpoint->receive_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
 	ret = bolt_endpoint_listen_initial(endpoint, info);
 	if (ret) {

@@ -75,6 +75,10 @@ ssize_t bolt_operation_transmit(struct bolt_endpoint *endpoint, const struct bol
 	if (ret)
 		return ret;
 	bolt_domain_lock(endpoint->domain);
+	/* A full transmit queue (fi_endpoint(3): tx_attr->size) asks the caller to progress. */
+	ret = -FI_EAGAIN;
+	if (endpoint->transmits_outstanding >= endpoint->transmit_queue_size)
+		goto unlock;
 	ret = bolt_av_lookup_address(endpoint->av, operation->peer, &peer);
 	if (ret)
 		goto unlock;
@@ -106,6 +110,7 @@ ssize_t bolt_operation_transmit(struct bolt_endpoint *endpoint, const struct bol
 		bolt_transmit_free(transmit);
 		goto unlock;
 	}
+	endpoint->transmits_outstanding++;
 	bolt_transmit_start(transmit);
 	ret = 0;
 unlock:
