@@ -91,15 +91,20 @@ struct fi_info *rdm_hints(const struct rdm_options *options)
 	hints->domain_attr->mr_mode = (int) options->mr_mode;
 	hints->domain_attr->threading = FI_THREAD_SAFE;
 	hints->domain_attr->av_type = options->av_type;
+	hints->tx_attr->op_flags = options->tx_op_flags;
+	hints->tx_attr->size = options->tx_size;
 	return hints;
 }
 
-int rdm_open_domain(struct rdm_endpoint *endpoint, const struct fi_info *hints)
+int rdm_open_domain(struct rdm_endpoint *endpoint, const struct fi_info *hints,
+		    const struct rdm_options *options)
 {
 	int ret;
 
 	memset(endpoint, 0, sizeof(*endpoint));
-	ret = bolt_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &endpoint->info);
+	ret = bolt_getinfo(FI_VERSION(1, 17), options ? options->node : NULL,
+			   options ? options->service : NULL, options ? options->flags : 0, hints,
+			   &endpoint->info);
 	if (ret)
 		return ret;
 	ret = bolt_fabric_open(endpoint->info->fabric_attr, &endpoint->fabric, NULL);
@@ -149,7 +154,7 @@ int rdm_open(struct rdm_endpoint *endpoint, const struct rdm_options *options)
 		memset(endpoint, 0, sizeof(*endpoint));
 		return -FI_ENOMEM;
 	}
-	ret = rdm_open_domain(endpoint, hints);
+	ret = rdm_open_domain(endpoint, hints, options);
 	fi_freeinfo(hints);
 	if (!ret)
 		ret = rdm_open_endpoint(endpoint, endpoint, options);

@@ -42,6 +42,11 @@ struct rdm_options {
 	enum fi_cq_format cq_format;
 	bool send_only;                 /* FI_BOLT_SOFT_SEND_ONLY */
 	bool software_device_only;      /* tests the software device's own limits */
+	const char *node;               /* fi_getinfo's node, service and flags */
+	const char *service;
+	uint64_t flags;
+	uint64_t tx_op_flags;           /* hints->tx_attr->op_flags */
+	size_t tx_size;                 /* hints->tx_attr->size */
 };
 
 /*
@@ -62,7 +67,8 @@ struct fi_info *rdm_hints(const struct rdm_options *options);
  * fabric and the domain; then an endpoint with its own CQ and AV on owner's
  * domain (owner may be endpoint itself), bound but not enabled.
  */
-int rdm_open_domain(struct rdm_endpoint *endpoint, const struct fi_info *hints);
+int rdm_open_domain(struct rdm_endpoint *endpoint, const struct fi_info *hints,
+		    const struct rdm_options *options);
 int rdm_open_endpoint(struct rdm_endpoint *endpoint, const struct rdm_endpoint *owner,
 		      const struct rdm_options *options);
 void rdm_close(struct rdm_endpoint *endpoint);

@@ -2,8 +2,10 @@
  * test_limits.c: the device limits seen through endpoints. Running out of
  * queue pairs fails the connection with an error that names the limit;
  * 10,000 registered regions on the Thunderbolt profile (100 device MRs) all
- * take data.
+ * take data; a full transmit queue (tx_attr->size) refuses more with
+ * -FI_EAGAIN until progress completes some, silent injects included.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -138,4 +140,39 @@ Test(limits, queue_pair_budget_names_the_limit, .timeout = 60)
 	rdm_close(&first);
 	rdm_environment_cleanup(&options);
 	unsetenv("FI_BOLT_SOFT_MAX_QP");
+}
+
+/* fabtests' fi_rma_bw posts inject writes faster than they complete: the queue must say so. */
+Test(limits, full_transmit_queue_asks_for_progress)
+{
+	struct rdm_options options = { .profile = "thunderbolt", .tx_size = 4 };
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	char name[64], in[8] = { 0 }, out[8] = "payload";
+	size_t length = sizeof(name);
+	int posted = 0, ret;
+
+	rdm_environment(&options, "limits-queue");
+	cr_assert_eq(rdm_open(&endpoint, &options), 0);
+	cr_assert_eq(endpoint.info->tx_attr->size, 4);
+	cr_assert_eq(fi_getname(&endpoint.ep->fid, name, &length), 0);
+	cr_assert_eq(fi_av_insert(endpoint.av, name, 1, &endpoint.peer, 0, NULL), 1);
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(fi_recv(endpoint.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, NULL), 0);
+	/* No CQ is read here, so nothing drives progress: the fifth transmit finds the queue full. */
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(fi_inject(endpoint.ep, out, sizeof(out), endpoint.peer), 0, "inject %d", i);
+	cr_assert_eq(fi_inject(endpoint.ep, out, sizeof(out), endpoint.peer), -FI_EAGAIN);
+	cr_assert_eq(fi_send(endpoint.ep, out, sizeof(out), NULL, endpoint.peer, NULL), -FI_EAGAIN);
+	/* Progress ends the injects (they complete silently); then the queue takes more. */
+	for (int tries = 0; tries < 100000 && posted == 0; tries++) {
+		fi_cq_read(endpoint.cq, &entry, 0);
+		ret = (int) fi_inject(endpoint.ep, out, sizeof(out), endpoint.peer);
+		cr_assert(ret == 0 || ret == -FI_EAGAIN, "inject: %d", ret);
+		posted = ret == 0;
+		sched_yield();
+	}
+	cr_assert(posted, "the queue never emptied");
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(&options);
 }

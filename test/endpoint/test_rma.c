@@ -408,3 +408,50 @@ Test(rma, burst_thunderbolt_send_only)
 
 	burst_of_writes(&options, "rma-burst-tb-so", "1", false);
 }
+
+/*
+ * A region bound to one endpoint is a local descriptor on every endpoint of
+ * its domain, as fabtests' fi_multi_ep uses one region for all its endpoints;
+ * remote access stays with the endpoint the region is bound to.
+ */
+Test(rma, descriptor_of_another_endpoint_of_the_domain)
+{
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE };
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	struct fid_ep *other;
+	struct fid_mr *mr;
+	char buffer[512], name[64];
+	size_t length = sizeof(name);
+	void *desc;
+	int ret;
+
+	rdm_environment(&options, "rma-other");
+	cr_assert_eq(rdm_open(&endpoint, &options), 0);
+	cr_assert_eq(fi_endpoint(endpoint.domain, endpoint.info, &other, NULL), 0);
+	cr_assert_eq(fi_ep_bind(other, &endpoint.cq->fid, FI_TRANSMIT | FI_RECV), 0);
+	cr_assert_eq(fi_ep_bind(other, &endpoint.av->fid, 0), 0);
+	cr_assert_eq(fi_enable(other), 0);
+	cr_assert_eq(fi_mr_reg(endpoint.domain, buffer, sizeof(buffer), FI_SEND | FI_RECV, 0, 0, 0,
+			       &mr, NULL), 0);
+	cr_assert_eq(fi_mr_bind(mr, &other->fid, 0), 0);
+	cr_assert_eq(fi_mr_enable(mr), 0);
+	desc = fi_mr_desc(mr);
+	cr_assert_eq(fi_getname(&endpoint.ep->fid, name, &length), 0);
+	cr_assert_eq(fi_av_insert(endpoint.av, name, 1, &endpoint.peer, 0, NULL), 1);
+
+	memset(buffer + 256, 0, 256);
+	rdm_fill(buffer, 256, 5);
+	ret = (int) fi_recv(endpoint.ep, buffer + 256, 256, desc, FI_ADDR_UNSPEC, buffer + 256);
+	cr_assert_eq(ret, 0, "fi_recv: %d", ret);
+	cr_assert_eq(fi_send(endpoint.ep, buffer, 256, desc, endpoint.peer, buffer), 0);
+	for (int completions = 0; completions < 2; completions++)
+		cr_assert_eq(rdm_wait(&endpoint, &entry, &error), 0, "error %d", error.err);
+	cr_assert(rdm_check(buffer + 256, 256, 5), "the message arrived damaged");
+
+	cr_assert_eq(fi_close(&mr->fid), 0);
+	cr_assert_eq(fi_close(&other->fid), 0);
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(&options);
+}

@@ -182,7 +182,8 @@ Test(getinfo, software_device_ports)
 	cr_expect_leq(info->domain_attr->ep_cnt, (size_t) limits.max_qp);
 	cr_expect_eq(info->domain_attr->mr_mode, BOLT_MR_MODE_SUPPORTED);
 	cr_expect_eq(info->addr_format, BOLT_ADDRESS_FORMAT);
-	cr_expect_null(info->src_addr);
+	/* The default source: loopback on the software device, any port. */
+	expect_address(info->src_addr, info->src_addrlen, BOLT_ADDRESS_FAMILY_IPV4, 0);
 	cr_expect_null(info->dest_addr);
 }
 
@@ -239,7 +240,7 @@ Test(getinfo, node_and_service_give_the_destination)
 	use_software_device("thunderbolt", "single");
 	cr_assert_eq(bolt_getinfo(API_VERSION, "127.0.0.1", "4242", 0, NULL, &info), 0);
 	expect_address(info->dest_addr, info->dest_addrlen, BOLT_ADDRESS_FAMILY_IPV4, 4242);
-	cr_expect_null(info->src_addr);
+	expect_address(info->src_addr, info->src_addrlen, BOLT_ADDRESS_FAMILY_IPV4, 0);
 }
 
 Test(getinfo, fi_source_gives_the_source)

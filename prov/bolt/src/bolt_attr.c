@@ -12,9 +12,9 @@
 #define BOLT_RX_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_COLLECTIVE | FI_DIRECTED_RECV | \
 		      FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE)
 
-/* Completion levels the protocols give; FI_INJECT stays a per-call flag. */
-#define BOLT_TX_OP_FLAGS (FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | \
-			  FI_DELIVERY_COMPLETE)
+/* Completion levels the protocols give, and FI_INJECT, which any send can honour. */
+#define BOLT_TX_OP_FLAGS (FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE | \
+			  FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
 #define BOLT_RX_OP_FLAGS FI_COMPLETION
 
 /*

@@ -13,11 +13,13 @@
 void bolt_cntr_increment(struct bolt_cntr *cntr)
 {
 	cntr->value++;
+	bolt_wait_fd_set(&cntr->wait_fd, true);
 }
 
 void bolt_cntr_increment_error(struct bolt_cntr *cntr)
 {
 	cntr->error_value++;
+	bolt_wait_fd_set(&cntr->wait_fd, true);
 }
 
 static uint64_t bolt_cntr_read(struct fid_cntr *cntr_fid)
@@ -28,6 +30,7 @@ static uint64_t bolt_cntr_read(struct fid_cntr *cntr_fid)
 	bolt_domain_lock(cntr->domain);
 	bolt_domain_progress(cntr->domain);
 	value = cntr->value;
+	bolt_wait_fd_set(&cntr->wait_fd, false);
 	bolt_domain_unlock(cntr->domain);
 	return value;
 }
@@ -40,6 +43,7 @@ static uint64_t bolt_cntr_readerr(struct fid_cntr *cntr_fid)
 	bolt_domain_lock(cntr->domain);
 	bolt_domain_progress(cntr->domain);
 	error_value = cntr->error_value;
+	bolt_wait_fd_set(&cntr->wait_fd, false);
 	bolt_domain_unlock(cntr->domain);
 	return error_value;
 }
@@ -50,6 +54,7 @@ static int bolt_cntr_add(struct fid_cntr *cntr_fid, uint64_t value)
 
 	bolt_domain_lock(cntr->domain);
 	cntr->value += value;
+	bolt_wait_fd_set(&cntr->wait_fd, true);
 	bolt_domain_unlock(cntr->domain);
 	return 0;
 }
@@ -60,6 +65,7 @@ static int bolt_cntr_adderr(struct fid_cntr *cntr_fid, uint64_t value)
 
 	bolt_domain_lock(cntr->domain);
 	cntr->error_value += value;
+	bolt_wait_fd_set(&cntr->wait_fd, true);
 	bolt_domain_unlock(cntr->domain);
 	return 0;
 }
@@ -70,6 +76,7 @@ static int bolt_cntr_set(struct fid_cntr *cntr_fid, uint64_t value)
 
 	bolt_domain_lock(cntr->domain);
 	cntr->value = value;
+	bolt_wait_fd_set(&cntr->wait_fd, true);
 	bolt_domain_unlock(cntr->domain);
 	return 0;
 }
@@ -80,6 +87,7 @@ static int bolt_cntr_seterr(struct fid_cntr *cntr_fid, uint64_t value)
 
 	bolt_domain_lock(cntr->domain);
 	cntr->error_value = value;
+	bolt_wait_fd_set(&cntr->wait_fd, true);
 	bolt_domain_unlock(cntr->domain);
 	return 0;
 }
@@ -117,6 +125,7 @@ static int bolt_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold, int tim
 		ret = 0;
 	else if (!ret)
 		ret = -FI_EAVAIL;
+	bolt_wait_fd_set(&cntr->wait_fd, false);
 	bolt_domain_unlock(cntr->domain);
 	return ret;
 }
@@ -141,16 +150,25 @@ static int bolt_cntr_close(struct fid *fid)
 			atomic_load(&cntr->bind_count));
 		return -FI_EBUSY;
 	}
+	bolt_wait_fd_close(&cntr->wait_fd);
 	atomic_fetch_sub(&cntr->domain->child_count, 1);
 	free(cntr);
 	return 0;
+}
+
+/* FI_GETWAIT and FI_GETWAITOBJ, for FI_WAIT_FD. */
+static int bolt_cntr_control(struct fid *fid, int command, void *argument)
+{
+	struct bolt_cntr *cntr = bolt_container_of(fid, struct bolt_cntr, cntr_fid.fid);
+
+	return bolt_wait_fd_control(&cntr->wait_fd, command, argument);
 }
 
 static struct fi_ops bolt_cntr_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = bolt_cntr_close,
 	.bind = bolt_no_bind,
-	.control = bolt_no_control,
+	.control = bolt_cntr_control,
 	.ops_open = bolt_no_ops_open,
 };
 
@@ -187,6 +205,11 @@ int bolt_cntr_open(struct fid_domain *domain_fid, struct fi_cntr_attr *attr,
 	cntr = calloc(1, sizeof(*cntr));
 	if (!cntr)
 		return -FI_ENOMEM;
+	ret = bolt_wait_fd_open(&cntr->wait_fd, attr->wait_obj);
+	if (ret) {
+		free(cntr);
+		return ret;
+	}
 	cntr->domain = domain;
 	cntr->wait_object = attr->wait_obj;
 	atomic_init(&cntr->bind_count, 0);

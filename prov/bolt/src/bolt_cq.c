@@ -127,6 +127,7 @@ int bolt_cq_report(struct bolt_cq *cq, void *op_context, uint64_t flags, size_t 
 	};
 	slot->source = source;
 	cq->count++;
+	bolt_wait_fd_set(&cq->wait_fd, true);
 	return 0;
 }
 
@@ -153,6 +154,7 @@ int bolt_cq_report_error(struct bolt_cq *cq, void *op_context, uint64_t flags, s
 	};
 	bolt_cq_describe_error(cq, cq_error);
 	DL_APPEND(cq->errors, cq_error);
+	bolt_wait_fd_set(&cq->wait_fd, true);
 	return 0;
 }
 
@@ -179,6 +181,7 @@ static ssize_t bolt_cq_take(struct bolt_cq *cq, void *buffer, size_t count, fi_a
 		cq->head = (cq->head + 1) % cq->capacity;
 		cq->count--;
 	}
+	bolt_wait_fd_set(&cq->wait_fd, cq->count);
 	return (ssize_t) taken;
 }
 
@@ -286,6 +289,7 @@ static ssize_t bolt_cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *bu
 	DL_DELETE(cq->errors, error);
 	bolt_cq_copy_error(cq, error, buf);
 	cq->lent_error = error;
+	bolt_wait_fd_set(&cq->wait_fd, cq->errors || cq->count);
 	bolt_domain_unlock(cq->domain);
 	return 1;
 }
@@ -337,17 +341,26 @@ static int bolt_cq_close(struct fid *fid)
 		free(error);
 	}
 	bolt_cq_end_loan(cq);
+	bolt_wait_fd_close(&cq->wait_fd);
 	free(cq->ring);
 	atomic_fetch_sub(&cq->domain->child_count, 1);
 	free(cq);
 	return 0;
 }
 
+/* FI_GETWAIT and FI_GETWAITOBJ, for FI_WAIT_FD. */
+static int bolt_cq_control(struct fid *fid, int command, void *argument)
+{
+	struct bolt_cq *cq = bolt_container_of(fid, struct bolt_cq, cq_fid.fid);
+
+	return bolt_wait_fd_control(&cq->wait_fd, command, argument);
+}
+
 static struct fi_ops bolt_cq_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = bolt_cq_close,
 	.bind = bolt_no_bind,
-	.control = bolt_no_control,
+	.control = bolt_cq_control,
 	.ops_open = bolt_no_ops_open,
 };
 
@@ -387,9 +400,11 @@ int bolt_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
 		return -FI_ENOMEM;
 	cq->capacity = attr->size > BOLT_CQ_DEFAULT_SIZE ? attr->size : BOLT_CQ_DEFAULT_SIZE;
 	cq->ring = calloc(cq->capacity, sizeof(*cq->ring));
-	if (!cq->ring) {
+	ret = cq->ring ? bolt_wait_fd_open(&cq->wait_fd, attr->wait_obj) : -FI_ENOMEM;
+	if (ret) {
+		free(cq->ring);
 		free(cq);
-		return -FI_ENOMEM;
+		return ret;
 	}
 	cq->domain = domain;
 	cq->format = attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr->format;

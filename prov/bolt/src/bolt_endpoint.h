@@ -261,6 +261,10 @@ struct bolt_endpoint {
 	uint64_t transmit_op_flags;
 	uint64_t receive_op_flags;
 	bool enabled;
+	/* The application's transmits not yet completed, at most transmit_queue_size
+	 * (tx_attr->size): more are refused with -FI_EAGAIN until progress ends some. */
+	size_t transmits_outstanding;
+	size_t transmit_queue_size;
 
 	struct bolt_cq *transmit_cq;
 	struct bolt_cq *receive_cq;

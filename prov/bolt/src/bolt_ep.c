@@ -10,9 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <utlist.h>
-#include <netdb.h>
 
 #include "bolt_endpoint.h"
+#include "bolt_getinfo.h"
 #include "bolt_unsupported.h"
 
 extern struct fi_ops_msg bolt_msg_ops;
@@ -76,6 +76,7 @@ void bolt_endpoint_complete_transmit(struct bolt_endpoint *endpoint, struct bolt
 	bolt_endpoint_report(endpoint->transmit_cq, wanted, transmit->context, flags, 0, NULL, 0, 0,
 			     FI_ADDR_NOTAVAIL, 0, transmit->status);
 	bolt_endpoint_count(endpoint, kind, transmit->status);
+	endpoint->transmits_outstanding--;
 	bolt_transmit_free(transmit);
 }
 
@@ -259,30 +260,12 @@ static int bolt_endpoint_control(struct fid *fid, int command, void *argument)
 static int bolt_endpoint_default_sockaddr(const struct bolt_endpoint *endpoint,
 					  struct sockaddr_storage *address, socklen_t *length)
 {
-	const struct bolt_params *params = &endpoint->domain->fabric->params;
-	const char *host = params->side_channel_address;
-	char name[256];
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *result;
+	const struct bolt_fabric *fabric = endpoint->domain->fabric;
+	struct bolt_address source;
 	int ret;
 
-	if (!host[0] && endpoint->domain->fabric->verbs.software)
-		host = "127.0.0.1";
-	if (!host[0]) {
-		if (gethostname(name, sizeof(name)))
-			return -FI_EINVAL;
-		name[sizeof(name) - 1] = '\0';
-		host = name;
-	}
-	ret = getaddrinfo(host, NULL, &hints, &result);
-	if (ret) {
-		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "side channel address %s: %s\n", host, gai_strerror(ret));
-		return -FI_EINVAL;
-	}
-	memcpy(address, result->ai_addr, result->ai_addrlen);
-	*length = result->ai_addrlen;
-	freeaddrinfo(result);
-	return 0;
+	ret = bolt_getinfo_default_source(&fabric->params, fabric->verbs.software, &source);
+	return ret ? ret : bolt_address_to_sockaddr(&source, address, length);
 }
 
 static uint32_t bolt_endpoint_new_id(void)
@@ -345,7 +328,10 @@ static int bolt_endpoint_listen_initial(struct bolt_endpoint *endpoint, const st
 	if (info->src_addr && bolt_address_is_valid(info->src_addr, info->src_addrlen)) {
 		const struct bolt_address *source = info->src_addr;
 
-		if (source->endpoint_id)
+		/* A fixed port has one listener, and peers that know only host and
+		 * port (fi_getinfo's node and service, as fabtests' clients do) name
+		 * endpoint 0 behind it: keep the id the source gives, 0 included. */
+		if (source->endpoint_id || source->port)
 			endpoint_id = ntohl(source->endpoint_id);
 		ret = bolt_address_to_sockaddr(source, &address, &length);
 	} else {
@@ -519,6 +505,8 @@ int bolt_endpoint_open(struct fid_domain *domain_fid, struct fi_info *info,
 	}
 	endpoint->caps = info->caps ? info->caps : BOLT_CAPS_IMPLEMENTED;
 	endpoint->transmit_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+	endpoint->transmit_queue_size = info->tx_attr && info->tx_attr->size ? info->tx_attr->size :
+					BOLT_QUEUE_SIZE;
 	endpoint->receive_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
 	ret = bolt_endpoint_listen_initial(endpoint, info);
 	if (ret) {

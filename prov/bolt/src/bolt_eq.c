@@ -47,6 +47,7 @@ static int bolt_eq_enqueue(struct bolt_eq *eq, struct bolt_eq_event **list, uint
 	}
 	DL_APPEND(*list, entry);
 	eq->count++;
+	bolt_wait_fd_set(&eq->wait_fd, true);
 	pthread_cond_broadcast(&eq->changed);
 	pthread_mutex_unlock(&eq->lock);
 	return 0;
@@ -80,6 +81,7 @@ static void bolt_eq_remove(struct bolt_eq *eq, struct bolt_eq_event **list,
 {
 	DL_DELETE(*list, entry);
 	eq->count--;
+	bolt_wait_fd_set(&eq->wait_fd, eq->count);
 	free(entry);
 }
 
@@ -239,6 +241,7 @@ static int bolt_eq_close(struct fid *fid)
 	}
 	bolt_eq_free_list(&eq->events);
 	bolt_eq_free_list(&eq->errors);
+	bolt_wait_fd_close(&eq->wait_fd);
 	pthread_cond_destroy(&eq->changed);
 	pthread_mutex_destroy(&eq->lock);
 	atomic_fetch_sub(&eq->fabric->child_count, 1);
@@ -246,11 +249,19 @@ static int bolt_eq_close(struct fid *fid)
 	return 0;
 }
 
+/* FI_GETWAIT and FI_GETWAITOBJ, for FI_WAIT_FD. */
+static int bolt_eq_control(struct fid *fid, int command, void *argument)
+{
+	struct bolt_eq *eq = bolt_container_of(fid, struct bolt_eq, eq_fid.fid);
+
+	return bolt_wait_fd_control(&eq->wait_fd, command, argument);
+}
+
 static struct fi_ops bolt_eq_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = bolt_eq_close,
 	.bind = bolt_no_bind,
-	.control = bolt_no_control,
+	.control = bolt_eq_control,
 	.ops_open = bolt_no_ops_open,
 };
 
@@ -269,8 +280,11 @@ static int bolt_eq_check_attr(const struct fi_eq_attr *attr)
 	return bolt_wait_object_check(attr->wait_obj, FI_LOG_EQ);
 }
 
-/* The lock and a condition variable on the monotonic clock, which bolt_wait_deadline uses. */
-static int bolt_eq_init_wait(struct bolt_eq *eq)
+/*
+ * The lock, a condition variable on the monotonic clock, which
+ * bolt_wait_deadline uses, and the fd of FI_WAIT_FD.
+ */
+static int bolt_eq_init_wait(struct bolt_eq *eq, enum fi_wait_obj wait_object)
 {
 	pthread_condattr_t condition_attr;
 	int ret;
@@ -289,7 +303,12 @@ static int bolt_eq_init_wait(struct bolt_eq *eq)
 		pthread_cond_destroy(&eq->changed);
 		return -ret;
 	}
-	return 0;
+	ret = bolt_wait_fd_open(&eq->wait_fd, wait_object);
+	if (ret) {
+		pthread_mutex_destroy(&eq->lock);
+		pthread_cond_destroy(&eq->changed);
+	}
+	return ret;
 }
 
 int bolt_eq_open(struct fid_fabric *fabric_fid, struct fi_eq_attr *attr,
@@ -310,7 +329,7 @@ int bolt_eq_open(struct fid_fabric *fabric_fid, struct fi_eq_attr *attr,
 	eq = calloc(1, sizeof(*eq));
 	if (!eq)
 		return -FI_ENOMEM;
-	ret = bolt_eq_init_wait(eq);
+	ret = bolt_eq_init_wait(eq, attr->wait_obj);
 	if (ret) {
 		free(eq);
 		return ret;

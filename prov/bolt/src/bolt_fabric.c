@@ -10,6 +10,7 @@
 #include "bolt_fabric.h"
 #include "bolt_provider.h"
 #include "bolt_unsupported.h"
+#include "bolt_wait.h"
 
 static int bolt_fabric_close(struct fid *fid)
 {
@@ -45,7 +46,7 @@ static struct fi_ops_fabric bolt_fabric_ops = {
 	.passive_ep = bolt_no_passive_ep,
 	.eq_open = bolt_eq_open,
 	.wait_open = bolt_no_wait_open,
-	.trywait = bolt_no_trywait,
+	.trywait = bolt_wait_try,
 	.domain2 = bolt_fabric_no_domain2,
 };
 

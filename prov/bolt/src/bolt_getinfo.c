@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bolt.h"
 #include "bolt_attr.h"
@@ -56,6 +57,34 @@ int bolt_getinfo_resolve(const char *node, const char *service, uint64_t flags,
 	return ret;
 }
 
+int bolt_getinfo_default_source(const struct bolt_params *params, bool software,
+				struct bolt_address *address)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	const char *host = params->side_channel_address;
+	struct addrinfo *result;
+	char name[256];
+	int ret;
+
+	/* The software device's peers are processes of this host. */
+	if (!host[0] && software)
+		host = "127.0.0.1";
+	if (!host[0]) {
+		if (gethostname(name, sizeof(name)))
+			return -FI_EINVAL;
+		name[sizeof(name) - 1] = '\0';
+		host = name;
+	}
+	ret = getaddrinfo(host, NULL, &hints, &result);
+	if (ret) {
+		FI_WARN(&bolt_prov, FI_LOG_CORE, "side channel address %s: %s\n", host, gai_strerror(ret));
+		return -FI_EINVAL;
+	}
+	ret = bolt_address_from_sockaddr(result->ai_addr, 0, address);
+	freeaddrinfo(result);
+	return ret;
+}
+
 static int bolt_getinfo_copy_address(const void *address, void **copy, size_t *length)
 {
 	if (!address)
@@ -71,13 +100,17 @@ static int bolt_getinfo_copy_address(const void *address, void **copy, size_t *l
 /*
  * fi_getinfo(3): node and service give src_addr with FI_SOURCE, dest_addr
  * otherwise; the hints' src_addr counts only without FI_SOURCE, their
- * dest_addr only when node and service do not give one. resolved is NULL
- * without node and service; the hints' addresses were checked already.
+ * dest_addr only when node and service do not give one; without any source,
+ * the default one (NULL if it did not resolve), as fabtests expects a source
+ * in every answer. resolved is NULL without node and service; the hints'
+ * addresses were checked already.
  */
 static int bolt_getinfo_set_addresses(struct fi_info *info, const struct bolt_address *resolved,
-				      uint64_t flags, const struct fi_info *hints)
+				      uint64_t flags, const struct fi_info *hints,
+				      const struct bolt_address *default_source)
 {
-	const void *source = (flags & FI_SOURCE) ? resolved : hints ? hints->src_addr : NULL;
+	const void *named_source = (flags & FI_SOURCE) ? resolved : hints ? hints->src_addr : NULL;
+	const void *source = named_source ? named_source : default_source;
 	const void *destination = (resolved && !(flags & FI_SOURCE)) ? resolved :
 				  hints ? hints->dest_addr : NULL;
 	int ret;
@@ -121,7 +154,8 @@ static struct fi_info *bolt_getinfo_port_info(uint32_t version,
 /* Appends to *list the fi_info of each usable port that matches the hints. */
 static int bolt_getinfo_ports(uint32_t version, const struct bolt_device_report *device,
 			      const struct fi_info *hints, const struct bolt_address *resolved,
-			      uint64_t flags, struct fi_info **list, struct fi_info **tail)
+			      const struct bolt_address *default_source, uint64_t flags,
+			      struct fi_info **list, struct fi_info **tail)
 {
 	for (int i = 0; i < device->port_count; i++) {
 		const struct bolt_port_report *port = &device->ports[i];
@@ -140,7 +174,7 @@ static int bolt_getinfo_ports(uint32_t version, const struct bolt_device_report 
 			continue;
 		}
 		bolt_hints_narrow(info, hints, version);
-		if (bolt_getinfo_set_addresses(info, resolved, flags, hints)) {
+		if (bolt_getinfo_set_addresses(info, resolved, flags, hints, default_source)) {
 			fi_freeinfo(info);
 			return -FI_ENOMEM;
 		}
@@ -155,14 +189,16 @@ static int bolt_getinfo_ports(uint32_t version, const struct bolt_device_report 
 
 static int bolt_getinfo_devices(uint32_t version, const struct bolt_device_report *devices,
 				int device_count, const struct fi_info *hints,
-				const struct bolt_address *resolved, uint64_t flags,
+				const struct bolt_address *resolved,
+				const struct bolt_address *default_source, uint64_t flags,
 				struct fi_info **info)
 {
 	struct fi_info *tail = NULL;
 	int ret;
 
 	for (int i = 0; i < device_count; i++) {
-		ret = bolt_getinfo_ports(version, &devices[i], hints, resolved, flags, info, &tail);
+		ret = bolt_getinfo_ports(version, &devices[i], hints, resolved, default_source, flags,
+					 info, &tail);
 		if (ret) {
 			fi_freeinfo(*info);
 			*info = NULL;
@@ -176,7 +212,7 @@ int bolt_getinfo(uint32_t version, const char *node, const char *service, uint64
 		 const struct fi_info *hints, struct fi_info **info)
 {
 	struct bolt_device_report *devices = NULL;
-	struct bolt_address resolved;
+	struct bolt_address resolved, default_source;
 	struct bolt_params params;
 	struct bolt_verbs verbs;
 	int device_count = 0;
@@ -199,8 +235,11 @@ int bolt_getinfo(uint32_t version, const char *node, const char *service, uint64
 		return ret;     /* -FI_ENODATA: no verbs at all, so no devices */
 	ret = bolt_device_reports_create(&verbs, params.gid_index, &devices, &device_count);
 	if (!ret) {
+		bool has_default = !bolt_getinfo_default_source(&params, verbs.software, &default_source);
+
 		ret = bolt_getinfo_devices(version, devices, device_count, hints,
-					   node || service ? &resolved : NULL, flags, info);
+					   node || service ? &resolved : NULL,
+					   has_default ? &default_source : NULL, flags, info);
 		bolt_device_reports_destroy(devices);
 	}
 	bolt_verbs_close(&verbs);

@@ -4,10 +4,12 @@
 #ifndef BOLT_GETINFO_H
 #define BOLT_GETINFO_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <rdma/fabric.h>
 
+#include "bolt.h"
 #include "bolt_address.h"
 
 /*
@@ -28,5 +30,14 @@ void bolt_cleanup(void);
  */
 int bolt_getinfo_resolve(const char *node, const char *service, uint64_t flags,
 			 struct bolt_address *address);
+
+/*
+ * Where an endpoint's side channel listens when the application names no
+ * source: FI_BOLT_SIDE_CHANNEL_ADDRESS, else loopback on the software device,
+ * else the address of the host's name; port 0 (any), endpoint id 0. fi_getinfo
+ * reports it as src_addr. -FI_EINVAL when it does not resolve.
+ */
+int bolt_getinfo_default_source(const struct bolt_params *params, bool software,
+				struct bolt_address *address);
 
 #endif /* BOLT_GETINFO_H */

@@ -9,7 +9,11 @@
 #include "bolt_endpoint.h"
 #include "bolt_operation.h"
 
-/* Under FI_MR_ENDPOINT, a descriptor must be an MR enabled on this endpoint. */
+/*
+ * Under FI_MR_ENDPOINT, a descriptor must be an MR enabled in this endpoint's
+ * domain. Binding scopes remote access; locally the memory is the domain's,
+ * and applications (fabtests' fi_multi_ep) use one region on all endpoints.
+ */
 static int bolt_operation_check_descriptors(const struct bolt_endpoint *endpoint, void **desc,
 					    size_t count)
 {
@@ -20,9 +24,10 @@ static int bolt_operation_check_descriptors(const struct bolt_endpoint *endpoint
 
 		if (!mr)
 			continue;
-		if (mr->mr_fid.fid.fclass != FI_CLASS_MR || !mr->enabled || mr->endpoint != endpoint) {
+		if (mr->mr_fid.fid.fclass != FI_CLASS_MR || !mr->enabled ||
+		    mr->domain != endpoint->domain) {
 			FI_WARN(&bolt_prov, FI_LOG_EP_DATA,
-				"descriptor %zu is not a memory region enabled on this endpoint\n", i);
+				"descriptor %zu is not a memory region enabled in this domain\n", i);
 			return -FI_EINVAL;
 		}
 	}
@@ -85,6 +90,10 @@ ssize_t bolt_operation_transmit(struct bolt_endpoint *endpoint, const struct bol
 	if (ret)
 		return ret;
 	bolt_domain_lock(endpoint->domain);
+	/* A full transmit queue (fi_endpoint(3): tx_attr->size) asks the caller to progress. */
+	ret = -FI_EAGAIN;
+	if (endpoint->transmits_outstanding >= endpoint->transmit_queue_size)
+		goto unlock;
 	ret = bolt_av_lookup_address(endpoint->av, operation->peer, &peer);
 	if (ret)
 		goto unlock;
@@ -106,7 +115,8 @@ ssize_t bolt_operation_transmit(struct bolt_endpoint *endpoint, const struct bol
 	transmit->cq_data = (uint32_t) operation->data;
 	transmit->remote_address = operation->remote_address;
 	transmit->remote_key = operation->remote_key;
-	if (operation->flags & FI_INJECT) {
+	/* FI_INJECT, also as a default op flag, concerns data sent: never a read's buffer. */
+	if (operation->flags & FI_INJECT && operation->op != BOLT_WIRE_READ_REQUEST) {
 		ret = bolt_operation_inject(transmit);
 		if (ret) {
 			bolt_transmit_free(transmit);
@@ -118,6 +128,7 @@ ssize_t bolt_operation_transmit(struct bolt_endpoint *endpoint, const struct bol
 		bolt_transmit_free(transmit);
 		goto unlock;
 	}
+	endpoint->transmits_outstanding++;
 	bolt_transmit_start(transmit);
 	ret = 0;
 unlock:

@@ -94,6 +94,15 @@ void bolt_domain_poll_device(struct bolt_domain *domain);
 int bolt_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 		     struct fid_domain **domain_fid, void *context);
 
+/*
+ * FI_WAIT_FD (bolt_wait.c): an eventfd, readable while its CQ, counter or EQ
+ * holds something new for the application; fd is -1 for other wait objects.
+ */
+struct bolt_wait_fd {
+	int fd;
+	bool readable;
+};
+
 /* ---- Completion queues ---- */
 
 struct bolt_cq_entry {
@@ -115,6 +124,7 @@ struct bolt_cq {
 					     * valid until the next read of the CQ */
 	atomic_int bind_count;              /* endpoints and counters bound to it */
 	atomic_bool signaled;               /* fi_cq_signal wakes a waiter once */
+	struct bolt_wait_fd wait_fd;
 };
 
 int bolt_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
@@ -136,6 +146,7 @@ struct bolt_cntr {
 	uint64_t error_value;
 	enum fi_wait_obj wait_object;
 	atomic_int bind_count;
+	struct bolt_wait_fd wait_fd;        /* readable after a change the application has not read */
 };
 
 int bolt_cntr_open(struct fid_domain *domain_fid, struct fi_cntr_attr *attr,
@@ -143,6 +154,11 @@ int bolt_cntr_open(struct fid_domain *domain_fid, struct fi_cntr_attr *attr,
 /* Caller holds the domain lock. */
 void bolt_cntr_increment(struct bolt_cntr *cntr);
 void bolt_cntr_increment_error(struct bolt_cntr *cntr);
+
+/* ---- Poll sets (bolt_poll.c): CQs and counters of a domain checked together ---- */
+
+int bolt_poll_open(struct fid_domain *domain_fid, struct fi_poll_attr *attr,
+		   struct fid_poll **poll_fid);
 
 /* ---- Event queues ---- */
 
@@ -155,6 +171,7 @@ struct bolt_eq {
 	struct bolt_eq_event *errors;
 	size_t count, capacity;
 	atomic_int bind_count;
+	struct bolt_wait_fd wait_fd;
 };
 
 int bolt_eq_open(struct fid_fabric *fabric_fid, struct fi_eq_attr *attr,

@@ -33,19 +33,8 @@ int bolt_no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 	return -FI_ENOSYS;
 }
 
-int bolt_no_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
-{
-	return -FI_ENOSYS;
-}
-
 int bolt_no_scalable_ep(struct fid_domain *domain, struct fi_info *info, struct fid_ep **sep,
 			void *context)
-{
-	return -FI_ENOSYS;
-}
-
-int bolt_no_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
-		      struct fid_poll **pollset)
 {
 	return -FI_ENOSYS;
 }

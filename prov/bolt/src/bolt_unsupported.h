@@ -20,11 +20,8 @@ int bolt_no_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct f
 		       void *context);
 int bolt_no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 		      struct fid_wait **waitset);
-int bolt_no_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
 int bolt_no_scalable_ep(struct fid_domain *domain, struct fi_info *info, struct fid_ep **sep,
 			void *context);
-int bolt_no_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
-		      struct fid_poll **pollset);
 int bolt_no_stx_context(struct fid_domain *domain, struct fi_tx_attr *attr,
 			struct fid_stx **stx, void *context);
 int bolt_no_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,

@@ -1,9 +1,15 @@
 /*
  * bolt_wait.c: waiting by progress, shared by fi_cq_sread and fi_cntr_wait,
- * the deadlines fi_eq_sread also uses, and the check of the wait objects every
- * queue and counter accepts.
+ * the deadlines fi_eq_sread also uses, the check of the wait objects every
+ * queue and counter accepts, and FI_WAIT_FD: the eventfds, FI_GETWAIT and
+ * fi_trywait.
  */
+#include <errno.h>
 #include <sched.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
 
 #include "bolt_wait.h"
 
@@ -25,15 +31,15 @@ int bolt_wait_object_check(enum fi_wait_obj wait_object, enum fi_log_subsys subs
 	case FI_WAIT_NONE:
 	case FI_WAIT_UNSPEC:
 	case FI_WAIT_YIELD:
-		return 0;
 	case FI_WAIT_FD:
+		return 0;
 	case FI_WAIT_MUTEX_COND:
 	case FI_WAIT_SET:
 	case FI_WAIT_POLLFD:
 		FI_WARN(&bolt_prov, subsystem,
-			"wait object %d needs a file descriptor, condition or wait set; bolt waits "
-			"by driving progress and offers only FI_WAIT_NONE, FI_WAIT_UNSPEC and "
-			"FI_WAIT_YIELD\n", wait_object);
+			"wait object %d needs a condition, wait set or set of fds; bolt waits by "
+			"driving progress and offers FI_WAIT_NONE, FI_WAIT_UNSPEC, FI_WAIT_YIELD "
+			"and FI_WAIT_FD\n", wait_object);
 		return -FI_ENOSYS;
 	default:
 		FI_WARN(&bolt_prov, subsystem, "unknown wait object %d\n", wait_object);
@@ -100,4 +106,111 @@ int bolt_wait_progress(struct bolt_domain *domain, bolt_wait_condition condition
 		bolt_wait_pause(polls, &sleep_ns);
 		bolt_domain_lock(domain);
 	}
+}
+
+int bolt_wait_fd_open(struct bolt_wait_fd *wait_fd, enum fi_wait_obj wait_object)
+{
+	wait_fd->readable = false;
+	wait_fd->fd = -1;
+	if (wait_object != FI_WAIT_FD)
+		return 0;
+	wait_fd->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (wait_fd->fd < 0) {
+		FI_WARN(&bolt_prov, FI_LOG_CORE, "eventfd for FI_WAIT_FD: %s\n", strerror(errno));
+		return errno == ENOMEM ? -FI_ENOMEM : -FI_EMFILE;
+	}
+	return 0;
+}
+
+void bolt_wait_fd_close(struct bolt_wait_fd *wait_fd)
+{
+	if (wait_fd->fd >= 0)
+		close(wait_fd->fd);
+	wait_fd->fd = -1;
+}
+
+void bolt_wait_fd_set(struct bolt_wait_fd *wait_fd, bool ready)
+{
+	uint64_t value = 1;
+
+	if (wait_fd->fd < 0 || wait_fd->readable == ready)
+		return;
+	/* Non-blocking: a write cannot fail short of a counter at its limit, a read of an
+	 * fd drained already; either way the fd ends as asked. */
+	if (ready)
+		(void) !write(wait_fd->fd, &value, sizeof(value));
+	else
+		(void) !read(wait_fd->fd, &value, sizeof(value));
+	wait_fd->readable = ready;
+}
+
+int bolt_wait_fd_control(const struct bolt_wait_fd *wait_fd, int command, void *argument)
+{
+	if (command != FI_GETWAIT && command != FI_GETWAITOBJ)
+		return -FI_ENOSYS;
+	if (wait_fd->fd < 0)
+		return -FI_ENODATA;
+	if (!argument)
+		return -FI_EINVAL;
+	if (command == FI_GETWAIT)
+		*(int *) argument = wait_fd->fd;
+	else
+		*(enum fi_wait_obj *) argument = FI_WAIT_FD;
+	return 0;
+}
+
+/* Whether a domain's queue or counter may still gain entries: progress must run. */
+static bool bolt_wait_domain_busy(struct bolt_domain *domain)
+{
+	bolt_domain_progress(domain);
+	return domain->endpoints != NULL;
+}
+
+/* 0 when blocking on fid's fd is safe, -FI_EAGAIN if not, -FI_EINVAL for no FD object. */
+static int bolt_wait_try_one(struct fid *fid)
+{
+	bool not_now;
+
+	if (fid->fclass == FI_CLASS_CQ) {
+		struct bolt_cq *cq = bolt_container_of(fid, struct bolt_cq, cq_fid.fid);
+
+		if (cq->wait_fd.fd < 0)
+			return -FI_EINVAL;
+		bolt_domain_lock(cq->domain);
+		not_now = bolt_wait_domain_busy(cq->domain) || cq->count || cq->errors;
+		bolt_domain_unlock(cq->domain);
+	} else if (fid->fclass == FI_CLASS_CNTR) {
+		struct bolt_cntr *cntr = bolt_container_of(fid, struct bolt_cntr, cntr_fid.fid);
+
+		if (cntr->wait_fd.fd < 0)
+			return -FI_EINVAL;
+		bolt_domain_lock(cntr->domain);
+		not_now = bolt_wait_domain_busy(cntr->domain) || cntr->wait_fd.readable;
+		bolt_domain_unlock(cntr->domain);
+	} else if (fid->fclass == FI_CLASS_EQ) {
+		struct bolt_eq *eq = bolt_container_of(fid, struct bolt_eq, eq_fid.fid);
+
+		if (eq->wait_fd.fd < 0)
+			return -FI_EINVAL;
+		pthread_mutex_lock(&eq->lock);
+		not_now = eq->count;
+		pthread_mutex_unlock(&eq->lock);
+	} else {
+		return -FI_EINVAL;
+	}
+	return not_now ? -FI_EAGAIN : 0;
+}
+
+int bolt_wait_try(struct fid_fabric *fabric_fid, struct fid **fids, int count)
+{
+	int ret;
+
+	if (count < 0 || (count && !fids))
+		return -FI_EINVAL;
+	for (int i = 0; i < count; i++) {
+		ret = fids[i] ? bolt_wait_try_one(fids[i]) : -FI_EINVAL;
+		if (ret)
+			return ret;
+	}
+	return 0;
 }

@@ -1,0 +1,157 @@
+/*
+ * test_address.c: endpoints reached through the addresses fi_getinfo makes of
+ * node and service. A server opened on a fixed port (fi_getinfo with
+ * FI_SOURCE) is reached by a client that knows only host and port, as
+ * fabtests' servers and clients find each other. Without any source asked,
+ * fi_getinfo names the default one (fabtests' fi_getinfo_test wants a source
+ * in every answer), and an endpoint opened on it listens there.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <criterion/criterion.h>
+
+#include "bolt_address.h"
+#include "rdm_fixture.h"
+
+#define MESSAGE_SIZE 1000
+
+struct fixed_port {
+	struct rdm_options options;
+	char service[16];
+};
+
+/* A TCP port free at the moment of asking. */
+static void free_port(char *service, size_t size)
+{
+	struct sockaddr_in address = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t length = sizeof(address);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *) &address, sizeof(address)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *) &address, &length), 0);
+	snprintf(service, size, "%u", ntohs(address.sin_port));
+	close(fd);
+}
+
+/* The server: listens on the fixed port, says so, receives one message. */
+static int server_peer(int socket, void *argument)
+{
+	struct fixed_port *fixed = argument;
+	struct rdm_options options = fixed->options;
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *in = calloc(1, MESSAGE_SIZE);
+	int ret;
+
+	if (!in)
+		return 1;
+	options.node = "127.0.0.1";
+	options.service = fixed->service;
+	options.flags = FI_SOURCE;
+	ret = rdm_open(&endpoint, &options);
+	if (!ret)
+		ret = (int) fi_recv(endpoint.ep, in, MESSAGE_SIZE, NULL, FI_ADDR_UNSPEC, in);
+	if (!ret)
+		ret = rdm_send_value(socket, 1);
+	if (!ret)
+		ret = rdm_wait(&endpoint, &entry, &error);
+	if (!ret && (entry.len != MESSAGE_SIZE || !rdm_check(in, MESSAGE_SIZE, 7)))
+		ret = -FI_EIO;
+	rdm_progress_for(&endpoint, 50);
+	rdm_close(&endpoint);
+	free(in);
+	return ret;
+}
+
+static void reach_fixed_port(const char *profile)
+{
+	struct fixed_port fixed = { .options = { .profile = profile } };
+	struct rdm_options options = { .profile = profile, .node = "127.0.0.1" };
+	struct rdm_endpoint client;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *out = malloc(MESSAGE_SIZE);
+	uint64_t ready;
+	int socket, ret;
+	pid_t server;
+
+	cr_assert_not_null(out);
+	rdm_fill(out, MESSAGE_SIZE, 7);
+	rdm_environment(&fixed.options, "address");
+	free_port(fixed.service, sizeof(fixed.service));
+	options.service = fixed.service;
+	server = rdm_fork(server_peer, &fixed, &socket);
+	cr_assert_gt(server, 0);
+	cr_assert_eq(rdm_receive_value(socket, &ready), 0, "the server did not start");
+
+	cr_assert_eq(rdm_open(&client, &options), 0);
+	cr_assert_eq(client.info->dest_addrlen, sizeof(struct bolt_address));
+	cr_assert_eq(fi_av_insert(client.av, client.info->dest_addr, 1, &client.peer, 0, NULL), 1);
+	do {
+		ret = (int) fi_send(client.ep, out, MESSAGE_SIZE, NULL, client.peer, out);
+	} while (ret == -FI_EAGAIN);
+	cr_assert_eq(ret, 0);
+	ret = rdm_wait(&client, &entry, &error);
+	cr_assert_eq(ret, 0, "send: %d, error %d", ret, error.err);
+	cr_assert_eq(entry.op_context, out);
+	cr_assert_eq(rdm_join(server), 0, "the server did not receive the message intact");
+
+	rdm_close(&client);
+	rdm_environment_cleanup(&fixed.options);
+	close(socket);
+	free(out);
+}
+
+Test(address, host_and_port_reach_a_fixed_port_thunderbolt)
+{
+	reach_fixed_port("thunderbolt");
+}
+
+Test(address, host_and_port_reach_a_fixed_port_rocev2)
+{
+	reach_fixed_port("rocev2");
+}
+
+/* An IPv4 address on 127.0.0.1, the software device's default source; its port. */
+static uint16_t expect_loopback(const void *data, size_t length)
+{
+	struct bolt_address address;
+	const uint8_t loopback[4] = { 127, 0, 0, 1 };
+
+	cr_assert_eq(length, sizeof(address));
+	cr_assert(bolt_address_is_valid(data, length));
+	memcpy(&address, data, sizeof(address));
+	cr_expect_eq(address.family, BOLT_ADDRESS_FAMILY_IPV4);
+	cr_expect_arr_eq(address.ip, loopback, sizeof(loopback));
+	return ntohs(address.port);
+}
+
+Test(address, a_source_in_every_answer)
+{
+	struct rdm_options options = { .profile = "thunderbolt", .node = "127.0.0.1", .service = "4242" };
+	struct rdm_endpoint endpoint;
+	struct bolt_address name;
+	size_t length = sizeof(name);
+
+	rdm_environment(&options, "address-source");
+	cr_assert_eq(rdm_open(&endpoint, &options), 0);
+	cr_expect_eq(expect_loopback(endpoint.info->src_addr, endpoint.info->src_addrlen), 0,
+		     "the default source leaves the port to the endpoint");
+	cr_expect_eq(expect_loopback(endpoint.info->dest_addr, endpoint.info->dest_addrlen), 4242);
+	cr_assert_eq(fi_getname(&endpoint.ep->fid, &name, &length), 0);
+	cr_expect_neq(expect_loopback(&name, length), 0, "the endpoint listens on a port of its own");
+	rdm_close(&endpoint);
+
+	options.node = options.service = NULL;
+	cr_assert_eq(rdm_open(&endpoint, &options), 0);
+	cr_expect_eq(expect_loopback(endpoint.info->src_addr, endpoint.info->src_addrlen), 0);
+	cr_expect_null(endpoint.info->dest_addr);
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(&options);
+}
