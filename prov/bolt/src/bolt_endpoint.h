@@ -204,7 +204,8 @@ struct bolt_connection {
 	struct bolt_loss_watch loss;
 	int outstanding_sends;          /* posted, send completion pending */
 	uint64_t next_request_id;
-	struct bolt_transmit *transmits;        /* in order; the first unsent is next */
+	struct bolt_transmit *transmits;        /* in order, with something still to post */
+	struct bolt_transmit *posted;           /* all posted: waiting for completions or replies */
 	struct bolt_transmit *streaming;        /* the one whose segments are going out */
 	struct bolt_inbound inbound;
 	struct bolt_inbound *rendezvous;        /* placed by RDMA write, waiting for DONE */
@@ -356,9 +357,13 @@ void bolt_transmit_start(struct bolt_transmit *transmit);
 void bolt_transmit_progress(struct bolt_connection *connection);
 /* Posts the connection's receives; 0 or a negative error code. */
 int bolt_receive_post_initial(struct bolt_connection *connection);
-/* Ends every transmit and the inbound message of a failed connection with its error. */
+/* Ends every transmit of a failed connection with its error. */
 void bolt_transmit_fail_all(struct bolt_connection *connection);
+/* Frees every transmit of a connection being destroyed, reporting none. */
+void bolt_transmit_discard_all(struct bolt_connection *connection);
 void bolt_transmit_free(struct bolt_transmit *transmit);
+/* Its last message is posted: it leaves the queue for the list that waits for completions. */
+void bolt_transmit_posted_all(struct bolt_transmit *transmit);
 /*
  * A message of the protocol's own (a reply, an answer) to request_id, with
  * status in cq_data; NULL, the connection failed, when out of memory.

@@ -235,16 +235,19 @@ void bolt_connection_fail(struct bolt_connection *connection, int error, const c
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
 	char text[INET6_ADDRSTRLEN] = "?";
+	bool waiting = connection->transmits || connection->posted || connection->inbound.active ||
+		       connection->rendezvous;
 
 	if (connection->state == BOLT_CONNECTION_FAILED)
 		return;
 	inet_ntop(connection->peer.family == BOLT_ADDRESS_FAMILY_IPV4 ? AF_INET : AF_INET6,
 		  connection->peer.ip, text, sizeof(text));
-	FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
-		"connection from port %u to %s port %u failed: %s (state %d, %u credits, %d sends in flight, %s operations waiting, %u free buffers)\n",
-		ntohs(connection->endpoint->address.port), text, ntohs(connection->peer.port), why, connection->state, connection->send_credits,
-		connection->outstanding_sends, connection->transmits ? "some" : "no",
-		domain->control_pool.free_count);
+	/* A peer that leaves when nothing waits on it is how every job ends. */
+	FI_LOG(&bolt_prov, waiting ? FI_LOG_WARN : FI_LOG_INFO, FI_LOG_EP_CTRL,
+	       "connection from port %u to %s port %u failed: %s (state %d, %u credits, %d sends in flight, %s operations waiting, %u free buffers)\n",
+	       ntohs(connection->endpoint->address.port), text, ntohs(connection->peer.port), why,
+	       connection->state, connection->send_credits, connection->outstanding_sends,
+	       waiting ? "some" : "no", domain->control_pool.free_count);
 	connection->state = BOLT_CONNECTION_FAILED;
 	connection->error = error ? error : FI_EIO;
 	bolt_connection_release_device(connection);
@@ -258,15 +261,10 @@ void bolt_connection_fail(struct bolt_connection *connection, int error, const c
 void bolt_connection_destroy(struct bolt_connection *connection)
 {
 	struct bolt_endpoint *endpoint = connection->endpoint;
-	struct bolt_transmit *transmit, *next;
 
 	bolt_connection_release_device(connection);
 	bolt_rendezvous_release(connection, 0);
-	DL_FOREACH_SAFE(connection->transmits, transmit, next) {
-		DL_DELETE(connection->transmits, transmit);
-		bolt_rendezvous_unregister(endpoint->domain, &transmit->registration, transmit->covered);
-		bolt_transmit_free(transmit);
-	}
+	bolt_transmit_discard_all(connection);
 	HASH_DEL(endpoint->connections, connection);
 	free(connection);
 }

@@ -251,7 +251,7 @@ void bolt_rendezvous_answered(struct bolt_connection *connection, const struct b
 	if (header->cq_data && header->cq_data != BOLT_RENDEZVOUS_USE_SEGMENTS) {
 		/* The target refused the write (key, bounds, rights): it ends here. */
 		transmit->sent = transmit->length;
-		transmit->posted_last = true;
+		bolt_transmit_posted_all(transmit);
 		bolt_transmit_reply_arrived(transmit, (int) header->cq_data);
 		return;
 	}

@@ -17,6 +17,15 @@ static bool bolt_transmit_has_payload(enum bolt_wire_op op)
 }
 
 /* Room for slots more send queue entries, and a credit (the last one only to return credits). */
+void bolt_transmit_posted_all(struct bolt_transmit *transmit)
+{
+	struct bolt_connection *connection = transmit->connection;
+
+	transmit->posted_last = true;
+	DL_DELETE(connection->transmits, transmit);
+	DL_APPEND(connection->posted, transmit);
+}
+
 static bool bolt_transmit_can_send(const struct bolt_connection *connection, bool credit_only,
 				   int slots)
 {
@@ -141,7 +150,7 @@ static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
 	} else {
 		transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
 		transmit->sent = transmit->length;
-		transmit->posted_last = true;
+		bolt_transmit_posted_all(transmit);
 		record->send_slots = 2;
 	}
 	record->transmit = transmit;
@@ -181,7 +190,7 @@ static bool bolt_transmit_segment(struct bolt_connection *connection, struct bol
 	transmit->sent += payload;
 	if (transmit->sent == transmit->length || !bolt_transmit_has_payload(transmit->op)) {
 		header->flags |= BOLT_WIRE_FLAG_LAST;
-		transmit->posted_last = true;
+		bolt_transmit_posted_all(transmit);
 	}
 	if (!transmit->internal)
 		connection->streaming = transmit->posted_last ? NULL : transmit;
@@ -316,7 +325,7 @@ bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_trans
 	}
 	transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
 	transmit->sent = transmit->length;
-	transmit->posted_last = true;
+	bolt_transmit_posted_all(transmit);
 	return true;
 }
 
@@ -350,7 +359,7 @@ static void bolt_transmit_check_done(struct bolt_transmit *transmit)
 
 	if (!transmit->posted_last || transmit->in_flight || transmit->reply_pending)
 		return;
-	DL_DELETE(connection->transmits, transmit);
+	DL_DELETE(connection->posted, transmit);
 	bolt_rendezvous_unregister(connection->endpoint->domain, &transmit->registration,
 				   transmit->covered);
 	if (transmit->internal)
@@ -415,7 +424,7 @@ struct bolt_transmit *bolt_transmit_find_request(struct bolt_connection *connect
 {
 	struct bolt_transmit *transmit;
 
-	DL_FOREACH(connection->transmits, transmit)
+	DL_FOREACH(connection->posted, transmit)
 		if (!transmit->internal && transmit->op == op && transmit->request_id == request_id &&
 		    transmit->reply_pending)
 			return transmit;
@@ -430,20 +439,35 @@ void bolt_transmit_reply_arrived(struct bolt_transmit *transmit, int status)
 	bolt_transmit_check_done(transmit);
 }
 
-void bolt_transmit_fail_all(struct bolt_connection *connection)
+/* Ends the operations of list: with the connection's error, or, report false, silently. */
+static void bolt_transmit_end_list(struct bolt_connection *connection, struct bolt_transmit **list,
+				   bool report)
 {
 	struct bolt_transmit *transmit, *next;
 
-	connection->streaming = NULL;
-	DL_FOREACH_SAFE(connection->transmits, transmit, next) {
-		DL_DELETE(connection->transmits, transmit);
+	DL_FOREACH_SAFE(*list, transmit, next) {
+		DL_DELETE(*list, transmit);
 		bolt_rendezvous_unregister(connection->endpoint->domain, &transmit->registration,
 					   transmit->covered);
-		if (transmit->internal) {
+		if (transmit->internal || !report) {
 			bolt_transmit_free(transmit);
 			continue;
 		}
 		transmit->status = connection->error ? connection->error : FI_EIO;
 		bolt_endpoint_complete_transmit(connection->endpoint, transmit);
 	}
+}
+
+void bolt_transmit_fail_all(struct bolt_connection *connection)
+{
+	connection->streaming = NULL;
+	bolt_transmit_end_list(connection, &connection->transmits, true);
+	bolt_transmit_end_list(connection, &connection->posted, true);
+}
+
+void bolt_transmit_discard_all(struct bolt_connection *connection)
+{
+	connection->streaming = NULL;
+	bolt_transmit_end_list(connection, &connection->transmits, false);
+	bolt_transmit_end_list(connection, &connection->posted, false);
 }
