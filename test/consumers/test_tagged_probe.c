@@ -6,6 +6,7 @@
  * only to the receive with the claim's context; a discarded one to nobody.
  * Small messages (segments) and large ones (rendezvous) alike.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <criterion/criterion.h>
@@ -122,6 +123,30 @@ Test(probe, nothing_to_find_is_fi_enomsg)
 
 	cr_assert_eq(receive_with(NULL, 0, 7, &context, FI_PEEK), 0);
 	expect_error(&context, FI_ENOMSG);
+	/*
+	 * A miss is an answer, and writes nothing through err_data, which
+	 * callers such as fabtests' fi_rdm_tagged_peek leave uninitialised.
+	 */
+	{
+		struct fi_cq_err_entry error;
+		char untouched[16];
+		ssize_t ret;
+
+		memset(untouched, 0x5a, sizeof(untouched));
+		/* As fi_fabric sets it: err_data_size is the caller's from 1.5 on. */
+		endpoint.fabric->api_version = FI_VERSION(1, 17);
+		cr_assert_eq(receive_with(NULL, 0, 7, &context, FI_PEEK), 0);
+		while ((ret = fi_cq_read(endpoint.cq, &entries[0], 1)) == -FI_EAGAIN)
+			sched_yield();
+		cr_assert_eq(ret, -FI_EAVAIL);
+		error.err_data = untouched;
+		error.err_data_size = sizeof(untouched);
+		cr_assert_eq(fi_cq_readerr(endpoint.cq, &error, 0), 1);
+		cr_assert_eq(error.err, FI_ENOMSG);
+		cr_assert_eq(error.err_data_size, 0);
+		for (size_t i = 0; i < sizeof(untouched); i++)
+			cr_assert_eq(untouched[i], 0x5a, "err_data written at %zu", i);
+	}
 	/* The peek left nothing posted: the message waits for a receive. */
 	sent = send_tagged(SMALL_BYTES, 7, 1);
 	contexts[0] = sent;

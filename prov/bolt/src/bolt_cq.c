@@ -60,12 +60,20 @@ static const char *bolt_cq_provider_error_text(const struct bolt_cq *cq, int pro
 	return fi_strerror(provider_error < 0 ? -provider_error : provider_error);
 }
 
-/* The err_data of an error: what failed, in words, for logs and fi_cq_strerror users. */
+/*
+ * The err_data of an error: what failed, in words, for logs and fi_cq_strerror
+ * users. A probe that found nothing (FI_ENOMSG) is an answer, not a failure:
+ * it carries none, as libfabric's own providers attach none, so callers that
+ * pass an uninitialised entry (fabtests' fi_rdm_tagged_peek does) get nothing
+ * written through their err_data.
+ */
 static void bolt_cq_describe_error(const struct bolt_cq *cq, struct bolt_cq_error *error)
 {
 	const struct fi_cq_err_entry *entry = &error->entry;
 
-	if (entry->prov_errno)
+	if (entry->err == FI_ENOMSG)
+		error->text[0] = '\0';
+	else if (entry->prov_errno)
 		snprintf(error->text, sizeof(error->text), "%s (provider error %d: %s)",
 			 fi_strerror(entry->err), entry->prov_errno,
 			 bolt_cq_provider_error_text(cq, entry->prov_errno));
@@ -253,18 +261,18 @@ static void bolt_cq_copy_error(const struct bolt_cq *cq, struct bolt_cq_error *e
 			       struct fi_cq_err_entry *buf)
 {
 	uint32_t api_version = cq->domain->fabric->fabric_fid.api_version;
-	size_t text_size = strlen(error->text) + 1;
+	size_t text_size = error->text[0] ? strlen(error->text) + 1 : 0;
 	void *caller_data = buf->err_data;
 	size_t caller_size = buf->err_data_size;
 
-	error->entry.err_data = error->text;
+	error->entry.err_data = text_size ? error->text : NULL;
 	if (!FI_VERSION_GE(api_version, FI_VERSION(1, 5))) {
 		memcpy(buf, &error->entry, offsetof(struct fi_cq_err_entry, err_data_size));
 		return;
 	}
 	*buf = error->entry;
 	buf->err_data_size = text_size;
-	if (caller_data && caller_size) {
+	if (caller_data && caller_size && text_size) {
 		buf->err_data = caller_data;
 		buf->err_data_size = caller_size < text_size ? caller_size : text_size;
 		memcpy(caller_data, error->text, buf->err_data_size);
