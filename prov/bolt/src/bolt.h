@@ -47,6 +47,9 @@ struct bolt_params {
 	char soft_copy[8];          /* FI_BOLT_SOFT_COPY: "auto", "cma", "shm" */
 	char job_key[256];          /* FI_BOLT_JOB_KEY: "" is "uid:<user id>" */
 	char side_channel_address[64];  /* FI_BOLT_SIDE_CHANNEL_ADDRESS: "" chooses */
+	int collective_ring_threshold;  /* FI_BOLT_COLLECTIVE_RING_THRESHOLD: bytes */
+	int collective_segment_size;    /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE: bytes */
+	int collective_lanes;           /* FI_BOLT_COLLECTIVE_LANES: segments in flight */
 };
 
 /* Defines the parameters with libfabric; safe to call more than once. */

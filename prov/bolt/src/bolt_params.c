@@ -70,6 +70,13 @@ static const struct bolt_param bolt_param_table[] = {
 	BOLT_STRING_PARAM("side_channel_address", side_channel_address,
 		"IP address endpoints' side channels listen on (default: 127.0.0.1 on the "
 		"software device, else the address this host's name resolves to)"),
+	BOLT_INT_PARAM("collective_ring_threshold", collective_ring_threshold, 0, 1 << 30,
+		"All-reduce, all-gather and reduce-scatter of at least this many bytes in all run "
+		"as a pipelined ring; smaller ones fully connected, in one round (default: 65536)"),
+	BOLT_INT_PARAM("collective_segment_size", collective_segment_size, 1, 1 << 30,
+		"Bytes of the segments the ring pipelines (default: 1048576)"),
+	BOLT_INT_PARAM("collective_lanes", collective_lanes, 1, 256,
+		"Segments each ring member keeps in flight at once (default: 4)"),
 };
 
 static const struct bolt_params bolt_param_defaults = {
@@ -81,6 +88,9 @@ static const struct bolt_params bolt_param_defaults = {
 	.soft_namespace = "default",
 	.soft_seed = 1,
 	.soft_copy = "auto",
+	.collective_ring_threshold = 65536,
+	.collective_segment_size = 1 << 20,
+	.collective_lanes = 4,
 };
 
 static enum fi_param_type bolt_param_fi_type(enum bolt_param_kind kind)
