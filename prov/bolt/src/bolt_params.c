@@ -74,7 +74,7 @@ static const struct bolt_param bolt_param_table[] = {
 		"All-reduce, all-gather and reduce-scatter of at least this many bytes in all run "
 		"as a pipelined ring; smaller ones fully connected, in one round (default: 65536)"),
 	BOLT_INT_PARAM("collective_segment_size", collective_segment_size, 1, 1 << 30,
-		"Bytes of the segments the ring pipelines (default: 1048576)"),
+		"Bytes of the segments the ring pipelines (default: 4194304)"),
 	BOLT_INT_PARAM("collective_lanes", collective_lanes, 1, 256,
 		"Segments each ring member keeps in flight at once (default: 4)"),
 };
@@ -89,7 +89,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.soft_seed = 1,
 	.soft_copy = "auto",
 	.collective_ring_threshold = 65536,
-	.collective_segment_size = 1 << 20,
+	.collective_segment_size = 4 << 20,
 	.collective_lanes = 4,
 };
 
