@@ -24,6 +24,7 @@
 struct collective_shared {
 	atomic_int arrived;             /* barrier: ranks that reached the current one */
 	atomic_int generation;          /* barrier: how many have passed */
+	atomic_int departed;            /* ranks killed on purpose */
 	char names[COLLECTIVE_MAX_RANKS][COLLECTIVE_NAME_SIZE];
 	size_t name_lengths[COLLECTIVE_MAX_RANKS];
 	uint64_t published[COLLECTIVE_MAX_RANKS];
@@ -42,7 +43,7 @@ void collective_barrier(struct collective_rank *rank)
 	struct collective_shared *shared = rank->shared;
 	int generation = atomic_load(&shared->generation);
 
-	if (atomic_fetch_add(&shared->arrived, 1) == rank->size - 1) {
+	if (atomic_fetch_add(&shared->arrived, 1) == rank->size - 1 - atomic_load(&shared->departed)) {
 		atomic_store(&shared->arrived, 0);
 		atomic_fetch_add(&shared->generation, 1);
 		return;
@@ -54,6 +55,12 @@ void collective_barrier(struct collective_rank *rank)
 		fi_cq_read(rank->cq, &entry, 0);
 		sched_yield();
 	}
+}
+
+void collective_die(struct collective_rank *rank)
+{
+	atomic_fetch_add(&rank->shared->departed, 1);
+	raise(SIGKILL);
 }
 
 void collective_publish(struct collective_rank *rank, uint64_t value)
@@ -284,9 +291,12 @@ int collective_run(const struct collective_options *options, const char *tag,
 		if (pids[index] < 0)
 			failures++;
 	}
-	for (int index = 0; index < options->size; index++)
-		if (pids[index] > 0 && rdm_join(pids[index]))
+	for (int index = 0; index < options->size; index++) {
+		bool dies = options->last_rank_dies && index == options->size - 1;
+
+		if (pids[index] > 0 && rdm_join(pids[index]) != (dies ? 128 + SIGKILL : 0))
 			failures++;
+	}
 	rdm_environment_cleanup(&rdm);
 	munmap(shared, sizeof(*shared));
 	return failures ? -FI_EOTHER : 0;

@@ -44,6 +44,7 @@ struct collective_options {
 	const char *ring_threshold;     /* FI_BOLT_COLLECTIVE_RING_THRESHOLD, NULL: default */
 	const char *segment_size;       /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE, NULL: default */
 	bool no_join;                   /* the body joins by itself */
+	bool last_rank_dies;            /* the last rank's body kills it (collective_die) */
 };
 
 /*
@@ -61,6 +62,8 @@ void collective_barrier(struct collective_rank *rank);
 /* Joins the AV set (all ranks unless set given) and waits for FI_JOIN_COMPLETE. */
 int collective_join(struct collective_rank *rank, struct fid_av_set *set, struct fid_mc **mc,
 		    fi_addr_t *coll_addr);
+/* Leaves the job for good: later barriers do not wait for this rank, which is killed. */
+void collective_die(struct collective_rank *rank);
 /* Puts a value every rank can read after the next barrier, into a slot per rank. */
 void collective_publish(struct collective_rank *rank, uint64_t value);
 uint64_t collective_published(struct collective_rank *rank, int from);

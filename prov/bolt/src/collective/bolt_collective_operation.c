@@ -125,7 +125,7 @@ void bolt_collective_progress(struct bolt_endpoint *endpoint)
 		return;
 	DL_FOREACH_SAFE(state->operations, operation, next) {
 		/* A member that is gone breaks the group for good. */
-		if (!operation->status && !operation->group->error)
+		if (!operation->group->error)
 			operation->group->error = bolt_collective_members_error(operation->group);
 		if (!operation->status)
 			operation->status = operation->group->error;
