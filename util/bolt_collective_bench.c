@@ -484,6 +484,9 @@ static int bench_size(struct bench_rank *rank, const struct bench_collective *co
 	if (!ret)
 		atomic_fetch_add(&rank->shared->wrong,
 				 bench_check(rank, collective, options, result, count, result_length));
+	/* A tenth as warm-up, as nccl-tests does, then the timed ones. */
+	for (int iteration = 0; !ret && iteration < iterations / 10; iteration++)
+		ret = bench_run_once(rank, collective, options, input, result, count);
 	bench_barrier(rank);
 	start = bench_now();
 	for (int iteration = 0; !ret && iteration < iterations; iteration++)
@@ -577,7 +580,7 @@ static int bench_plot(const struct bench_options *options, const struct bench_sh
 	fprintf(gnuplot, "set title 'bolt collectives, %d ranks, %s'\nset logscale x 2\n", ranks,
 		bench_datatype_name(options->datatype));
 	fprintf(gnuplot, "set xlabel 'size (bytes)'\nset ylabel 'busbw (GB/s)'\nset key left top\n");
-	fprintf(gnuplot, "set format x '%%.0s%%cB'\nset grid\nplot ");
+	fprintf(gnuplot, "set format x '%%.0b %%BB'\nset grid\nplot ");
 	for (int c = 0; c < options->collective_count; c++)
 		fprintf(gnuplot, "%s'-' using 1:2 with linespoints title '%s'", c ? ", " : "",
 			options->collectives[c]->name);
