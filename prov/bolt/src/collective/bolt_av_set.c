@@ -78,27 +78,28 @@ static int bolt_av_set_union(struct fid_av_set *destination_fid, const struct fi
 	return ret;
 }
 
-static int bolt_av_set_intersect(struct fid_av_set *destination_fid,
-				 const struct fid_av_set *source_fid)
+/* Intersect keeps the members src has, diff those it lacks; the order stays. */
+static int bolt_av_set_keep(struct fid_av_set *destination_fid, const struct fid_av_set *source_fid,
+			    bool in_source)
 {
 	struct bolt_av_set *destination = bolt_av_set_of(destination_fid);
 	const struct bolt_av_set *source = source_fid ? bolt_av_set_of(source_fid) : NULL;
 	int ret = bolt_av_set_check_pair(destination, source);
 
 	if (!ret)
-		bolt_av_set_filter(destination, source, true);
+		bolt_av_set_filter(destination, source, in_source);
 	return ret;
+}
+
+static int bolt_av_set_intersect(struct fid_av_set *destination_fid,
+				 const struct fid_av_set *source_fid)
+{
+	return bolt_av_set_keep(destination_fid, source_fid, true);
 }
 
 static int bolt_av_set_diff(struct fid_av_set *destination_fid, const struct fid_av_set *source_fid)
 {
-	struct bolt_av_set *destination = bolt_av_set_of(destination_fid);
-	const struct bolt_av_set *source = source_fid ? bolt_av_set_of(source_fid) : NULL;
-	int ret = bolt_av_set_check_pair(destination, source);
-
-	if (!ret)
-		bolt_av_set_filter(destination, source, false);
-	return ret;
+	return bolt_av_set_keep(destination_fid, source_fid, false);
 }
 
 /* An address the AV holds now. */
