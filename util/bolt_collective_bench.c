@@ -7,6 +7,11 @@
  * otherwise; they find each other through a shared memory page. bolt is
  * found through FI_PROVIDER_PATH like any provider: only the public
  * libfabric API is used.
+ *
+ * Built with BOLT_BENCH_MPI (util/bolt_collective_bench_mpi), it runs under
+ * mpirun instead, one rank per MPI process, on as many hosts as mpirun
+ * starts: MPI only carries the endpoint names, barriers and the #wrong sums,
+ * as nccl-tests uses it; the collectives are bolt's.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -29,6 +34,10 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_ext_bolt.h>
+
+#ifdef BOLT_BENCH_MPI
+#include <mpi.h>
+#endif
 
 #define BENCH_MAX_RANKS 64
 #define BENCH_NAME_SIZE 64
@@ -75,7 +84,7 @@ struct bench_shared {
 	atomic_int arrived, generation;
 	atomic_int failed;
 	char names[BENCH_MAX_RANKS][BENCH_NAME_SIZE];
-	atomic_uint_fast64_t wrong;
+	uint64_t wrong[BENCH_MAX_RANKS];
 	struct bench_row rows[8 * BENCH_MAX_SIZES];
 	int row_count;
 };
@@ -135,23 +144,65 @@ static int bench_fail(const struct bench_rank *rank, const char *what, int ret)
 
 /* ---- Meeting the other ranks ---- */
 
+/* Drives this rank's endpoint while it waits: a peer may need it to finish. */
+static void bench_progress(struct bench_rank *rank)
+{
+	struct fi_cq_tagged_entry entry;
+
+	if (rank->cq)
+		fi_cq_read(rank->cq, &entry, 0);
+	sched_yield();
+}
+
 static void bench_barrier(struct bench_rank *rank)
 {
 	struct bench_shared *shared = rank->shared;
 	int generation = atomic_load(&shared->generation);
 
+#ifdef BOLT_BENCH_MPI
+	MPI_Request request;
+	int done = 0;
+
+	MPI_Ibarrier(MPI_COMM_WORLD, &request);
+	while (!done && MPI_Test(&request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done)
+		bench_progress(rank);
+	return;
+#endif
 	if (atomic_fetch_add(&shared->arrived, 1) == rank->ranks - 1) {
 		atomic_store(&shared->arrived, 0);
 		atomic_fetch_add(&shared->generation, 1);
 		return;
 	}
-	while (atomic_load(&shared->generation) == generation && !atomic_load(&shared->failed)) {
-		struct fi_cq_tagged_entry entry;
+	while (atomic_load(&shared->generation) == generation && !atomic_load(&shared->failed))
+		bench_progress(rank);
+}
 
-		if (rank->cq)
-			fi_cq_read(rank->cq, &entry, 0);
-		sched_yield();
-	}
+/* Every rank's name in shared->names, in rank order. */
+static void bench_share_names(struct bench_rank *rank)
+{
+#ifdef BOLT_BENCH_MPI
+	MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rank->shared->names, BENCH_NAME_SIZE,
+		      MPI_CHAR, MPI_COMM_WORLD);
+#else
+	bench_barrier(rank);
+#endif
+}
+
+/* The sum over the ranks of each one's wrong elements. */
+static uint64_t bench_sum_wrong(struct bench_rank *rank, uint64_t wrong)
+{
+	uint64_t total = 0;
+
+#ifdef BOLT_BENCH_MPI
+	MPI_Allreduce(&wrong, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+#else
+	rank->shared->wrong[rank->rank] = wrong;
+	bench_barrier(rank);
+	for (int other = 0; other < rank->ranks; other++)
+		total += rank->shared->wrong[other];
+	bench_barrier(rank);
+#endif
+	return total;
 }
 
 static int bench_wait(struct bench_rank *rank, void *context)
@@ -242,7 +293,7 @@ static int bench_open(struct bench_rank *rank)
 	    (ret = fi_enable(rank->ep)) ||
 	    (ret = fi_getname(&rank->ep->fid, rank->shared->names[rank->rank], &length)))
 		return bench_fail(rank, "opening the endpoint", ret);
-	bench_barrier(rank);
+	bench_share_names(rank);
 	for (int other = 0; other < rank->ranks; other++)
 		if (fi_av_insert(rank->av, rank->shared->names[other], 1, NULL, 0, NULL) != 1)
 			return bench_fail(rank, "fi_av_insert", -FI_EINVAL);
@@ -482,8 +533,7 @@ static int bench_size(struct bench_rank *rank, const struct bench_collective *co
 		memcpy(result, input, input_length * element_size);
 	ret = bench_run_once(rank, collective, options, input, result, count);
 	if (!ret)
-		atomic_fetch_add(&rank->shared->wrong,
-				 bench_check(rank, collective, options, result, count, result_length));
+		row->wrong = bench_check(rank, collective, options, result, count, result_length);
 	/* A tenth as warm-up, as nccl-tests does, then the timed ones. */
 	for (int iteration = 0; !ret && iteration < iterations / 10; iteration++)
 		ret = bench_run_once(rank, collective, options, input, result, count);
@@ -612,11 +662,9 @@ static int bench_rank_main(struct bench_rank *rank, const struct bench_options *
 
 			if (!bench_count(collective, rank->ranks, size, bench_datatype_size(options->datatype)))
 				continue;
-			atomic_store(&shared->wrong, 0);
 			bench_barrier(rank);
 			ret = bench_size(rank, collective, options, size, &row);
-			bench_barrier(rank);
-			row.wrong = atomic_load(&shared->wrong);
+			row.wrong = bench_sum_wrong(rank, row.wrong);
 			if (!ret && rank->rank == 0) {
 				bench_print_row(options, &row, collective, rank->ranks, first);
 				if (shared->row_count < (int) (sizeof(shared->rows) / sizeof(shared->rows[0])))
@@ -638,6 +686,7 @@ static int bench_rank_main(struct bench_rank *rank, const struct bench_options *
 	return ret;
 }
 
+#ifndef BOLT_BENCH_MPI
 /* The software device unless the caller chose; its limits scaled to the ranks (one host each). */
 static void bench_environment(int ranks)
 {
@@ -693,6 +742,33 @@ static int bench_start(const struct bench_options *options)
 	munmap(shared, sizeof(*shared));
 	return failures ? 1 : 0;
 }
+
+#endif
+
+#ifdef BOLT_BENCH_MPI
+/* Under mpirun: this process is one rank; the device is whatever FI_BOLT_SOFT and the host say. */
+static int bench_start_mpi(const struct bench_options *options, int *argc, char ***argv)
+{
+	struct bench_shared *shared = calloc(1, sizeof(*shared));
+	struct bench_rank rank = { .shared = shared };
+	int ret;
+
+	MPI_Init(argc, argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank.rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &rank.ranks);
+	setenv("FI_PROVIDER", FI_BOLT_PROVIDER_NAME, 0);
+	if (!shared || rank.ranks > BENCH_MAX_RANKS) {
+		fprintf(stderr, "bolt_collective_bench: at most %d ranks\n", BENCH_MAX_RANKS);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	ret = bench_rank_main(&rank, options);
+	if (!ret && rank.rank == 0 && options->plot)
+		ret = bench_plot(options, shared, rank.ranks);
+	free(shared);
+	MPI_Finalize();
+	return ret ? 1 : 0;
+}
+#endif
 
 /* ---- Options ---- */
 
@@ -799,5 +875,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+#ifdef BOLT_BENCH_MPI
+	return bench_start_mpi(&options, &argc, &argv);
+#else
 	return bench_start(&options);
+#endif
 }
