@@ -72,7 +72,7 @@ static const struct bolt_param bolt_param_table[] = {
 		"software device, else the address this host's name resolves to)"),
 	BOLT_INT_PARAM("collective_ring_threshold", collective_ring_threshold, 0, 1 << 30,
 		"All-reduce, all-gather and reduce-scatter of at least this many bytes in all run "
-		"as a pipelined ring; smaller ones fully connected, in one round (default: 65536)"),
+		"as a pipelined ring; smaller ones fully connected, in one round (default: 131072)"),
 	BOLT_INT_PARAM("collective_segment_size", collective_segment_size, 1, 1 << 30,
 		"Bytes of the segments the ring pipelines (default: 4194304)"),
 	BOLT_INT_PARAM("collective_lanes", collective_lanes, 1, 256,
@@ -88,7 +88,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.soft_namespace = "default",
 	.soft_seed = 1,
 	.soft_copy = "auto",
-	.collective_ring_threshold = 65536,
+	.collective_ring_threshold = 131072,
 	.collective_segment_size = 4 << 20,
 	.collective_lanes = 4,
 };
