@@ -9,10 +9,13 @@
  * floats. Then 64 MiB float32 all-reduces.
  */
 #include <complex.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <criterion/criterion.h>
+
+#include <rdma/fi_tagged.h>
 
 #include "collective_fixture.h"
 
@@ -480,6 +483,61 @@ Test(collective, rocev2_2) { test_group("rocev2", 2); }
 Test(collective, rocev2_3) { test_group("rocev2", 3); }
 Test(collective, rocev2_4) { test_group("rocev2", 4); }
 Test(collective, rocev2_8) { test_group("rocev2", 8); }
+
+/* ---- The application's tagged receives never see collective messages ---- */
+
+/* Waits for completions until one with context arrived. */
+static int test_wait_context(struct collective_rank *rank, void *context)
+{
+	struct fi_cq_tagged_entry entry;
+	int polls = 0;
+	ssize_t ret;
+
+	while (polls++ < 10000000) {
+		ret = fi_cq_read(rank->cq, &entry, 1);
+		if (ret == 1 && entry.op_context == context)
+			return 0;
+		if (ret != -FI_EAGAIN && ret != 1)
+			return (int) ret;
+		sched_yield();
+	}
+	return -FI_ETIMEDOUT;
+}
+
+static int test_wildcard(struct collective_rank *rank, void *argument)
+{
+	char received[16] = { 0 }, message[16] = "application";
+	int32_t input = rank->rank + 1, result = 0;
+	int receive_context, send_context, context, error = 0, ret;
+
+	/* A receive that would take any tag at all, posted before the collective's messages come. */
+	ret = (int) fi_trecv(rank->ep, received, sizeof(received), NULL, FI_ADDR_UNSPEC, 0, ~0ULL,
+			     &receive_context);
+	if (!ret)
+		ret = (int) fi_allreduce(rank->ep, &input, 1, NULL, &result, NULL, rank->coll_addr,
+					 FI_INT32, FI_SUM, 0, &context);
+	if (!ret)
+		ret = collective_wait(rank, &context, &error);  /* -FI_EOTHER if the receive took one */
+	if (!ret && result != rank->size * (rank->size + 1) / 2)
+		ret = -FI_EIO;
+	collective_barrier(rank);
+	if (!ret)
+		ret = (int) fi_tsend(rank->ep, message, sizeof(message), NULL,
+				     rank->addresses[(rank->rank + 1) % rank->size], 5, &send_context);
+	if (!ret)
+		ret = test_wait_context(rank, &receive_context);
+	if (!ret && strcmp(received, message))
+		ret = -FI_EIO;
+	collective_barrier(rank);
+	return ret;
+}
+
+Test(collective, application_receives_apart)
+{
+	struct collective_options options = { .profile = "rocev2", .size = 3 };
+
+	cr_assert_eq(collective_run(&options, "coll-apart", test_wildcard, NULL), 0);
+}
 
 /* ---- 64 MiB float32 all-reduce, with the default algorithm choice and segments ---- */
 

@@ -3,6 +3,8 @@
  * ignore mask (and source, with FI_DIRECTED_RECV); the same paths as
  * bolt_msg.c with a tag.
  */
+#include <rdma/fi_ext_bolt.h>
+
 #include "bolt_operation.h"
 
 static ssize_t bolt_tagged_send_iov(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
@@ -22,15 +24,19 @@ static ssize_t bolt_tagged_receive_iov(struct fid_ep *ep_fid, const struct iovec
 				       size_t count, fi_addr_t source, uint64_t tag,
 				       uint64_t ignore, void *context, uint64_t flags)
 {
+	struct bolt_endpoint *endpoint = bolt_operation_endpoint(ep_fid);
 	struct bolt_operation operation = {
 		.iov = iov, .desc = desc, .iov_count = count, .peer = source, .tag = tag,
 		.ignore = ignore, .context = context, .flags = flags | FI_TAGGED,
 	};
 
+	/* Collective messages have a tag space of their own: no ignore mask reaches into it. */
+	if (endpoint->caps & FI_COLLECTIVE)
+		operation.ignore &= ~FI_BOLT_COLLECTIVE_TAG_BIT;
 	/* Probing and claiming unexpected messages come with the MPI work. */
 	if (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD))
 		return -FI_ENOSYS;
-	return bolt_operation_receive(bolt_operation_endpoint(ep_fid), &operation, true);
+	return bolt_operation_receive(endpoint, &operation, true);
 }
 
 static ssize_t bolt_tagged_recv(struct fid_ep *ep_fid, void *buf, size_t len, void *desc,

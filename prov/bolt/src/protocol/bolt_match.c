@@ -8,8 +8,6 @@
 #include <string.h>
 #include <utlist.h>
 
-#include <rdma/fi_ext_bolt.h>
-
 #include "bolt_endpoint.h"
 
 static bool bolt_match_source(const struct bolt_endpoint *endpoint,
@@ -21,21 +19,16 @@ static bool bolt_match_source(const struct bolt_endpoint *endpoint,
 	return bolt_connection_fi_addr(connection) == receive->source;
 }
 
-static bool bolt_match_tag(const struct bolt_endpoint *endpoint, const struct bolt_receive *receive,
-			   bool tagged, uint64_t tag)
+static bool bolt_match_tag(const struct bolt_receive *receive, bool tagged, uint64_t tag)
 {
-	/* Collective traffic has a tag space of its own: no ignore mask reaches into it. */
-	uint64_t ignore = endpoint->caps & FI_COLLECTIVE ? receive->ignore & ~FI_BOLT_COLLECTIVE_TAG_BIT :
-			  receive->ignore;
-
-	return !tagged || ((receive->tag ^ tag) & ~ignore) == 0;
+	return !tagged || ((receive->tag ^ tag) & ~receive->ignore) == 0;
 }
 
 static bool bolt_match_one(const struct bolt_endpoint *endpoint, const struct bolt_receive *receive,
 			   struct bolt_connection *connection, bool tagged, uint64_t tag)
 {
 	return bolt_match_source(endpoint, receive, connection) &&
-	       bolt_match_tag(endpoint, receive, tagged, tag);
+	       bolt_match_tag(receive, tagged, tag);
 }
 
 /* Completes receive with a message of length bytes, of which it holds copied. */
