@@ -576,6 +576,20 @@ Test(collective_large, thunderbolt_4)
 	cr_assert_eq(collective_run(&options, "coll-large", test_large, NULL), 0);
 }
 
+Test(collective_large, thunderbolt_2)
+{
+	struct collective_options options = { .profile = "thunderbolt", .size = 2 };
+
+	cr_assert_eq(collective_run(&options, "coll-large", test_large, NULL), 0);
+}
+
+Test(collective_large, rocev2_8)
+{
+	struct collective_options options = { .profile = "rocev2", .size = 8 };
+
+	cr_assert_eq(collective_run(&options, "coll-large", test_large, NULL), 0);
+}
+
 Test(collective_large, rocev2_3_in_place)
 {
 	struct collective_options options = { .profile = "rocev2", .size = 3 };
