@@ -734,8 +734,9 @@ static int bench_start(const struct bench_options *options)
 					!WIFEXITED(status) || WEXITSTATUS(status)))
 			failures++;
 	}
-	snprintf(segment, sizeof(segment), "/bolt-softrdma-%s-%s", getenv("FI_BOLT_SOFT"),
-		 getenv("FI_BOLT_SOFT_NAMESPACE"));
+	/* The last rank out removes the software device's segment; this is for ranks that crashed. */
+	snprintf(segment, sizeof(segment), "/bolt-softrdma-%u-%s-%s", (unsigned int) getuid(),
+		 getenv("FI_BOLT_SOFT"), getenv("FI_BOLT_SOFT_NAMESPACE"));
 	shm_unlink(segment);
 	if (!failures && options->plot && bench_plot(options, shared, options->ranks))
 		failures++;
