@@ -681,6 +681,7 @@ static int bench_rank_main(struct bench_rank *rank, const struct bench_options *
 		atomic_store(&shared->failed, 1);
 	if (rank->rank == 0 && options->format == BENCH_JSON)
 		printf("\n]}\n");
+	fflush(stdout);         /* ranks end with _exit, which flushes nothing */
 	bench_barrier(rank);
 	bench_close(rank);
 	return ret;
