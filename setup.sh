@@ -121,6 +121,11 @@ run_demo() {
 	echo
 	echo "== fi_pingpong between two processes over bolt, Thunderbolt profile =="
 	demo_pingpong thunderbolt
+	echo
+	echo "== collectives: 4 ranks over bolt, Thunderbolt profile (plot: build/collective-busbw.png) =="
+	FI_PROVIDER_PATH="$top/build/.libs" FI_BOLT_SOFT=thunderbolt FI_BOLT_SOFT_NAMESPACE="demo-$$" \
+		build/util/bolt_collective_bench -n 4 -c allreduce,allgather -b 16 -e 64M -f 4 \
+		--plot build/collective-busbw.png
 }
 
 case "${1:-}" in

@@ -48,6 +48,9 @@ struct bolt_params {
 	char job_key[256];          /* FI_BOLT_JOB_KEY: "" is "uid:<user id>" */
 	char side_channel_address[64];  /* FI_BOLT_SIDE_CHANNEL_ADDRESS: "" chooses */
 	int data_rails;             /* FI_BOLT_DATA_RAILS: queue pairs per peer for bulk writes; -1 chooses */
+	int collective_ring_threshold;  /* FI_BOLT_COLLECTIVE_RING_THRESHOLD: bytes */
+	int collective_segment_size;    /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE: bytes */
+	int collective_lanes;           /* FI_BOLT_COLLECTIVE_LANES: segments in flight */
 };
 
 /* Most data rails a connection stripes its large writes across. */

@@ -26,9 +26,9 @@
 /*
  * What bolt advertises today: fi_getinfo reports caps & BOLT_CAPS_IMPLEMENTED
  * and rejects hints asking for more. RDM endpoints carry messages, tagged
- * messages and RMA; collectives come next.
+ * messages, RMA and collectives.
  */
-#define BOLT_CAPS_IMPLEMENTED (BOLT_DESIGN_CAPS & ~(uint64_t) FI_COLLECTIVE)
+#define BOLT_CAPS_IMPLEMENTED BOLT_DESIGN_CAPS
 
 /*
  * Registration modes bolt can live with, any subset of them: it registers

@@ -21,6 +21,7 @@
 
 #include "bolt_provider.h"
 #include "bolt_unsupported.h"
+#include "collective/bolt_collective.h"
 
 #define BOLT_AV_DEFAULT_COUNT 64
 /* attr->count is only a hint: a huge one must not cost its memory before it is used. */
@@ -312,7 +313,7 @@ static struct fi_ops_av bolt_av_ops = {
 	.remove = bolt_av_remove,
 	.lookup = bolt_av_lookup,
 	.straddr = bolt_av_straddr,
-	.av_set = bolt_no_av_set,
+	.av_set = bolt_av_set_open,
 };
 
 /* An event queue for FI_EVENT insertions; one per AV. */

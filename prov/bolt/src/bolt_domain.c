@@ -10,6 +10,7 @@
 
 #include "bolt_endpoint.h"
 #include "bolt_unsupported.h"
+#include "collective/bolt_collective.h"
 #include "connection/bolt_job_key.h"
 
 #define BOLT_DOMAIN_CQ_SIZE 4096
@@ -157,7 +158,7 @@ static struct fi_ops_domain bolt_domain_ops = {
 	.stx_ctx = bolt_no_stx_context,
 	.srx_ctx = bolt_no_srx_context,
 	.query_atomic = bolt_no_query_atomic,
-	.query_collective = bolt_no_query_collective,
+	.query_collective = bolt_collective_query,
 	.endpoint2 = bolt_no_endpoint2,
 };
 

@@ -291,6 +291,7 @@ struct bolt_endpoint {
 	int bound_mr_count;                     /* bound, enabled or not: must close first */
 	bool cuda_api_permitted;
 	bool shared_memory_permitted;
+	struct bolt_collective_endpoint *collective;    /* groups and operations, from the first join */
 	struct bolt_endpoint *prev, *next;      /* domain->endpoints */
 };
 

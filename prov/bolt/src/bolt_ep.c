@@ -14,6 +14,7 @@
 #include "bolt_endpoint.h"
 #include "bolt_getinfo.h"
 #include "bolt_unsupported.h"
+#include "collective/bolt_collective.h"
 
 extern struct fi_ops_msg bolt_msg_ops;
 extern struct fi_ops_tagged bolt_tagged_ops;
@@ -57,6 +58,11 @@ void bolt_endpoint_complete_transmit(struct bolt_endpoint *endpoint, struct bolt
 	enum bolt_counter_kind kind;
 	bool wanted;
 
+	if (transmit->flags & BOLT_COLLECTIVE_FLAG) {
+		bolt_collective_transfer_done(transmit->context, transmit->status);
+		bolt_transmit_free(transmit);
+		return;
+	}
 	switch (transmit->op) {
 	case BOLT_WIRE_WRITE:
 		flags = FI_RMA | FI_WRITE;
@@ -87,7 +93,16 @@ void bolt_endpoint_complete_receive(struct bolt_endpoint *endpoint, struct bolt_
 {
 	uint64_t flags = FI_RECV | (receive->tagged ? FI_TAGGED : FI_MSG);
 	bool wanted = !endpoint->receive_selective || (receive->flags & FI_COMPLETION);
-	fi_addr_t source = connection ? bolt_connection_fi_addr(connection) : FI_ADDR_NOTAVAIL;
+	fi_addr_t source;
+
+	/* A collective's message must be exactly as long as its receive. */
+	if (receive->flags & BOLT_COLLECTIVE_FLAG) {
+		bolt_collective_transfer_done(receive->context,
+					      status ? status : message_length != receive->length ? FI_EIO : 0);
+		free(receive);
+		return;
+	}
+	source = connection ? bolt_connection_fi_addr(connection) : FI_ADDR_NOTAVAIL;
 
 	if (wire_flags & BOLT_WIRE_FLAG_REMOTE_CQ_DATA)
 		flags |= FI_REMOTE_CQ_DATA;
@@ -113,6 +128,7 @@ void bolt_endpoint_count_remote(struct bolt_endpoint *endpoint, enum bolt_counte
 void bolt_endpoint_progress(struct bolt_endpoint *endpoint)
 {
 	bolt_connection_progress_all(endpoint);
+	bolt_collective_progress(endpoint);
 }
 
 /* ---- Binding ---- */
@@ -438,10 +454,15 @@ static int bolt_endpoint_close(struct fid *fid)
 		return -FI_EBUSY;
 	}
 	bolt_domain_lock(domain);
+	if (bolt_collective_endpoint_busy(endpoint)) {
+		bolt_domain_unlock(domain);
+		return -FI_EBUSY;
+	}
 	if (endpoint->enabled)
 		DL_DELETE(domain->endpoints, endpoint);
 	bolt_connection_destroy_all(endpoint);
 	bolt_match_free_all(endpoint);
+	bolt_collective_endpoint_destroy(endpoint);
 	bolt_side_channel_listener_close(&endpoint->listener);
 	bolt_endpoint_unbind_all(endpoint);
 	bolt_domain_unlock(domain);
@@ -480,7 +501,7 @@ static struct fi_ops_cm bolt_endpoint_cm_ops = {
 	.accept = bolt_no_accept,
 	.reject = bolt_no_reject,
 	.shutdown = bolt_no_shutdown,
-	.join = bolt_no_join,
+	.join = bolt_collective_join,
 };
 
 int bolt_endpoint_open(struct fid_domain *domain_fid, struct fi_info *info,
@@ -522,7 +543,8 @@ int bolt_endpoint_open(struct fid_domain *domain_fid, struct fi_info *info,
 	endpoint->ep_fid.msg = &bolt_msg_ops;
 	endpoint->ep_fid.tagged = &bolt_tagged_ops;
 	endpoint->ep_fid.rma = &bolt_rma_ops;
-	/* FI_ATOMIC and FI_COLLECTIVE are not advertised: no ops tables for them. */
+	endpoint->ep_fid.collective = &bolt_collective_ops;
+	/* FI_ATOMIC is not advertised: no ops table for it. */
 	atomic_fetch_add(&domain->child_count, 1);
 	*ep_fid = &endpoint->ep_fid;
 	return 0;

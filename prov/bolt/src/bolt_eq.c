@@ -1,9 +1,9 @@
 /*
  * bolt_eq.c: event queues, opened from the fabric. An EQ belongs to no
  * domain, so it has its own lock, and a reader blocks on its condition
- * variable: events reach an EQ from API calls (fi_av_insert with FI_EVENT,
- * fi_eq_write), never from progress, so there is nothing to drive while
- * waiting.
+ * variable: most events reach an EQ from API calls (fi_av_insert with
+ * FI_EVENT, fi_eq_write). A join completes in its domain's progress, which
+ * bolt_eq_watch asks readers to drive while the join runs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +16,16 @@
 
 /* Events are rare (address insertions, joins), so this fills only if nobody reads. */
 #define BOLT_EQ_DEFAULT_SIZE 1024
+/* Domains a reader drives at once; more wait for the next read. */
+#define BOLT_EQ_WATCH_BATCH 16
+/* While domains are watched, a blocking read drives them this often. */
+#define BOLT_EQ_WATCH_INTERVAL_MS 1
+
+struct bolt_eq_watch {
+	struct bolt_domain *domain;
+	int count;
+	struct bolt_eq_watch *prev, *next;
+};
 
 struct bolt_eq_event {
 	struct bolt_eq_event *prev, *next;
@@ -85,6 +95,60 @@ static void bolt_eq_remove(struct bolt_eq *eq, struct bolt_eq_event **list,
 	free(entry);
 }
 
+int bolt_eq_watch(struct bolt_eq *eq, struct bolt_domain *domain)
+{
+	struct bolt_eq_watch *watch;
+
+	pthread_mutex_lock(&eq->lock);
+	DL_SEARCH_SCALAR(eq->watched, watch, domain, domain);
+	if (!watch) {
+		watch = calloc(1, sizeof(*watch));
+		if (watch) {
+			watch->domain = domain;
+			DL_APPEND(eq->watched, watch);
+		}
+	}
+	if (watch)
+		watch->count++;
+	pthread_mutex_unlock(&eq->lock);
+	return watch ? 0 : -FI_ENOMEM;
+}
+
+void bolt_eq_unwatch(struct bolt_eq *eq, struct bolt_domain *domain)
+{
+	struct bolt_eq_watch *watch;
+
+	pthread_mutex_lock(&eq->lock);
+	DL_SEARCH_SCALAR(eq->watched, watch, domain, domain);
+	if (watch && --watch->count == 0) {
+		DL_DELETE(eq->watched, watch);
+		free(watch);
+	}
+	pthread_mutex_unlock(&eq->lock);
+}
+
+/*
+ * Drives the watched domains, without the EQ lock (their progress reports
+ * to it). A watched domain cannot close: its join holds its endpoint open.
+ */
+static void bolt_eq_progress_watched(struct bolt_eq *eq)
+{
+	struct bolt_domain *domains[BOLT_EQ_WATCH_BATCH];
+	struct bolt_eq_watch *watch;
+	int count = 0;
+
+	pthread_mutex_lock(&eq->lock);
+	DL_FOREACH(eq->watched, watch)
+		if (count < BOLT_EQ_WATCH_BATCH)
+			domains[count++] = watch->domain;
+	pthread_mutex_unlock(&eq->lock);
+	for (int i = 0; i < count; i++) {
+		bolt_domain_lock(domains[i]);
+		bolt_domain_progress(domains[i]);
+		bolt_domain_unlock(domains[i]);
+	}
+}
+
 /*
  * Copies the first event to buf, as much of it as len holds (fi_eq(3): the
  * data returned is limited by the buffer), and dequeues it unless FI_PEEK.
@@ -118,10 +182,24 @@ static ssize_t bolt_eq_read(struct fid_eq *eq_fid, uint32_t *event, void *buf, s
 
 	if (len && !buf)
 		return -FI_EINVAL;
+	bolt_eq_progress_watched(eq);
 	pthread_mutex_lock(&eq->lock);
 	ret = bolt_eq_take(eq, event, buf, len, flags);
 	pthread_mutex_unlock(&eq->lock);
 	return ret;
+}
+
+/* Waits one watch interval, or until the deadline if that comes first; ETIMEDOUT after it. */
+static int bolt_eq_wait_briefly(struct bolt_eq *eq, int timeout, const struct timespec *deadline)
+{
+	struct timespec brief;
+
+	bolt_wait_deadline(BOLT_EQ_WATCH_INTERVAL_MS, &brief);
+	if (timeout >= 0 && (brief.tv_sec > deadline->tv_sec ||
+			     (brief.tv_sec == deadline->tv_sec && brief.tv_nsec >= deadline->tv_nsec)))
+		return pthread_cond_timedwait(&eq->changed, &eq->lock, deadline);
+	pthread_cond_timedwait(&eq->changed, &eq->lock, &brief);
+	return 0;
 }
 
 static ssize_t bolt_eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf, size_t len,
@@ -135,12 +213,20 @@ static ssize_t bolt_eq_sread(struct fid_eq *eq_fid, uint32_t *event, void *buf, 
 	if (len && !buf)
 		return -FI_EINVAL;
 	bolt_wait_deadline(timeout, &deadline);
+	bolt_eq_progress_watched(eq);
 	pthread_mutex_lock(&eq->lock);
 	while (!eq->events && !eq->errors && wait_result != ETIMEDOUT) {
-		if (timeout < 0)
+		if (eq->watched) {
+			/* Progress makes the event: drive it, and wait only briefly. */
+			pthread_mutex_unlock(&eq->lock);
+			bolt_eq_progress_watched(eq);
+			pthread_mutex_lock(&eq->lock);
+			wait_result = bolt_eq_wait_briefly(eq, timeout, &deadline);
+		} else if (timeout < 0) {
 			wait_result = pthread_cond_wait(&eq->changed, &eq->lock);
-		else
+		} else {
 			wait_result = pthread_cond_timedwait(&eq->changed, &eq->lock, &deadline);
+		}
 	}
 	ret = bolt_eq_take(eq, event, buf, len, flags);
 	pthread_mutex_unlock(&eq->lock);

@@ -76,6 +76,13 @@ static const struct bolt_param bolt_param_table[] = {
 		"device has queue pairs to spare (default: -1, one on devices with 64 queue pairs "
 		"or more, none on devices with few, such as Thunderbolt's 10, which connections to "
 		"peers need; 0: the control rail carries them)"),
+	BOLT_INT_PARAM("collective_ring_threshold", collective_ring_threshold, 0, 1 << 30,
+		"All-reduce, all-gather and reduce-scatter of at least this many bytes in all run "
+		"as a pipelined ring; smaller ones fully connected, in one round (default: 131072)"),
+	BOLT_INT_PARAM("collective_segment_size", collective_segment_size, 1, 1 << 30,
+		"Bytes of the segments the ring pipelines (default: 4194304)"),
+	BOLT_INT_PARAM("collective_lanes", collective_lanes, 1, 256,
+		"Segments each ring member keeps in flight at once (default: 4)"),
 };
 
 static const struct bolt_params bolt_param_defaults = {
@@ -88,6 +95,9 @@ static const struct bolt_params bolt_param_defaults = {
 	.soft_seed = 1,
 	.soft_copy = "auto",
 	.data_rails = -1,
+	.collective_ring_threshold = 131072,
+	.collective_segment_size = 4 << 20,
+	.collective_lanes = 4,
 };
 
 static enum fi_param_type bolt_param_fi_type(enum bolt_param_kind kind)

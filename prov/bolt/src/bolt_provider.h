@@ -172,6 +172,7 @@ struct bolt_eq {
 	size_t count, capacity;
 	atomic_int bind_count;
 	struct bolt_wait_fd wait_fd;
+	struct bolt_eq_watch *watched;  /* domains whose progress makes events (joins) */
 };
 
 int bolt_eq_open(struct fid_fabric *fabric_fid, struct fi_eq_attr *attr,
@@ -181,6 +182,12 @@ int bolt_eq_report(struct bolt_eq *eq, uint32_t event, const void *data, size_t 
 		   uint64_t flags);
 int bolt_eq_report_error(struct bolt_eq *eq, fid_t fid, void *context, uint64_t data,
 			 int error, int provider_error);
+/*
+ * An event will come from domain's progress (a join): reading the EQ drives
+ * that progress until as many unwatch calls as watch calls were made.
+ */
+int bolt_eq_watch(struct bolt_eq *eq, struct bolt_domain *domain);
+void bolt_eq_unwatch(struct bolt_eq *eq, struct bolt_domain *domain);
 
 /* ---- Address vectors ---- */
 

@@ -4,6 +4,8 @@
  * bolt_msg.c with a tag. Receives may also peek, claim and discard
  * (protocol/bolt_match.c does it).
  */
+#include <rdma/fi_ext_bolt.h>
+
 #include "bolt_operation.h"
 
 static ssize_t bolt_tagged_send_iov(struct fid_ep *ep_fid, const struct iovec *iov, void **desc,
@@ -23,17 +25,21 @@ static ssize_t bolt_tagged_receive_iov(struct fid_ep *ep_fid, const struct iovec
 				       size_t count, fi_addr_t source, uint64_t tag,
 				       uint64_t ignore, void *context, uint64_t flags)
 {
+	struct bolt_endpoint *endpoint = bolt_operation_endpoint(ep_fid);
 	struct bolt_operation operation = {
 		.iov = iov, .desc = desc, .iov_count = count, .peer = source, .tag = tag,
 		.ignore = ignore, .context = context, .flags = flags | FI_TAGGED,
 	};
 
+	/* Collective messages have a tag space of their own: no ignore mask reaches into it. */
+	if (endpoint->caps & FI_COLLECTIVE)
+		operation.ignore &= ~FI_BOLT_COLLECTIVE_TAG_BIT;
 	/* FI_DISCARD qualifies a peek or a claim; a claim is found by its fi_context. */
 	if ((flags & FI_DISCARD) && !(flags & (FI_PEEK | FI_CLAIM)))
 		return -FI_EINVAL;
 	if ((flags & FI_CLAIM) && !context)
 		return -FI_EINVAL;
-	return bolt_operation_receive(bolt_operation_endpoint(ep_fid), &operation, true);
+	return bolt_operation_receive(endpoint, &operation, true);
 }
 
 static ssize_t bolt_tagged_recv(struct fid_ep *ep_fid, void *buf, size_t len, void *desc,

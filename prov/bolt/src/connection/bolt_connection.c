@@ -369,6 +369,18 @@ static void bolt_connection_handle(struct bolt_connection *connection, uint16_t 
 	bolt_connection_fail(connection, FI_EPROTO, problem ? problem : "unexpected side channel message");
 }
 
+/*
+ * Both ends connected at once and the peer keeps its own side channel (the
+ * higher address gives way, see bolt_connection_answer_hello): the peer
+ * closes ours, maybe before its hello reaches us. A peer that is really
+ * gone shows as the connection's timeout instead.
+ */
+static bool bolt_connection_lost_crossing(const struct bolt_connection *connection)
+{
+	return connection->state == BOLT_CONNECTION_CONNECTING &&
+	       memcmp(&connection->endpoint->address, &connection->peer, sizeof(connection->peer)) > 0;
+}
+
 static void bolt_connection_progress_stream(struct bolt_connection *connection)
 {
 	struct bolt_handshake handshake;
@@ -383,6 +395,12 @@ static void bolt_connection_progress_stream(struct bolt_connection *connection)
 		bolt_connection_handle(connection, type, &handshake, length);
 	if (!connection->has_stream || ret == -FI_EAGAIN)
 		return;
+	if (ret == -FI_ECONNRESET && bolt_connection_lost_crossing(connection)) {
+		/* The peer dropped our side channel to keep its own: its hello follows. */
+		bolt_side_channel_stream_close(&connection->stream);
+		connection->has_stream = false;
+		return;
+	}
 	if (ret == -FI_ECONNRESET) {
 		/* What the peer sent before it closed is in the device CQ by now, maybe
 		 * still unread: deliver it before the connection fails. */

@@ -1,0 +1,180 @@
+/*
+ * bolt_collective_operation.c: the life of a collective operation: started
+ * by an fi_* call (or a join), advanced by progress as its transfers
+ * complete, reported on the CQ (the join on the EQ) and freed. A member that
+ * is gone fails every operation of its group at the next progress; a failed
+ * operation is reported at once and freed once its transfers are back.
+ */
+#include <stdlib.h>
+#include <utlist.h>
+
+#include "collective/bolt_collective.h"
+
+void bolt_collective_transfer_done(void *context, int status)
+{
+	struct bolt_collective_wait *wait = context;
+
+	wait->pending--;
+	if (status && !wait->operation->status)
+		wait->operation->status = status;
+}
+
+static void bolt_collective_operation_free(struct bolt_collective_operation *operation)
+{
+	free(operation->scratch);
+	free(operation->waits);
+	free(operation->lanes);
+	free(operation);
+}
+
+/* No transfer of the operation is still out. */
+static bool bolt_collective_operation_quiet(const struct bolt_collective_operation *operation)
+{
+	if (operation->sends.pending)
+		return false;
+	for (size_t i = 0; i < operation->wait_count; i++)
+		if (operation->waits[i].pending)
+			return false;
+	return true;
+}
+
+static void bolt_collective_report_join(struct bolt_collective_operation *operation)
+{
+	struct bolt_collective_group *group = operation->group;
+	struct bolt_eq *eq = group->endpoint->eq;
+	struct fi_eq_entry entry = { .fid = &group->mc_fid.fid, .context = operation->context };
+	int ret;
+
+	bolt_eq_unwatch(eq, group->endpoint->domain);
+	if (operation->status) {
+		ret = bolt_eq_report_error(eq, &group->mc_fid.fid, operation->context, 0,
+					   operation->status, 0);
+	} else {
+		group->joined = true;
+		ret = bolt_eq_report(eq, FI_JOIN_COMPLETE, &entry, sizeof(entry), FI_COLLECTIVE);
+	}
+	if (ret)
+		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "join completion not reported: %s\n",
+			fi_strerror(-ret));
+}
+
+static void bolt_collective_report(struct bolt_collective_operation *operation)
+{
+	struct bolt_endpoint *endpoint = operation->group->endpoint;
+	struct bolt_cq *cq = endpoint->transmit_cq;
+
+	operation->group->active--;
+	if (operation->join) {
+		bolt_collective_report_join(operation);
+		return;
+	}
+	if (!cq)
+		return;
+	if (operation->status)
+		bolt_cq_report_error(cq, operation->context, FI_COLLECTIVE, 0, NULL, 0, 0, 0,
+				     operation->status, 0);
+	else if (!endpoint->transmit_selective || (operation->flags & FI_COMPLETION))
+		bolt_cq_report(cq, operation->context, FI_COLLECTIVE, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
+}
+
+/* A member whose connection failed: its error, else 0. */
+static int bolt_collective_members_error(struct bolt_collective_group *group)
+{
+	for (int rank = 0; rank < group->size; rank++) {
+		const struct bolt_connection *connection = group->members[rank].connection;
+
+		if (connection && connection->state == BOLT_CONNECTION_FAILED)
+			return connection->error ? connection->error : FI_EIO;
+	}
+	return 0;
+}
+
+static void bolt_collective_fail(struct bolt_collective_endpoint *state,
+				 struct bolt_collective_operation *operation)
+{
+	struct bolt_endpoint *endpoint = operation->group->endpoint;
+
+	FI_WARN(&bolt_prov, FI_LOG_EP_DATA, "collective %d (%s) of group %#x failed: %s\n",
+		operation->kind, operation->algorithm ? operation->algorithm->name : "-",
+		operation->group->id, fi_strerror(operation->status));
+	for (size_t i = 0; i < operation->wait_count; i++)
+		bolt_collective_cancel(endpoint, &operation->waits[i]);
+	DL_DELETE(state->operations, operation);
+	bolt_collective_report(operation);
+	/* Sends still out read the buffers they name: the record stays until they are back. */
+	if (bolt_collective_operation_quiet(operation))
+		bolt_collective_operation_free(operation);
+	else
+		DL_APPEND(state->retired, operation);
+}
+
+static void bolt_collective_finish(struct bolt_collective_endpoint *state,
+				   struct bolt_collective_operation *operation)
+{
+	DL_DELETE(state->operations, operation);
+	bolt_collective_report(operation);
+	bolt_collective_operation_free(operation);
+}
+
+void bolt_collective_progress(struct bolt_endpoint *endpoint)
+{
+	struct bolt_collective_endpoint *state = endpoint->collective;
+	struct bolt_collective_operation *operation, *next;
+
+	if (!state)
+		return;
+	DL_FOREACH_SAFE(state->operations, operation, next) {
+		/* A member that is gone breaks the group for good. */
+		if (!operation->group->error)
+			operation->group->error = bolt_collective_members_error(operation->group);
+		if (!operation->status)
+			operation->status = operation->group->error;
+		if (!operation->status && operation->algorithm->advance(operation))
+			bolt_collective_finish(state, operation);
+		else if (operation->status)
+			bolt_collective_fail(state, operation);
+	}
+	DL_FOREACH_SAFE(state->retired, operation, next) {
+		if (bolt_collective_operation_quiet(operation)) {
+			DL_DELETE(state->retired, operation);
+			bolt_collective_operation_free(operation);
+		}
+	}
+}
+
+ssize_t bolt_collective_operation_start(struct bolt_collective_operation *operation)
+{
+	struct bolt_collective_group *group = operation->group;
+	struct bolt_collective_endpoint *state = group->endpoint->collective;
+	int ret;
+
+	if (group->error) {
+		bolt_collective_operation_free(operation);
+		return -group->error;
+	}
+	operation->sequence = group->next_sequence++;
+	operation->sends.operation = operation;
+	if (!operation->algorithm)
+		operation->algorithm = bolt_collective_algorithm_choose(operation);
+	group->active++;
+	DL_APPEND(state->operations, operation);
+	/* Whatever was posted is taken back by progress, which reports the error. */
+	ret = operation->algorithm->start(operation);
+	if (ret && !operation->status)
+		operation->status = -ret;
+	return 0;
+}
+
+void bolt_collective_endpoint_free_operations(struct bolt_collective_endpoint *state)
+{
+	struct bolt_collective_operation *operation, *next;
+
+	DL_FOREACH_SAFE(state->operations, operation, next) {
+		DL_DELETE(state->operations, operation);
+		bolt_collective_operation_free(operation);
+	}
+	DL_FOREACH_SAFE(state->retired, operation, next) {
+		DL_DELETE(state->retired, operation);
+		bolt_collective_operation_free(operation);
+	}
+}

@@ -1,0 +1,74 @@
+/*
+ * bolt_collective_transfer.c: the messages of a collective. They are tagged
+ * messages on the endpoint's point-to-point path (eager segments, or the
+ * rendezvous by RDMA write for large ones), in the collective tag space
+ * (bolt_collective.h), and their completions come back to the collective
+ * through bolt_collective_transfer_done instead of the application's CQ.
+ */
+#include <stdlib.h>
+
+#include "collective/bolt_collective.h"
+
+static uint64_t bolt_collective_tag(const struct bolt_collective_operation *operation, int lane,
+				    int sender)
+{
+	uint64_t tag = BOLT_COLLECTIVE_TAG;
+
+	tag |= (uint64_t) (operation->group->id & ((1u << BOLT_COLLECTIVE_GROUP_BITS) - 1))
+	       << (BOLT_COLLECTIVE_SEQUENCE_BITS + BOLT_COLLECTIVE_LANE_BITS + BOLT_COLLECTIVE_RANK_BITS);
+	tag |= (uint64_t) (operation->sequence & ((1u << BOLT_COLLECTIVE_SEQUENCE_BITS) - 1))
+	       << (BOLT_COLLECTIVE_LANE_BITS + BOLT_COLLECTIVE_RANK_BITS);
+	tag |= (uint64_t) lane << BOLT_COLLECTIVE_RANK_BITS;
+	return tag | (uint64_t) sender;
+}
+
+int bolt_collective_send(struct bolt_collective_operation *operation, int lane, int rank,
+			 const void *buffer, size_t length)
+{
+	struct bolt_collective_group *group = operation->group;
+	struct bolt_transmit *transmit = calloc(1, sizeof(*transmit));
+
+	if (!transmit)
+		return -FI_ENOMEM;
+	transmit->op = BOLT_WIRE_MESSAGE;
+	transmit->connection = group->members[rank].connection;
+	transmit->context = &operation->sends;
+	transmit->flags = FI_TAGGED | BOLT_COLLECTIVE_FLAG;
+	transmit->iov[0].iov_base = (void *) buffer;
+	transmit->iov[0].iov_len = length;
+	transmit->iov_count = 1;
+	transmit->length = length;
+	transmit->tag = bolt_collective_tag(operation, lane, group->rank);
+	operation->sends.pending++;
+	bolt_transmit_start(transmit);
+	return 0;
+}
+
+int bolt_collective_receive(struct bolt_collective_operation *operation, int lane, int rank,
+			    void *buffer, size_t length, struct bolt_collective_wait *wait)
+{
+	struct bolt_receive *receive = calloc(1, sizeof(*receive));
+
+	if (!receive)
+		return -FI_ENOMEM;
+	receive->context = wait;
+	receive->flags = BOLT_COLLECTIVE_FLAG;
+	receive->tagged = true;
+	receive->iov[0].iov_base = buffer;
+	receive->iov[0].iov_len = length;
+	receive->iov_count = 1;
+	receive->length = length;
+	receive->source = FI_ADDR_UNSPEC;       /* the sender's rank is in the tag */
+	receive->tag = bolt_collective_tag(operation, lane, rank);
+	wait->operation = operation;
+	wait->pending++;
+	bolt_match_post(operation->group->endpoint, receive);
+	return 0;
+}
+
+void bolt_collective_cancel(struct bolt_endpoint *endpoint, struct bolt_collective_wait *wait)
+{
+	/* Each cancelled receive reports through bolt_collective_transfer_done. */
+	while (wait->pending && !bolt_match_cancel(endpoint, wait))
+		;
+}

@@ -1,0 +1,598 @@
+/*
+ * test_collective.c: every collective x datatype x op x size (1 element, an
+ * odd count, a count that is no multiple of the ring's segment) for groups
+ * of 2, 3, 4 and 8 ranks on both profiles, with both algorithms (fully
+ * connected, and the ring with tiny segments so that many lanes and steps
+ * run), each result checked against a plain reference computed here. Inputs
+ * are exact in every datatype, so any reduction order gives the reference's
+ * bits; a separate check has every rank get the same bits from inexact
+ * floats. Then 64 MiB float32 all-reduces.
+ */
+#include <complex.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <criterion/criterion.h>
+
+#include <rdma/fi_tagged.h>
+
+#include "collective_fixture.h"
+
+#define TEST_SEGMENT_SIZE 256           /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE for the matrix */
+
+enum test_kind { TEST_SIGNED, TEST_UNSIGNED, TEST_REAL, TEST_COMPLEX, TEST_HALF, TEST_BFLOAT };
+
+struct test_type {
+	enum fi_datatype datatype;
+	const char *name;
+	enum test_kind kind;
+	size_t size;
+};
+
+static const struct test_type test_types[] = {
+	{ FI_INT8, "int8", TEST_SIGNED, 1 }, { FI_UINT8, "uint8", TEST_UNSIGNED, 1 },
+	{ FI_INT16, "int16", TEST_SIGNED, 2 }, { FI_UINT16, "uint16", TEST_UNSIGNED, 2 },
+	{ FI_INT32, "int32", TEST_SIGNED, 4 }, { FI_UINT32, "uint32", TEST_UNSIGNED, 4 },
+	{ FI_INT64, "int64", TEST_SIGNED, 8 }, { FI_UINT64, "uint64", TEST_UNSIGNED, 8 },
+	{ FI_INT128, "int128", TEST_SIGNED, 16 }, { FI_UINT128, "uint128", TEST_UNSIGNED, 16 },
+	{ FI_FLOAT, "float", TEST_REAL, sizeof(float) },
+	{ FI_DOUBLE, "double", TEST_REAL, sizeof(double) },
+	{ FI_LONG_DOUBLE, "long double", TEST_REAL, sizeof(long double) },
+	{ FI_FLOAT_COMPLEX, "float complex", TEST_COMPLEX, sizeof(float complex) },
+	{ FI_DOUBLE_COMPLEX, "double complex", TEST_COMPLEX, sizeof(double complex) },
+	{ FI_LONG_DOUBLE_COMPLEX, "long double complex", TEST_COMPLEX, sizeof(long double complex) },
+	{ FI_BOLT_FLOAT16, "float16", TEST_HALF, 2 },
+	{ FI_BOLT_BFLOAT16, "bfloat16", TEST_BFLOAT, 2 },
+};
+
+static const enum fi_op test_integer_ops[] = {
+	FI_MIN, FI_MAX, FI_SUM, FI_PROD, FI_LOR, FI_LAND, FI_BOR, FI_BAND, FI_LXOR, FI_BXOR,
+};
+static const enum fi_op test_float_ops[] = { FI_MIN, FI_MAX, FI_SUM, FI_PROD };
+static const enum fi_op test_complex_ops[] = { FI_SUM, FI_PROD };
+
+static uint64_t test_hash(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	return x ^ (x >> 33);
+}
+
+/* ---- Exact values: half and bfloat16 encodings of small integers and powers of two ---- */
+
+static uint16_t test_encode_half(double value, bool bfloat)
+{
+	int mantissa_bits = bfloat ? 7 : 10, bias = bfloat ? 127 : 15;
+	uint16_t sign = value < 0 ? 0x8000 : 0;
+	double magnitude = value < 0 ? -value : value;
+	int exponent = 0;
+
+	if (magnitude == 0)
+		return sign;
+	while (magnitude >= 2) {
+		magnitude /= 2;
+		exponent++;
+	}
+	while (magnitude < 1) {
+		magnitude *= 2;
+		exponent--;
+	}
+	return sign | (uint16_t) ((exponent + bias) << mantissa_bits) |
+	       (uint16_t) ((magnitude - 1) * (1 << mantissa_bits));
+}
+
+static double test_decode_half(uint16_t bits, bool bfloat)
+{
+	int mantissa_bits = bfloat ? 7 : 10, bias = bfloat ? 127 : 15;
+	int exponent = (bits & 0x7fff) >> mantissa_bits;
+	double value = 1 + (double) (bits & ((1 << mantissa_bits) - 1)) / (1 << mantissa_bits);
+
+	if (!(bits & 0x7fff))
+		return 0;
+	for (; exponent > bias; exponent--)
+		value *= 2;
+	for (; exponent < bias; exponent++)
+		value /= 2;
+	return bits & 0x8000 ? -value : value;
+}
+
+/* ---- Values and the reference ---- */
+
+static bool test_is_integer(const struct test_type *type)
+{
+	return type->kind == TEST_SIGNED || type->kind == TEST_UNSIGNED;
+}
+
+/* A small integer, or for products a factor of +-1 or +-2: exact in every type, in any order. */
+static int test_small(enum fi_op op, uint64_t random)
+{
+	static const int factors[] = { 1, -1, 2, 1, 1, -1 };
+
+	if (op == FI_PROD)
+		return factors[random % 6];
+	return (int) (random % 17) - 8;
+}
+
+static void test_value(const struct test_type *type, enum fi_op op, int rank, size_t index,
+		       uint64_t salt, void *out)
+{
+	uint64_t random = test_hash(salt * 1000003 + (uint64_t) rank * 7919 + index);
+	unsigned __int128 wide = ((unsigned __int128) test_hash(random) << 64) | random;
+
+	switch (type->kind) {
+	case TEST_SIGNED:
+	case TEST_UNSIGNED:
+		/* Logical ops need zeros too. */
+		if ((op == FI_LOR || op == FI_LAND || op == FI_LXOR) && random % 3 == 0)
+			wide = 0;
+		memcpy(out, &wide, type->size);
+		break;
+	case TEST_REAL: {
+		long double value = test_small(op, random);
+
+		if (type->datatype == FI_FLOAT)
+			*(float *) out = (float) value;
+		else if (type->datatype == FI_DOUBLE)
+			*(double *) out = (double) value;
+		else
+			*(long double *) out = value;
+		break;
+	}
+	case TEST_COMPLEX: {
+		long double real = test_small(op, random), imaginary = test_small(op, random >> 8);
+
+		if (op == FI_PROD && random % 4)
+			imaginary = 0;          /* keeps products small */
+		if (type->datatype == FI_FLOAT_COMPLEX)
+			*(float complex *) out = (float) real + (float) imaginary * I;
+		else if (type->datatype == FI_DOUBLE_COMPLEX)
+			*(double complex *) out = (double) real + (double) imaginary * I;
+		else
+			*(long double complex *) out = real + imaginary * I;
+		break;
+	}
+	default:
+		*(uint16_t *) out = test_encode_half(test_small(op, random), type->kind == TEST_BFLOAT);
+	}
+}
+
+static unsigned __int128 test_load_integer(const struct test_type *type, const void *in)
+{
+	unsigned __int128 value = 0;
+
+	memcpy(&value, in, type->size);
+	if (type->kind == TEST_SIGNED && type->size < 16 &&
+	    (value >> (type->size * 8 - 1)) & 1)
+		value |= ~(unsigned __int128) 0 << (type->size * 8);
+	return value;
+}
+
+static unsigned __int128 test_integer_op(const struct test_type *type, enum fi_op op,
+					 unsigned __int128 x, unsigned __int128 y)
+{
+	bool signed_less = (__int128) x < (__int128) y;
+	bool less = type->kind == TEST_SIGNED ? signed_less : x < y;
+
+	switch (op) {
+	case FI_MIN: return less ? x : y;
+	case FI_MAX: return less ? y : x;
+	case FI_SUM: return x + y;
+	case FI_PROD: return x * y;
+	case FI_LOR: return x || y;
+	case FI_LAND: return x && y;
+	case FI_BOR: return x | y;
+	case FI_BAND: return x & y;
+	case FI_LXOR: return !x != !y;
+	default: return x ^ y;
+	}
+}
+
+static long double complex test_load_number(const struct test_type *type, const void *in)
+{
+	switch ((int) type->datatype) {
+	case FI_FLOAT: return *(const float *) in;
+	case FI_DOUBLE: return *(const double *) in;
+	case FI_LONG_DOUBLE: return *(const long double *) in;
+	case FI_FLOAT_COMPLEX: return *(const float complex *) in;
+	case FI_DOUBLE_COMPLEX: return *(const double complex *) in;
+	case FI_LONG_DOUBLE_COMPLEX: return *(const long double complex *) in;
+	default: return test_decode_half(*(const uint16_t *) in, type->kind == TEST_BFLOAT);
+	}
+}
+
+static void test_store_number(const struct test_type *type, long double complex value, void *out)
+{
+	switch ((int) type->datatype) {
+	case FI_FLOAT: *(float *) out = (float) creall(value); break;
+	case FI_DOUBLE: *(double *) out = (double) creall(value); break;
+	case FI_LONG_DOUBLE: *(long double *) out = creall(value); break;
+	case FI_FLOAT_COMPLEX: *(float complex *) out = (float complex) value; break;
+	case FI_DOUBLE_COMPLEX: *(double complex *) out = (double complex) value; break;
+	case FI_LONG_DOUBLE_COMPLEX: *(long double complex *) out = value; break;
+	default:
+		*(uint16_t *) out = test_encode_half((double) creall(value), type->kind == TEST_BFLOAT);
+	}
+}
+
+/* accumulator = accumulator op value, plainly. */
+static void test_reference_op(const struct test_type *type, enum fi_op op, void *accumulator,
+			      const void *value)
+{
+	long double complex x, y;
+
+	if (test_is_integer(type)) {
+		unsigned __int128 result = test_integer_op(type, op, test_load_integer(type, accumulator),
+							   test_load_integer(type, value));
+
+		memcpy(accumulator, &result, type->size);
+		return;
+	}
+	x = test_load_number(type, accumulator);
+	y = test_load_number(type, value);
+	switch (op) {
+	case FI_MIN: x = creall(x) < creall(y) ? x : y; break;
+	case FI_MAX: x = creall(x) > creall(y) ? x : y; break;
+	case FI_SUM: x = x + y; break;
+	default: x = x * y; break;
+	}
+	test_store_number(type, x, accumulator);
+}
+
+/*
+ * Integers bit for bit; numbers by value, since complex products reach a zero
+ * whose sign depends on the order (exact values, so == is exact).
+ */
+static bool test_element_equal(const struct test_type *type, const char *left, const char *right)
+{
+	if (test_is_integer(type))
+		return !memcmp(left, right, type->size);
+	return test_load_number(type, left) == test_load_number(type, right);
+}
+
+/* ---- The collectives, one call each ---- */
+
+struct test_case {
+	const struct test_type *type;
+	enum fi_collective_op kind;
+	enum fi_op op;
+	size_t count;
+	uint64_t salt;
+};
+
+static ssize_t test_post(struct collective_rank *rank, const struct test_case *test, void *input,
+			 void *result, void *context)
+{
+	enum fi_datatype datatype = test->type->datatype;
+
+	switch (test->kind) {
+	case FI_ALLREDUCE:
+		return fi_allreduce(rank->ep, input, test->count, NULL, result, NULL, rank->coll_addr,
+				    datatype, test->op, 0, context);
+	case FI_REDUCE_SCATTER:
+		return fi_reduce_scatter(rank->ep, input, test->count, NULL, result, NULL,
+					 rank->coll_addr, datatype, test->op, 0, context);
+	case FI_ALLGATHER:
+		return fi_allgather(rank->ep, input, test->count, NULL, result, NULL, rank->coll_addr,
+				    datatype, 0, context);
+	case FI_ALLTOALL:
+		return fi_alltoall(rank->ep, input, test->count, NULL, result, NULL, rank->coll_addr,
+				   datatype, 0, context);
+	default:
+		/* The last rank is the root: it sends its input, the others receive into result. */
+		return fi_broadcast(rank->ep, rank->rank == rank->size - 1 ? input : result, test->count,
+				    NULL, rank->coll_addr, rank->addresses[rank->size - 1], datatype, 0,
+				    context);
+	}
+}
+
+/* Elements of input and result per rank. */
+static void test_lengths(const struct test_case *test, int size, size_t *input, size_t *result)
+{
+	bool blocked_input = test->kind == FI_REDUCE_SCATTER || test->kind == FI_ALLTOALL;
+	bool blocked_result = test->kind == FI_ALLGATHER || test->kind == FI_ALLTOALL;
+
+	*input = blocked_input ? test->count * (size_t) size : test->count;
+	*result = blocked_result ? test->count * (size_t) size : test->count;
+}
+
+/* What element index of rank's result must be. */
+static void test_expected(const struct collective_rank *rank, const struct test_case *test,
+			  size_t index, void *out)
+{
+	const struct test_type *type = test->type;
+	size_t block = index / (test->count ? test->count : 1), offset = index % (test->count ? test->count : 1);
+	char value[32];
+
+	switch (test->kind) {
+	case FI_ALLREDUCE:
+	case FI_REDUCE_SCATTER: {
+		size_t position = test->kind == FI_ALLREDUCE ? index :
+				  (size_t) rank->rank * test->count + index;
+
+		test_value(type, test->op, 0, position, test->salt, out);
+		for (int other = 1; other < rank->size; other++) {
+			test_value(type, test->op, other, position, test->salt, value);
+			test_reference_op(type, test->op, out, value);
+		}
+		break;
+	}
+	case FI_ALLGATHER:
+		test_value(type, test->op, (int) block, offset, test->salt, out);
+		break;
+	case FI_ALLTOALL:
+		test_value(type, test->op, (int) block, (size_t) rank->rank * test->count + offset,
+			   test->salt, out);
+		break;
+	default:
+		test_value(type, test->op, rank->size - 1, index, test->salt, out);
+	}
+}
+
+static int test_one(struct collective_rank *rank, const struct test_case *test)
+{
+	const struct test_type *type = test->type;
+	size_t input_length, result_length;
+	char *input, *result, expected[32];
+	int context, error = 0, ret;
+
+	test_lengths(test, rank->size, &input_length, &result_length);
+	input = calloc(input_length + 1, type->size);
+	result = calloc(result_length + 1, type->size);
+	if (!input || !result) {
+		free(input);
+		free(result);
+		return -FI_ENOMEM;
+	}
+	for (size_t index = 0; index < input_length; index++)
+		test_value(type, test->op, rank->rank, index, test->salt, input + index * type->size);
+	ret = (int) test_post(rank, test, input, result, &context);
+	if (!ret)
+		ret = collective_wait(rank, &context, &error);
+	if (ret)
+		fprintf(stderr, "rank %d: collective %d %s op %d count %zu: %s (error %d)\n", rank->rank,
+			test->kind, type->name, test->op, test->count, fi_strerror(-ret), error);
+	for (size_t index = 0; !ret && index < result_length; index++) {
+		if (test->kind == FI_BROADCAST && rank->rank == rank->size - 1)
+			break;
+		test_expected(rank, test, index, expected);
+		if (!test_element_equal(type, result + index * type->size, expected)) {
+			fprintf(stderr, "rank %d of %d: collective %d %s op %d count %zu: element %zu differs\n",
+				rank->rank, rank->size, test->kind, type->name, test->op, test->count, index);
+			ret = -FI_EIO;
+		}
+	}
+	free(input);
+	free(result);
+	return ret;
+}
+
+static void test_ops_of(const struct test_type *type, const enum fi_op **ops, size_t *count)
+{
+	if (test_is_integer(type)) {
+		*ops = test_integer_ops;
+		*count = sizeof(test_integer_ops) / sizeof(test_integer_ops[0]);
+	} else if (type->kind == TEST_COMPLEX) {
+		*ops = test_complex_ops;
+		*count = sizeof(test_complex_ops) / sizeof(test_complex_ops[0]);
+	} else {
+		*ops = test_float_ops;
+		*count = sizeof(test_float_ops) / sizeof(test_float_ops[0]);
+	}
+}
+
+/* Every collective on one datatype, at each count. */
+static int test_datatype(struct collective_rank *rank, const struct test_type *type, uint64_t *salt)
+{
+	static const enum fi_collective_op movers[] = { FI_ALLGATHER, FI_ALLTOALL, FI_BROADCAST };
+	static const enum fi_collective_op reducers[] = { FI_ALLREDUCE, FI_REDUCE_SCATTER };
+	size_t counts[] = { 1, 37, 3 * (TEST_SEGMENT_SIZE / type->size) + 5 };
+	const enum fi_op *ops;
+	size_t op_count;
+	int ret = 0;
+
+	test_ops_of(type, &ops, &op_count);
+	for (size_t c = 0; !ret && c < sizeof(counts) / sizeof(counts[0]); c++) {
+		for (size_t r = 0; !ret && r < sizeof(reducers) / sizeof(reducers[0]); r++)
+			for (size_t o = 0; !ret && o < op_count; o++) {
+				struct test_case test = { type, reducers[r], ops[o], counts[c], ++*salt };
+
+				ret = test_one(rank, &test);
+			}
+		for (size_t m = 0; !ret && m < sizeof(movers) / sizeof(movers[0]); m++) {
+			struct test_case test = { type, movers[m], FI_SUM, counts[c], ++*salt };
+
+			ret = test_one(rank, &test);
+		}
+	}
+	return ret;
+}
+
+/* Inexact floats (random fractions): every rank must still end with the same bits. */
+static int test_same_bits(struct collective_rank *rank)
+{
+	size_t count = 3 * (TEST_SEGMENT_SIZE / sizeof(float)) + 7;
+	float *input = calloc(count, sizeof(float)), *result = calloc(count, sizeof(float));
+	uint64_t hash = 0xcbf29ce484222325ULL;
+	int context, error = 0, ret = input && result ? 0 : -FI_ENOMEM;
+
+	for (size_t index = 0; !ret && index < count; index++)
+		input[index] = (float) (test_hash((uint64_t) rank->rank * 131 + index) % 1000003) / 7919.0f;
+	if (!ret)
+		ret = (int) fi_allreduce(rank->ep, input, count, NULL, result, NULL, rank->coll_addr,
+					 FI_FLOAT, FI_SUM, 0, &context);
+	if (!ret)
+		ret = collective_wait(rank, &context, &error);
+	for (size_t index = 0; !ret && index < count; index++) {
+		uint32_t bits;
+
+		memcpy(&bits, &result[index], sizeof(bits));
+		hash = (hash ^ bits) * 0x100000001b3ULL;
+	}
+	collective_publish(rank, hash);
+	collective_barrier(rank);
+	for (int other = 0; !ret && other < rank->size; other++)
+		if (collective_published(rank, other) != hash)
+			ret = -FI_EIO;
+	free(input);
+	free(result);
+	return ret;
+}
+
+static int test_matrix(struct collective_rank *rank, void *argument)
+{
+	uint64_t salt = 0;
+	int context, error, ret = 0;
+
+	for (size_t t = 0; !ret && t < sizeof(test_types) / sizeof(test_types[0]); t++)
+		ret = test_datatype(rank, &test_types[t], &salt);
+	if (!ret)
+		ret = test_same_bits(rank);
+	if (!ret)
+		ret = (int) fi_barrier(rank->ep, rank->coll_addr, &context);
+	if (!ret)
+		ret = collective_wait(rank, &context, &error);
+	return ret;
+}
+
+/* Both algorithms: the ring for everything it runs, then fully connected for everything. */
+static void test_group(const char *profile, int size)
+{
+	struct collective_options ring = {
+		.profile = profile, .size = size, .ring_threshold = "0", .segment_size = "256",
+	};
+	struct collective_options direct = {
+		.profile = profile, .size = size, .ring_threshold = "1073741824",
+	};
+
+	cr_assert_eq(collective_run(&ring, "coll-ring", test_matrix, NULL), 0,
+		     "ring, %d ranks on %s", size, profile);
+	cr_assert_eq(collective_run(&direct, "coll-direct", test_matrix, NULL), 0,
+		     "fully connected, %d ranks on %s", size, profile);
+}
+
+Test(collective, thunderbolt_2) { test_group("thunderbolt", 2); }
+Test(collective, thunderbolt_3) { test_group("thunderbolt", 3); }
+Test(collective, thunderbolt_4) { test_group("thunderbolt", 4); }
+Test(collective, thunderbolt_8) { test_group("thunderbolt", 8); }
+Test(collective, rocev2_2) { test_group("rocev2", 2); }
+Test(collective, rocev2_3) { test_group("rocev2", 3); }
+Test(collective, rocev2_4) { test_group("rocev2", 4); }
+Test(collective, rocev2_8) { test_group("rocev2", 8); }
+
+/* ---- The application's tagged receives never see collective messages ---- */
+
+/* Waits for completions until one with context arrived. */
+static int test_wait_context(struct collective_rank *rank, void *context)
+{
+	struct fi_cq_tagged_entry entry;
+	int polls = 0;
+	ssize_t ret;
+
+	while (polls++ < 10000000) {
+		ret = fi_cq_read(rank->cq, &entry, 1);
+		if (ret == 1 && entry.op_context == context)
+			return 0;
+		if (ret != -FI_EAGAIN && ret != 1)
+			return (int) ret;
+		sched_yield();
+	}
+	return -FI_ETIMEDOUT;
+}
+
+static int test_wildcard(struct collective_rank *rank, void *argument)
+{
+	char received[16] = { 0 }, message[16] = "application";
+	int32_t input = rank->rank + 1, result = 0;
+	int receive_context, send_context, context, error = 0, ret;
+
+	/* A receive that would take any tag at all, posted before the collective's messages come. */
+	ret = (int) fi_trecv(rank->ep, received, sizeof(received), NULL, FI_ADDR_UNSPEC, 0, ~0ULL,
+			     &receive_context);
+	if (!ret)
+		ret = (int) fi_allreduce(rank->ep, &input, 1, NULL, &result, NULL, rank->coll_addr,
+					 FI_INT32, FI_SUM, 0, &context);
+	if (!ret)
+		ret = collective_wait(rank, &context, &error);  /* -FI_EOTHER if the receive took one */
+	if (!ret && result != rank->size * (rank->size + 1) / 2)
+		ret = -FI_EIO;
+	collective_barrier(rank);
+	if (!ret)
+		ret = (int) fi_tsend(rank->ep, message, sizeof(message), NULL,
+				     rank->addresses[(rank->rank + 1) % rank->size], 5, &send_context);
+	if (!ret)
+		ret = test_wait_context(rank, &receive_context);
+	if (!ret && strcmp(received, message))
+		ret = -FI_EIO;
+	collective_barrier(rank);
+	return ret;
+}
+
+Test(collective, application_receives_apart)
+{
+	struct collective_options options = { .profile = "rocev2", .size = 3 };
+
+	cr_assert_eq(collective_run(&options, "coll-apart", test_wildcard, NULL), 0);
+}
+
+/* ---- 64 MiB float32 all-reduce, with the default algorithm choice and segments ---- */
+
+#define TEST_LARGE_COUNT ((64u << 20) / sizeof(float))
+
+static int test_large(struct collective_rank *rank, void *argument)
+{
+	bool in_place = argument != NULL;
+	float *input = malloc(TEST_LARGE_COUNT * sizeof(float));
+	float *result = in_place ? input : malloc(TEST_LARGE_COUNT * sizeof(float));
+	int context, error = 0, ret = input && result ? 0 : -FI_ENOMEM;
+
+	for (size_t index = 0; !ret && index < TEST_LARGE_COUNT; index++)
+		input[index] = (float) ((index * 7 + (size_t) rank->rank * 3) % 1000);
+	if (!ret)
+		ret = (int) fi_allreduce(rank->ep, input, TEST_LARGE_COUNT, NULL, result, NULL,
+					 rank->coll_addr, FI_FLOAT, FI_SUM, 0, &context);
+	if (!ret)
+		ret = collective_wait(rank, &context, &error);
+	for (size_t index = 0; !ret && index < TEST_LARGE_COUNT; index++) {
+		float expected = 0;
+
+		for (int other = 0; other < rank->size; other++)
+			expected += (float) ((index * 7 + (size_t) other * 3) % 1000);
+		if (result[index] != expected)
+			ret = -FI_EIO;
+	}
+	if (!in_place)
+		free(result);
+	free(input);
+	return ret;
+}
+
+Test(collective_large, thunderbolt_4)
+{
+	struct collective_options options = { .profile = "thunderbolt", .size = 4 };
+
+	cr_assert_eq(collective_run(&options, "coll-large", test_large, NULL), 0);
+}
+
+Test(collective_large, thunderbolt_2)
+{
+	struct collective_options options = { .profile = "thunderbolt", .size = 2 };
+
+	cr_assert_eq(collective_run(&options, "coll-large", test_large, NULL), 0);
+}
+
+Test(collective_large, rocev2_8)
+{
+	struct collective_options options = { .profile = "rocev2", .size = 8 };
+
+	cr_assert_eq(collective_run(&options, "coll-large", test_large, NULL), 0);
+}
+
+Test(collective_large, rocev2_3_in_place)
+{
+	struct collective_options options = { .profile = "rocev2", .size = 3 };
+
+	cr_assert_eq(collective_run(&options, "coll-large", test_large, &options), 0);
+}
