@@ -227,6 +227,21 @@ Test(getinfo, hints_narrow_each_port)
 	cr_expect_eq(info->domain_attr->threading, FI_THREAD_DOMAIN);
 }
 
+/* Tag bit 63 is the application's (Open MPI needs it) unless it asks for collectives. */
+Test(getinfo, collectives_take_tag_bit_63)
+{
+	use_software_device("thunderbolt", "single");
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_TAGGED;
+	cr_assert_eq(bolt_getinfo(API_VERSION, NULL, NULL, 0, hints, &info), 0);
+	cr_expect(info->ep_attr->mem_tag_format & (1ULL << 63));
+	fi_freeinfo(info);
+	info = NULL;
+	hints->caps = FI_TAGGED | FI_COLLECTIVE;
+	cr_assert_eq(bolt_getinfo(API_VERSION, NULL, NULL, 0, hints, &info), 0);
+	cr_expect_eq(info->ep_attr->mem_tag_format, (1ULL << 63) - 1);
+}
+
 Test(getinfo, mismatching_hints_give_no_data)
 {
 	use_software_device("thunderbolt", "single");

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <rdma/fi_ext_bolt.h>
 
 #include "bolt.h"
 #include "bolt_attr.h"
@@ -174,6 +175,9 @@ static int bolt_getinfo_ports(uint32_t version, const struct bolt_device_report 
 			continue;
 		}
 		bolt_hints_narrow(info, hints, version);
+		/* With FI_COLLECTIVE, tag bit 63 carries bolt's collective messages (fi_ext_bolt.h). */
+		if (info->caps & FI_COLLECTIVE)
+			info->ep_attr->mem_tag_format = FI_BOLT_COLLECTIVE_TAG_BIT - 1;
 		if (bolt_getinfo_set_addresses(info, resolved, flags, hints, default_source)) {
 			fi_freeinfo(info);
 			return -FI_ENOMEM;
