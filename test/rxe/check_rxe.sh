@@ -76,16 +76,19 @@ pingpong() {
 }
 
 # criterion TEST: one of bolt's Criterion programs on the system device.
+# criterion PROGRAM [criterion options]: a test program of the build on rxe0.
 criterion() {
 	name=$(basename "$1")
-	BOLT_TEST_DEVICE=system timeout 600 "$build/$1" --jobs 1 >"$scratch/$name" 2>&1
+	program=$1
+	shift
+	BOLT_TEST_DEVICE=system timeout 600 "$build/$program" --jobs 1 "$@" >"$scratch/$name" 2>&1
 	status=$?
 	synthesis=$(grep -a 'Synthesis:' "$scratch/$name" | tail -n 1)
 	# A program whose every test skipped tested nothing on rxe0: that is a failure here.
 	if [ $status -eq 0 ] && echo "$synthesis" | grep -q 'Tested: [1-9][0-9]* |.*Failing: 0 | Crashing: 0'; then
-		pass "$1 on rxe0: ${synthesis#*Synthesis: }"
+		pass "$program $* on rxe0: ${synthesis#*Synthesis: }"
 	else
-		fail "$1 on rxe0 (status $status)"
+		fail "$program $* on rxe0 (status $status)"
 		cat "$scratch/$name"
 	fi
 }
@@ -142,6 +145,8 @@ criterion test/endpoint/test_msg
 criterion test/endpoint/test_rma
 criterion test/endpoint/test_api
 criterion test/endpoint/test_liveness
+criterion test/collective/test_collective --filter 'collective_focused/*'
+criterion test/collective/test_collective_failure
 write_bandwidth 1048576
 echo "rxe: $passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -10,7 +10,8 @@ control=/bolt-rxe
 mount_filesystems() {
 	mount -t proc proc /proc
 	mount -t sysfs sysfs /sys
-	mount -t tmpfs tmpfs /tmp
+	# The initramfs mounted /tmp before the shares, which may lie under it.
+	grep -q ' /tmp ' /proc/mounts || mount -t tmpfs tmpfs /tmp
 	mount -t tmpfs tmpfs /run
 	mkdir -p /dev/shm /dev/pts
 	mount -t tmpfs tmpfs /dev/shm

@@ -18,6 +18,8 @@ if ! mount -t ext4 /dev/vda /new-root || ! mount -t 9p -o "$nine_p" bolt-control
 	echo "initramfs: cannot mount the root disk or the control share" >/dev/console
 	poweroff -f
 fi
+# /tmp first: a share under it (a tree checked out in /tmp) must not be hidden later.
+mount -t tmpfs tmpfs /new-root/tmp
 while read -r tag path; do
 	mkdir -p "/new-root$path" && mount -t 9p -o "$nine_p" "$tag" "/new-root$path" ||
 		echo "initramfs: cannot mount share $tag at $path" >/dev/console

@@ -363,6 +363,12 @@ void bolt_transmit_fail_all(struct bolt_connection *connection);
 /* Frees every transmit of a connection being destroyed, reporting none. */
 void bolt_transmit_discard_all(struct bolt_connection *connection);
 void bolt_transmit_free(struct bolt_transmit *transmit);
+/*
+ * The buffer of transmit may be freed from now on (its operation ended with
+ * an error first): what is still to be sent comes from a copy. 0 or
+ * -FI_ENOMEM. Data already handed to the device is its until completion.
+ */
+int bolt_transmit_detach(struct bolt_transmit *transmit);
 /* Its last message is posted: it leaves the queue for the list that waits for completions. */
 void bolt_transmit_posted_all(struct bolt_transmit *transmit);
 /*

@@ -89,6 +89,30 @@ static int bolt_collective_members_error(struct bolt_collective_group *group)
 	return 0;
 }
 
+/*
+ * The application may free the operation's buffers once told it failed:
+ * its sends still to go read copies from now on. A connection without
+ * memory for one fails, which ends its sends at once.
+ */
+static void bolt_collective_detach_sends(struct bolt_collective_operation *operation)
+{
+	struct bolt_collective_group *group = operation->group;
+	struct bolt_transmit *transmit;
+
+	for (int rank = 0; rank < group->size; rank++) {
+		struct bolt_connection *connection = group->members[rank].connection;
+
+		if (!connection)
+			continue;
+		DL_FOREACH(connection->transmits, transmit) {
+			if (transmit->context != &operation->sends || !bolt_transmit_detach(transmit))
+				continue;
+			bolt_connection_fail(connection, FI_ENOMEM, "no memory to copy a failed collective's send");
+			break;
+		}
+	}
+}
+
 static void bolt_collective_fail(struct bolt_collective_endpoint *state,
 				 struct bolt_collective_operation *operation)
 {
@@ -99,9 +123,10 @@ static void bolt_collective_fail(struct bolt_collective_endpoint *state,
 		operation->group->id, fi_strerror(operation->status));
 	for (size_t i = 0; i < operation->wait_count; i++)
 		bolt_collective_cancel(endpoint, &operation->waits[i]);
+	bolt_collective_detach_sends(operation);
 	DL_DELETE(state->operations, operation);
 	bolt_collective_report(operation);
-	/* Sends still out read the buffers they name: the record stays until they are back. */
+	/* Sends still out report back to the record: it stays until they are. */
 	if (bolt_collective_operation_quiet(operation))
 		bolt_collective_operation_free(operation);
 	else

@@ -346,6 +346,32 @@ struct bolt_transmit *bolt_transmit_internal(struct bolt_connection *connection,
 	return transmit;
 }
 
+int bolt_transmit_detach(struct bolt_transmit *transmit)
+{
+	struct bolt_domain *domain = transmit->connection->endpoint->domain;
+	char *copy;
+
+	if (transmit->posted_last || transmit->inject_copy)
+		return 0;
+	copy = malloc(transmit->length ? transmit->length : 1);
+	if (!copy)
+		return -FI_ENOMEM;
+	bolt_iov_copy_out(transmit->iov, transmit->iov_count, 0, copy, transmit->length);
+	/* Answered but not yet written: segments of the copy instead, as when registering fails. */
+	if (transmit->rendezvous == BOLT_RENDEZVOUS_WRITE) {
+		bolt_rendezvous_unregister(domain, &transmit->registration, transmit->covered);
+		transmit->rail_mask = 0;
+		transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
+		transmit->sent = 0;
+	}
+	transmit->inject_copy = copy;
+	transmit->iov[0].iov_base = copy;
+	transmit->iov[0].iov_len = transmit->length;
+	transmit->iov_count = 1;
+	transmit->covered = false;
+	return 0;
+}
+
 void bolt_transmit_free(struct bolt_transmit *transmit)
 {
 	free(transmit->inject_copy);
