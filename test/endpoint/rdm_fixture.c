@@ -307,6 +307,34 @@ int rdm_receive_value(int socket, uint64_t *value)
 	return rdm_read_all(socket, value, sizeof(*value));
 }
 
+pid_t rdm_pair_start(const struct rdm_options *options, const char *tag,
+		     int (*peer)(int socket, void *argument), void *argument,
+		     struct rdm_endpoint *endpoint, int *socket)
+{
+	pid_t pid;
+	int ret;
+
+	rdm_environment(options, tag);
+	pid = rdm_fork(peer, argument, socket);
+	if (pid <= 0)
+		return pid < 0 ? pid : -FI_EOTHER;
+	ret = rdm_open(endpoint, options);
+	if (!ret)
+		ret = rdm_connect(endpoint, *socket);
+	return ret ? ret : pid;
+}
+
+int rdm_pair_finish(const struct rdm_options *options, struct rdm_endpoint *endpoint, pid_t peer,
+		    int socket)
+{
+	int status = rdm_join(peer);
+
+	rdm_close(endpoint);
+	rdm_environment_cleanup(options);
+	close(socket);
+	return status;
+}
+
 pid_t rdm_fork(int (*peer)(int socket, void *argument), void *argument, int *socket)
 {
 	int sockets[2];

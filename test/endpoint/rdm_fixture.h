@@ -91,6 +91,18 @@ int rdm_serve_until_told(struct rdm_endpoint *endpoint, int socket, uint64_t *va
 int rdm_send_value(int socket, uint64_t value);
 int rdm_receive_value(int socket, uint64_t *value);
 
+/*
+ * The start of a two-process test: the environment, the peer forked to run
+ * peer(socket, argument), and this side's endpoint open and connected to it.
+ * The peer's pid, or a negative error code.
+ */
+pid_t rdm_pair_start(const struct rdm_options *options, const char *tag,
+		     int (*peer)(int socket, void *argument), void *argument,
+		     struct rdm_endpoint *endpoint, int *socket);
+/* Its end: the peer's exit status (as rdm_join), then this side closed and cleaned up. */
+int rdm_pair_finish(const struct rdm_options *options, struct rdm_endpoint *endpoint, pid_t peer,
+		    int socket);
+
 /* Forks the peer; it runs peer(socket, argument) and exits with its result. */
 pid_t rdm_fork(int (*peer)(int socket, void *argument), void *argument, int *socket);
 /* 0 when the peer exited with 0. */

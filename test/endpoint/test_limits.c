@@ -73,11 +73,9 @@ Test(limits, ten_thousand_regions_on_thunderbolt)
 	int socket;
 	pid_t peer;
 
-	rdm_environment(&options, "limits-mr");
-	peer = rdm_fork(many_regions_peer, &options, &socket);
+	peer = rdm_pair_start(&options, "limits-mr", many_regions_peer, &options, &endpoint,
+			      &socket);
 	cr_assert(peer > 0 && keys);
-	cr_assert_eq(rdm_open(&endpoint, &options), 0);
-	cr_assert_eq(rdm_connect(&endpoint, socket), 0);
 	for (int i = 0; i < REGION_COUNT; i++)
 		cr_assert_eq(rdm_receive_value(socket, &keys[i]), 0);
 	cr_assert_eq(rdm_receive_value(socket, &memory), 0);
@@ -88,10 +86,8 @@ Test(limits, ten_thousand_regions_on_thunderbolt)
 		cr_assert_eq(rdm_wait(&endpoint, &entry, &error), 0, "write %d: error %d", i, error.err);
 	}
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
-	cr_assert_eq(rdm_join(peer), 0, "a region's data differs at the target");
-	rdm_close(&endpoint);
-	rdm_environment_cleanup(&options);
-	close(socket);
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0,
+		     "a region's data differs at the target");
 	free(keys);
 }
 

@@ -60,11 +60,8 @@ static void peer_dies(struct rdm_options *options, const char *tag)
 	int socket, errors = 0;
 	pid_t peer;
 
-	rdm_environment(options, tag);
-	peer = rdm_fork(sleeping_peer, options, &socket);
+	peer = rdm_pair_start(options, tag, sleeping_peer, options, &endpoint, &socket);
 	cr_assert(peer > 0 && large);
-	cr_assert_eq(rdm_open(&endpoint, options), 0);
-	cr_assert_eq(rdm_connect(&endpoint, socket), 0);
 	cr_assert_eq(fi_send(endpoint.ep, small, sizeof(small), NULL, endpoint.peer, small), 0);
 	cr_assert_eq(rdm_wait(&endpoint, &entry, &error), 0);
 	cr_assert_eq(rdm_receive_value(socket, &answered), 0);
@@ -87,10 +84,7 @@ static void peer_dies(struct rdm_options *options, const char *tag)
 	cr_expect_lt(seconds_since(&killed), 2.0, "errors took %.2f s", seconds_since(&killed));
 	cr_assert_eq(errors, 2);
 
-	cr_assert_eq(rdm_join(peer), 128 + SIGKILL);
-	rdm_close(&endpoint);
-	rdm_environment_cleanup(options);
-	close(socket);
+	cr_assert_eq(rdm_pair_finish(options, &endpoint, peer, socket), 128 + SIGKILL);
 	free(large);
 }
 
@@ -152,21 +146,15 @@ Test(liveness, every_packet_lost_thunderbolt_uc)
 
 	cr_assert(large);
 	setenv("FI_BOLT_SOFT_DROP_EVERY", "1", 1);
-	rdm_environment(&options, "live-lost");
-	peer = rdm_fork(serving_peer, &options, &socket);
+	peer = rdm_pair_start(&options, "live-lost", serving_peer, &options, &endpoint, &socket);
 	cr_assert(peer > 0);
-	cr_assert_eq(rdm_open(&endpoint, &options), 0);
-	cr_assert_eq(rdm_connect(&endpoint, socket), 0);
 	cr_assert_eq(fi_read(endpoint.ep, small, sizeof(small), NULL, endpoint.peer, 0, 1, small), 0);
 	expect_lost(&endpoint, small, "a read whose request was lost");
 	/* The connection has failed for good: new operations fail at once. */
 	cr_assert_eq(fi_send(endpoint.ep, large, LARGE, NULL, endpoint.peer, large), 0);
 	expect_lost(&endpoint, large, "a send to the failed connection");
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
-	cr_assert_eq(rdm_join(peer), 0, "the peer failed");
-	rdm_close(&endpoint);
-	rdm_environment_cleanup(&options);
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the peer failed");
 	unsetenv("FI_BOLT_SOFT_DROP_EVERY");
-	close(socket);
 	free(large);
 }

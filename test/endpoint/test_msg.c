@@ -61,11 +61,8 @@ static void exchange_messages(struct rdm_options *options, const char *tag)
 	pid_t peer;
 
 	cr_assert(out && in);
-	rdm_environment(options, tag);
-	peer = rdm_fork(echo_peer, options, &socket);
+	peer = rdm_pair_start(options, tag, echo_peer, options, &endpoint, &socket);
 	cr_assert(peer > 0);
-	cr_assert_eq(rdm_open(&endpoint, options), 0);
-	cr_assert_eq(rdm_connect(&endpoint, socket), 0);
 	for (size_t i = 0; i < MESSAGE_COUNT; i++) {
 		rdm_fill(out, message_sizes[i], (uint32_t) i);
 		cr_assert_eq(fi_trecv(endpoint.ep, in, LARGEST, NULL, FI_ADDR_UNSPEC, 0x1000 + i, 0, in), 0);
@@ -87,10 +84,7 @@ static void exchange_messages(struct rdm_options *options, const char *tag)
 		}
 	}
 	rdm_progress_for(&endpoint, 50);
-	cr_assert_eq(rdm_join(peer), 0, "the peer failed");
-	rdm_close(&endpoint);
-	rdm_environment_cleanup(options);
-	close(socket);
+	cr_assert_eq(rdm_pair_finish(options, &endpoint, peer, socket), 0, "the peer failed");
 	free(out);
 	free(in);
 }
@@ -161,11 +155,8 @@ static void crossing_large_messages(struct rdm_options *options, const char *tag
 
 	cr_assert(out && in);
 	rdm_fill(out, LARGEST, 12);
-	rdm_environment(options, tag);
-	peer = rdm_fork(crossing_peer, options, &socket);
+	peer = rdm_pair_start(options, tag, crossing_peer, options, &endpoint, &socket);
 	cr_assert(peer > 0);
-	cr_assert_eq(rdm_open(&endpoint, options), 0);
-	cr_assert_eq(rdm_connect(&endpoint, socket), 0);
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 	cr_assert_eq(fi_recv(endpoint.ep, in, LARGEST, NULL, FI_ADDR_UNSPEC, in), 0);
 	cr_assert_eq(fi_send(endpoint.ep, out, LARGEST, NULL, endpoint.peer, out), 0);
@@ -173,10 +164,7 @@ static void crossing_large_messages(struct rdm_options *options, const char *tag
 		cr_assert_eq(rdm_wait(&endpoint, &entry, &error), 0, "error %d", error.err);
 	cr_assert(rdm_check(in, LARGEST, 21));
 	rdm_progress_for(&endpoint, 50);
-	cr_assert_eq(rdm_join(peer), 0, "the peer failed");
-	rdm_close(&endpoint);
-	rdm_environment_cleanup(options);
-	close(socket);
+	cr_assert_eq(rdm_pair_finish(options, &endpoint, peer, socket), 0, "the peer failed");
 	free(out);
 	free(in);
 }
@@ -260,11 +248,8 @@ static void burst_of_messages(struct rdm_options *options, const char *tag)
 	int socket;
 	pid_t peer;
 
-	rdm_environment(options, tag);
-	peer = rdm_fork(burst_peer, options, &socket);
+	peer = rdm_pair_start(options, tag, burst_peer, options, &endpoint, &socket);
 	cr_assert(peer > 0);
-	cr_assert_eq(rdm_open(&endpoint, options), 0);
-	cr_assert_eq(rdm_connect(&endpoint, socket), 0);
 	cr_assert_eq(rdm_receive_value(socket, &value), 0);
 	for (size_t i = 0; i < BURST_COUNT; i++) {
 		out[i] = malloc(burst_sizes[i] ? burst_sizes[i] : 1);
@@ -280,10 +265,7 @@ static void burst_of_messages(struct rdm_options *options, const char *tag)
 		cr_assert(entry.flags & FI_SEND);
 	}
 	cr_assert_eq(rdm_serve_until_told(&endpoint, socket, &value), 0);
-	cr_assert_eq(rdm_join(peer), 0, "the peer failed");
-	rdm_close(&endpoint);
-	rdm_environment_cleanup(options);
-	close(socket);
+	cr_assert_eq(rdm_pair_finish(options, &endpoint, peer, socket), 0, "the peer failed");
 	for (size_t i = 0; i < BURST_COUNT; i++)
 		free(out[i]);
 }

@@ -33,9 +33,9 @@ static int register_region(struct rdm_endpoint *endpoint, void *buffer, size_t l
 	return ret;
 }
 
-/* The target's start: its endpoint, and a region for the initiator, whose address and key it tells. */
-static int offer_region(struct rdm_endpoint *endpoint, const struct rdm_options *options, int socket,
-			char *region, size_t length, uint64_t access, struct fid_mr **mr)
+/* The target's start: its endpoint, and a region whose address and key it tells the initiator. */
+static int offer_region(struct rdm_endpoint *endpoint, const struct rdm_options *options,
+			int socket, char *region, size_t length, uint64_t access, struct fid_mr **mr)
 {
 	int ret = region ? rdm_open(endpoint, options) : -FI_ENOMEM;
 
@@ -108,11 +108,8 @@ static void rma_between_processes(struct rdm_options *options, const char *tag)
 	int socket;
 	pid_t peer;
 
-	rdm_environment(options, tag);
-	peer = rdm_fork(target_peer, options, &socket);
+	peer = rdm_pair_start(options, tag, target_peer, options, &endpoint, &socket);
 	cr_assert(peer > 0);
-	cr_assert_eq(rdm_open(&endpoint, options), 0);
-	cr_assert_eq(rdm_connect(&endpoint, socket), 0);
 	cr_assert_eq(register_region(&endpoint, local, REGION_SIZE, FI_READ | FI_WRITE | FI_REMOTE_READ,
 				     &local_mr), 0);
 	cr_assert_eq(rdm_receive_value(socket, &remote_address), 0);
@@ -311,11 +308,8 @@ static void burst_of_writes(struct rdm_options *options, const char *tag, const 
 
 	cr_assert(local);
 	setenv("FI_BOLT_DATA_RAILS", data_rails, 1);
-	rdm_environment(options, tag);
-	peer = rdm_fork(burst_target_peer, options, &socket);
+	peer = rdm_pair_start(options, tag, burst_target_peer, options, &endpoint, &socket);
 	cr_assert(peer > 0);
-	cr_assert_eq(rdm_open(&endpoint, options), 0);
-	cr_assert_eq(rdm_connect(&endpoint, socket), 0);
 	cr_assert_eq(register_region(&endpoint, local, BURST_REGION, FI_WRITE, &local_mr), 0);
 	cr_assert_eq(rdm_receive_value(socket, &remote_address), 0);
 	cr_assert_eq(rdm_receive_value(socket, &remote_key), 0);
