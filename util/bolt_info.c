@@ -96,7 +96,7 @@ static void bolt_info_print_port(const struct bolt_port_report *port)
 	printf("      %s\n", port->usable ? "usable: one libfabric domain" : port->unusable_reason);
 }
 
-static void bolt_info_print_device(const struct bolt_device_report *device)
+static void bolt_info_print_device(const struct bolt_device_report *device, int data_rails)
 {
 	struct bolt_device_budget budget;
 
@@ -112,8 +112,13 @@ static void bolt_info_print_device(const struct bolt_device_report *device)
 	       device->rdma_write_reason[0] ? device->rdma_write_reason : "not probed");
 	printf("  bolt       %d MRs for its slab pools, %d for user registrations (a cache beyond that)\n",
 	       budget.slab_mr_count, budget.user_mr_budget);
-	printf("             at most %d QPs, shared by endpoints that reach the same peer\n",
+	printf("             at most %d QPs: one per connection to a peer, and data rails\n",
 	       budget.qp_budget);
+	printf("             %d data rails per connection for large writes%s\n",
+	       bolt_device_data_rails(&budget, data_rails),
+	       data_rails >= 0 ? " (FI_BOLT_DATA_RAILS)" :
+	       budget.qp_budget >= BOLT_DEVICE_DATA_RAIL_MIN_QPS ? " (queue pairs to spare)" :
+	       " (few queue pairs: connections need them)");
 	printf("             %d work requests in flight per queue (the device reports %d)\n",
 	       budget.queue_depth, device->attr.max_qp_wr);
 	for (int i = 0; i < device->port_count; i++)
@@ -147,7 +152,7 @@ static void bolt_info_json_port(const struct bolt_port_report *port, bool last)
 	printf("]}%s\n", last ? "" : ",");
 }
 
-static void bolt_info_json_device(const struct bolt_device_report *device, bool last)
+static void bolt_info_json_device(const struct bolt_device_report *device, int data_rails, bool last)
 {
 	struct bolt_device_budget budget;
 
@@ -165,8 +170,9 @@ static void bolt_info_json_device(const struct bolt_device_report *device, bool 
 	       device->rdma_write_probed ? "true" : "false",
 	       device->rdma_write_supported ? "true" : "false", device->rdma_write_reason);
 	printf("     \"bolt\": {\"slab_mrs\": %d, \"user_mr_budget\": %d, \"qp_budget\": %d, "
-	       "\"queue_depth\": %d},\n", budget.slab_mr_count, budget.user_mr_budget,
-	       budget.qp_budget, budget.queue_depth);
+	       "\"queue_depth\": %d, \"data_rails\": %d},\n", budget.slab_mr_count,
+	       budget.user_mr_budget, budget.qp_budget, budget.queue_depth,
+	       bolt_device_data_rails(&budget, data_rails));
 	printf("     \"ports\": [\n");
 	for (int i = 0; i < device->port_count; i++)
 		bolt_info_json_port(&device->ports[i], i + 1 == device->port_count);
@@ -174,11 +180,11 @@ static void bolt_info_json_device(const struct bolt_device_report *device, bool 
 }
 
 static void bolt_info_json(const struct bolt_verbs *verbs, const struct bolt_device_report *devices,
-			   int count)
+			   int count, int data_rails)
 {
 	printf("{\n  \"verbs\": \"%s\",\n  \"devices\": [\n", verbs ? verbs->name : "");
 	for (int i = 0; i < count; i++)
-		bolt_info_json_device(&devices[i], i + 1 == count);
+		bolt_info_json_device(&devices[i], data_rails, i + 1 == count);
 	printf("  ]\n}\n");
 }
 
@@ -218,7 +224,7 @@ int main(int argc, char **argv)
 	ret = bolt_verbs_open(&params, &verbs);
 	if (ret == -FI_ENODATA) {
 		if (json)
-			bolt_info_json(NULL, NULL, 0);
+			bolt_info_json(NULL, NULL, 0, params.data_rails);
 		else
 			printf("no verbs library and no software device (FI_BOLT_SOFT): no RDMA devices\n");
 		return 0;
@@ -236,12 +242,12 @@ int main(int argc, char **argv)
 	for (int i = 0; i < count; i++)
 		bolt_info_probe(&verbs, &devices[i]);
 	if (json) {
-		bolt_info_json(&verbs, devices, count);
+		bolt_info_json(&verbs, devices, count, params.data_rails);
 	} else {
 		printf("bolt_info: verbs from %s, %d device%s\n", verbs.name, count,
 		       count == 1 ? "" : "s");
 		for (int i = 0; i < count; i++)
-			bolt_info_print_device(&devices[i]);
+			bolt_info_print_device(&devices[i], params.data_rails);
 	}
 	bolt_device_reports_destroy(devices);
 	bolt_verbs_close(&verbs);

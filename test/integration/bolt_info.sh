@@ -1,7 +1,8 @@
 #!/bin/sh
 # bolt_info.sh: bolt_info reports the software device as the real devices
 # would be reported: the GID it chooses and why on each profile, the limits,
-# QP types and data path, the FI_BOLT_GID_INDEX override, and JSON output.
+# QP types and data path, data rails, the FI_BOLT_GID_INDEX override, and
+# JSON output.
 set -u
 tool="$(pwd)/util/bolt_info"
 namespace="bolt-info-$$"
@@ -38,9 +39,16 @@ expect "a zero GID cannot be forced" 'FI_BOLT_GID_INDEX=3 names no usable GID' \
 expect "RDMA write found by probing" 'data path +RDMA write' FI_BOLT_SOFT=thunderbolt
 expect "send-only found by probing" 'data path +send-only' FI_BOLT_SOFT=thunderbolt FI_BOLT_SOFT_SEND_ONLY=1
 expect "no verbs library, no devices" 'no RDMA devices' FI_BOLT_VERBS_LIBRARY=/nonexistent.so
+expect "thunderbolt: no data rails by default" '0 data rails per connection.*connections need them' \
+	FI_BOLT_SOFT=thunderbolt
+expect "rocev2: one data rail by default" '1 data rails per connection.*queue pairs to spare' \
+	FI_BOLT_SOFT=rocev2
+expect "FI_BOLT_DATA_RAILS asks for more" '3 data rails per connection.*FI_BOLT_DATA_RAILS' \
+	FI_BOLT_SOFT=thunderbolt FI_BOLT_DATA_RAILS=3
 json=--json
 expect "json: chosen index" '"chosen_gid_index": 1' FI_BOLT_SOFT=thunderbolt
 expect "json: gid kinds" '"kind": "link-local"' FI_BOLT_SOFT=thunderbolt
 expect "json: ends as an object" '^}$' FI_BOLT_SOFT=rocev2
+expect "json: data rails" '"data_rails": 1' FI_BOLT_SOFT=rocev2
 rm -f "output.$$" /dev/shm/bolt-softrdma-*-"$namespace"
 [ $failures -eq 0 ]

@@ -89,22 +89,6 @@ static int bolt_domain_probe(struct bolt_domain *domain)
 	return 0;
 }
 
-/*
- * A device's queue pairs are shared by every process on it, and a domain
- * cannot see how many the others hold: data rails are only made by default
- * where the device has plenty, never where connections need them all.
- */
-#define BOLT_DOMAIN_DATA_RAIL_MIN_QPS 64
-
-static int bolt_domain_data_rails(const struct bolt_domain *domain)
-{
-	int wanted = domain->fabric->params.data_rails;
-
-	if (wanted >= 0)
-		return wanted;
-	return domain->budget.qp_budget >= BOLT_DOMAIN_DATA_RAIL_MIN_QPS ? 1 : 0;
-}
-
 static void bolt_domain_log(const struct bolt_domain *domain)
 {
 	char gid[BOLT_GID_TEXT_SIZE];
@@ -238,7 +222,7 @@ int bolt_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 	}
 	pthread_mutex_init(&domain->lock, NULL);
 	domain->job_key_digest = bolt_job_key_digest(fabric->params.job_key);
-	domain->data_rails = bolt_domain_data_rails(domain);
+	domain->data_rails = bolt_device_data_rails(&domain->budget, fabric->params.data_rails);
 	domain->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
 	domain->domain_fid.fid.context = context;
 	domain->domain_fid.fid.ops = &bolt_domain_fi_ops;

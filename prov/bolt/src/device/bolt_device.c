@@ -233,3 +233,16 @@ void bolt_device_budget(const struct bolt_device_report *report, struct bolt_dev
 			      report->attr.max_qp_wr < BOLT_DEVICE_QUEUE_DEPTH ?
 			      report->attr.max_qp_wr : BOLT_DEVICE_QUEUE_DEPTH;
 }
+
+/*
+ * A device's queue pairs are shared by every process on it, and a domain
+ * cannot see how many the others hold: data rails are only made by default
+ * where the device has plenty, never where connections need them all
+ * (Thunderbolt's 10).
+ */
+int bolt_device_data_rails(const struct bolt_device_budget *budget, int requested)
+{
+	if (requested >= 0)
+		return requested;
+	return budget->qp_budget >= BOLT_DEVICE_DATA_RAIL_MIN_QPS ? 1 : 0;
+}

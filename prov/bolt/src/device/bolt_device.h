@@ -68,6 +68,13 @@ struct bolt_device_budget {
 
 void bolt_device_budget(const struct bolt_device_report *report, struct bolt_device_budget *budget);
 
+/*
+ * Data rails per connection (FI_BOLT_DATA_RAILS): requested when it is 0 or
+ * more; by default (-1) one where the device has queue pairs to spare.
+ */
+#define BOLT_DEVICE_DATA_RAIL_MIN_QPS 64
+int bolt_device_data_rails(const struct bolt_device_budget *budget, int requested);
+
 /* A domain's name: the device's for port 1 ("rdma_en0"), with the port for others ("rdma_en0:2"). */
 #define BOLT_DEVICE_DOMAIN_NAME_SIZE (IBV_SYSFS_NAME_MAX + 8)
 void bolt_device_domain_name(const struct bolt_device_report *device,
