@@ -18,8 +18,8 @@
 
 /* Quiet this long while waiting before asking; at most this often. */
 #define BOLT_LOSS_QUIET_NS (300ULL * 1000000ULL)
-/* What was sent before an answer has arrived after this long, or is lost. */
-#define BOLT_LOSS_GRACE_NS (100ULL * 1000000ULL)
+/* What was sent before an answer has arrived after this long, or is lost (loaded hosts too). */
+#define BOLT_LOSS_GRACE_NS (300ULL * 1000000ULL)
 
 /* a comes before b, in sequence arithmetic. */
 static bool bolt_loss_before(uint32_t a, uint32_t b)
