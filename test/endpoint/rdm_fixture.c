@@ -307,6 +307,14 @@ int rdm_receive_value(int socket, uint64_t *value)
 	return rdm_read_all(socket, value, sizeof(*value));
 }
 
+int rdm_open_connected(struct rdm_endpoint *endpoint, const struct rdm_options *options,
+		       int socket)
+{
+	int ret = rdm_open(endpoint, options);
+
+	return ret ? ret : rdm_connect(endpoint, socket);
+}
+
 pid_t rdm_pair_start(const struct rdm_options *options, const char *tag,
 		     int (*peer)(int socket, void *argument), void *argument,
 		     struct rdm_endpoint *endpoint, int *socket)
@@ -318,9 +326,7 @@ pid_t rdm_pair_start(const struct rdm_options *options, const char *tag,
 	pid = rdm_fork(peer, argument, socket);
 	if (pid <= 0)
 		return pid < 0 ? pid : -FI_EOTHER;
-	ret = rdm_open(endpoint, options);
-	if (!ret)
-		ret = rdm_connect(endpoint, *socket);
+	ret = rdm_open_connected(endpoint, options, *socket);
 	return ret ? ret : pid;
 }
 

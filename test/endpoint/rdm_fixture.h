@@ -78,6 +78,9 @@ int rdm_open_self(struct rdm_endpoint *endpoint, const struct rdm_options *optio
 
 /* Exchanges names over the socket and inserts the peer's into the AV. */
 int rdm_connect(struct rdm_endpoint *endpoint, int socket);
+/* rdm_open, then rdm_connect: either side's start of a two-process test. */
+int rdm_open_connected(struct rdm_endpoint *endpoint, const struct rdm_options *options,
+		       int socket);
 
 /* One completion (entry in FI_CQ_FORMAT_TAGGED layout); -FI_EAVAIL fills error. */
 int rdm_wait(struct rdm_endpoint *endpoint, struct fi_cq_tagged_entry *entry,

@@ -28,9 +28,7 @@ static int many_regions_peer(int socket, void *argument)
 
 	if (!regions || !memory)
 		return 1;
-	ret = rdm_open(&endpoint, options);
-	if (!ret)
-		ret = rdm_connect(&endpoint, socket);
+	ret = rdm_open_connected(&endpoint, options, socket);
 	for (int i = 0; !ret && i < REGION_COUNT; i++) {
 		ret = fi_mr_reg(endpoint.domain, memory + i * REGION_BYTES, REGION_BYTES,
 				FI_REMOTE_WRITE, 0, 0, 0, &regions[i], NULL);

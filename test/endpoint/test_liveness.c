@@ -26,9 +26,7 @@ static int sleeping_peer(int socket, void *argument)
 	char buffer[64];
 	int ret;
 
-	ret = rdm_open(&endpoint, options);
-	if (!ret)
-		ret = rdm_connect(&endpoint, socket);
+	ret = rdm_open_connected(&endpoint, options, socket);
 	if (!ret)
 		ret = (int) fi_recv(endpoint.ep, buffer, sizeof(buffer), NULL, FI_ADDR_UNSPEC, NULL);
 	if (!ret)
@@ -110,9 +108,7 @@ static int serving_peer(int socket, void *argument)
 	uint64_t done;
 	int ret;
 
-	ret = rdm_open(&endpoint, options);
-	if (!ret)
-		ret = rdm_connect(&endpoint, socket);
+	ret = rdm_open_connected(&endpoint, options, socket);
 	if (!ret)
 		ret = rdm_serve_until_told(&endpoint, socket, &done);
 	rdm_close(&endpoint);

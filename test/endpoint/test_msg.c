@@ -26,9 +26,7 @@ static int echo_peer(int socket, void *argument)
 
 	if (!buffer)
 		return 1;
-	ret = rdm_open(&endpoint, options);
-	if (!ret)
-		ret = rdm_connect(&endpoint, socket);
+	ret = rdm_open_connected(&endpoint, options, socket);
 	for (size_t i = 0; !ret && i < MESSAGE_COUNT; i++) {
 		memset(buffer, 0, LARGEST);
 		ret = (int) fi_recv(endpoint.ep, buffer, LARGEST, NULL, FI_ADDR_UNSPEC, &buffer[i]);
@@ -124,9 +122,7 @@ static int crossing_peer(int socket, void *argument)
 	if (!out || !in)
 		return 1;
 	rdm_fill(out, LARGEST, 21);
-	ret = rdm_open(&endpoint, options);
-	if (!ret)
-		ret = rdm_connect(&endpoint, socket);
+	ret = rdm_open_connected(&endpoint, options, socket);
 	if (!ret)
 		ret = rdm_receive_value(socket, &go);
 	if (!ret)
@@ -202,9 +198,7 @@ static int burst_peer(int socket, void *argument)
 	uint64_t go;
 	int ret;
 
-	ret = rdm_open(&endpoint, options);
-	if (!ret)
-		ret = rdm_connect(&endpoint, socket);
+	ret = rdm_open_connected(&endpoint, options, socket);
 	for (size_t i = 0; !ret && i < BURST_COUNT; i++) {
 		in[i] = calloc(1, LARGEST);
 		if (!in[i])

@@ -37,10 +37,8 @@ static int register_region(struct rdm_endpoint *endpoint, void *buffer, size_t l
 static int offer_region(struct rdm_endpoint *endpoint, const struct rdm_options *options,
 			int socket, char *region, size_t length, uint64_t access, struct fid_mr **mr)
 {
-	int ret = region ? rdm_open(endpoint, options) : -FI_ENOMEM;
+	int ret = region ? rdm_open_connected(endpoint, options, socket) : -FI_ENOMEM;
 
-	if (!ret)
-		ret = rdm_connect(endpoint, socket);
 	if (!ret)
 		ret = register_region(endpoint, region, length, access, mr);
 	if (!ret && (rdm_send_value(socket, (uintptr_t) region) || rdm_send_value(socket, fi_mr_key(*mr))))
