@@ -16,7 +16,6 @@ static bool bolt_transmit_has_payload(enum bolt_wire_op op)
 	return op == BOLT_WIRE_MESSAGE || op == BOLT_WIRE_WRITE || op == BOLT_WIRE_READ_RESPONSE;
 }
 
-/* Room for slots more send queue entries, and a credit (the last one only to return credits). */
 void bolt_transmit_posted_all(struct bolt_transmit *transmit)
 {
 	struct bolt_connection *connection = transmit->connection;
@@ -26,6 +25,7 @@ void bolt_transmit_posted_all(struct bolt_transmit *transmit)
 	DL_APPEND(connection->posted, transmit);
 }
 
+/* Room for slots more send queue entries, and a credit (the last one only to return credits). */
 static bool bolt_transmit_can_send(const struct bolt_connection *connection, bool credit_only,
 				   int slots)
 {
@@ -233,7 +233,7 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 	bool blocked = false;
 
 	DL_FOREACH_SAFE(connection->transmits, transmit, next) {
-		if (transmit->posted_last || (blocked && !transmit->internal))
+		if (blocked && !transmit->internal)
 			continue;
 		while (!transmit->posted_last && bolt_transmit_may_go(connection, transmit)) {
 			if (transmit->rendezvous == BOLT_RENDEZVOUS_WRITE && transmit->rail_mask) {
@@ -254,32 +254,6 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 			blocked = true;
 	}
 	bolt_transmit_return_credits(connection);
-}
-
-static void bolt_transmit_check_done(struct bolt_transmit *transmit);
-
-static void bolt_transmit_stripe_completed(struct bolt_work_completion *work, const struct ibv_wc *wc)
-{
-	struct bolt_control_buffer *record = bolt_control_buffer_of_work(work);
-	struct bolt_connection *connection = record->connection;
-	struct bolt_transmit *transmit = record->transmit;
-	int rail = record->data_rail;
-
-	if (!record->posted)
-		return;
-	bolt_control_buffer_put(connection->endpoint->domain, record);
-	/* A failed connection has already ended its transmits. */
-	if (connection->state == BOLT_CONNECTION_FAILED)
-		return;
-	connection->data_rails[rail].outstanding_sends--;
-	if (wc->status != IBV_WC_SUCCESS) {
-		bolt_connection_fail(connection, FI_EIO,
-				     connection->endpoint->domain->fabric->verbs.wc_status_str(wc->status));
-		return;
-	}
-	transmit->in_flight--;
-	bolt_transmit_check_done(transmit);
-	bolt_transmit_progress(connection);
 }
 
 /*
@@ -309,7 +283,7 @@ bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_trans
 					 (stripe < transmit->target_length % count));
 		sge.lkey = lkey;
 		record = bolt_control_buffer_get(domain);
-		record->work.handle = bolt_transmit_stripe_completed;
+		record->work.handle = bolt_transmit_send_completed;
 		record->transmit = transmit;
 		ret = bolt_data_rail_post_write(connection, rail, record, &sge,
 						transmit->target_address + offset, transmit->target_rkey,
@@ -399,7 +373,7 @@ static void bolt_transmit_send_completed(struct bolt_work_completion *work, cons
 	struct bolt_control_buffer *record = bolt_control_buffer_of_work(work);
 	struct bolt_connection *connection = record->connection;
 	struct bolt_transmit *transmit = record->transmit;
-	int send_slots = record->send_slots;
+	int send_slots = record->send_slots, rail = record->data_rail;
 	struct bolt_domain *domain;
 
 	if (!record->posted)
@@ -409,7 +383,11 @@ static void bolt_transmit_send_completed(struct bolt_work_completion *work, cons
 	/* A failed connection has already ended its transmits. */
 	if (connection->state == BOLT_CONNECTION_FAILED)
 		return;
-	connection->outstanding_sends -= send_slots;
+	/* A stripe retires an entry of its data rail's queue, a control send those of the control rail. */
+	if (rail >= 0)
+		connection->data_rails[rail].outstanding_sends--;
+	else
+		connection->outstanding_sends -= send_slots;
 	if (wc->status != IBV_WC_SUCCESS) {
 		bolt_connection_fail(connection, FI_EIO,
 				     domain->fabric->verbs.wc_status_str(wc->status));
