@@ -129,8 +129,7 @@ static struct bolt_inbound *bolt_rendezvous_find(struct bolt_connection *connect
 
 struct bolt_inbound *bolt_rendezvous_take(struct bolt_connection *connection, uint64_t request_id)
 {
-	struct bolt_inbound *record = connection->rendezvous ?
-				      bolt_rendezvous_find(connection, request_id) : NULL;
+	struct bolt_inbound *record = bolt_rendezvous_find(connection, request_id);
 
 	if (record)
 		DL_DELETE(connection->rendezvous, record);
@@ -313,8 +312,7 @@ static void bolt_rendezvous_finish(struct bolt_connection *connection, struct bo
 
 void bolt_rendezvous_done(struct bolt_connection *connection, const struct bolt_wire_header *header)
 {
-	struct bolt_inbound *record = connection->rendezvous ?
-				      bolt_rendezvous_find(connection, header->request_id) : NULL;
+	struct bolt_inbound *record = bolt_rendezvous_find(connection, header->request_id);
 	bool write = header->flags & BOLT_WIRE_FLAG_WRITE;
 
 	if (!record || record->write != write || (!write && !record->receive) ||
