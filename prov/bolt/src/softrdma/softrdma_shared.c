@@ -126,9 +126,33 @@ static void softrdma_reap_dead_locked(struct softrdma_segment *segment)
  * it consistent and reclaims what dead processes held. Any other failure
  * means the segment is corrupt, and no caller could go on safely.
  */
+/*
+ * Tries before sleeping: the lock is held for a few hundred nanoseconds at a
+ * time, and a process that sleeps on it costs both sides a context switch
+ * (a robust mutex never spins by itself).
+ */
+#define SOFTRDMA_LOCK_SPINS 200
+
+static inline void softrdma_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
 void softrdma_lock(struct softrdma_segment *segment)
 {
-	int ret = pthread_mutex_lock(&segment->lock);
+	int ret = EBUSY;
+
+	for (int spin = 0; ret == EBUSY && spin < SOFTRDMA_LOCK_SPINS; spin++) {
+		ret = pthread_mutex_trylock(&segment->lock);
+		if (ret == EBUSY)
+			softrdma_cpu_relax();
+	}
+	if (ret == EBUSY)
+		ret = pthread_mutex_lock(&segment->lock);
 
 	if (ret == EOWNERDEAD) {
 		FI_WARN(&bolt_prov, FI_LOG_CORE,
