@@ -24,7 +24,7 @@
  * Side channels cost system calls; once every connection is up they are only
  * watched for liveness, which needs far less than every progress call.
  */
-#define BOLT_CONNECTION_WATCH_INTERVAL_NS 100000ULL
+#define BOLT_CONNECTION_WATCH_INTERVAL_NS 1000000ULL
 
 static uint64_t bolt_connection_now_ns(void)
 {
@@ -265,6 +265,7 @@ void bolt_connection_destroy(struct bolt_connection *connection)
 	bolt_connection_release_device(connection);
 	bolt_rendezvous_release(connection, 0);
 	bolt_transmit_discard_all(connection);
+	bolt_direct_write_forget_all(connection);
 	HASH_DEL(endpoint->connections, connection);
 	free(connection);
 }
