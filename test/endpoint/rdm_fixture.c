@@ -297,6 +297,33 @@ int rdm_serve_until_told(struct rdm_endpoint *endpoint, int socket, uint64_t *va
 	return -FI_EIO;
 }
 
+int rdm_register_region(struct rdm_endpoint *endpoint, void *buffer, size_t length,
+			uint64_t access, struct fid_mr **mr)
+{
+	int ret = fi_mr_reg(endpoint->domain, buffer, length, access, 0, 0, 0, mr, NULL);
+
+	if (ret)
+		return ret;
+	if (fi_mr_key(*mr) != FI_KEY_NOTAVAIL)
+		return -FI_EOTHER;      /* FI_MR_ENDPOINT: no key before enable */
+	ret = fi_mr_bind(*mr, &endpoint->ep->fid, 0);
+	if (!ret)
+		ret = fi_mr_enable(*mr);
+	return ret;
+}
+
+int rdm_offer_region(struct rdm_endpoint *endpoint, const struct rdm_options *options,
+		     int socket, char *region, size_t length, uint64_t access, struct fid_mr **mr)
+{
+	int ret = region ? rdm_open_connected(endpoint, options, socket) : -FI_ENOMEM;
+
+	if (!ret)
+		ret = rdm_register_region(endpoint, region, length, access, mr);
+	if (!ret && (rdm_send_value(socket, (uintptr_t) region) || rdm_send_value(socket, fi_mr_key(*mr))))
+		ret = -FI_EIO;
+	return ret;
+}
+
 int rdm_send_value(int socket, uint64_t value)
 {
 	return rdm_write_all(socket, &value, sizeof(value));

@@ -91,6 +91,13 @@ void rdm_progress_for(struct rdm_endpoint *endpoint, int milliseconds);
 /* Serves the peer (progress) until it sends a value over the socket; 0 or -FI_EIO. */
 int rdm_serve_until_told(struct rdm_endpoint *endpoint, int socket, uint64_t *value);
 
+/* A region registered, bound to the endpoint and enabled (FI_MR_ENDPOINT). */
+int rdm_register_region(struct rdm_endpoint *endpoint, void *buffer, size_t length,
+			uint64_t access, struct fid_mr **mr);
+/* A target's start: its endpoint, and a region whose address and key it tells the initiator. */
+int rdm_offer_region(struct rdm_endpoint *endpoint, const struct rdm_options *options,
+		     int socket, char *region, size_t length, uint64_t access, struct fid_mr **mr);
+
 int rdm_send_value(int socket, uint64_t value);
 int rdm_receive_value(int socket, uint64_t *value);
 

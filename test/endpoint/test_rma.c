@@ -17,35 +17,6 @@
 #define REGION_SIZE (256 * 1024)
 #define MR_MODE (FI_MR_ENDPOINT | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_LOCAL | FI_MR_ALLOCATED)
 
-/* A region registered, bound to the endpoint and enabled. */
-static int register_region(struct rdm_endpoint *endpoint, void *buffer, size_t length,
-			   uint64_t access, struct fid_mr **mr)
-{
-	int ret = fi_mr_reg(endpoint->domain, buffer, length, access, 0, 0, 0, mr, NULL);
-
-	if (ret)
-		return ret;
-	if (fi_mr_key(*mr) != FI_KEY_NOTAVAIL)
-		return -FI_EOTHER;      /* FI_MR_ENDPOINT: no key before enable */
-	ret = fi_mr_bind(*mr, &endpoint->ep->fid, 0);
-	if (!ret)
-		ret = fi_mr_enable(*mr);
-	return ret;
-}
-
-/* The target's start: its endpoint, and a region whose address and key it tells the initiator. */
-static int offer_region(struct rdm_endpoint *endpoint, const struct rdm_options *options,
-			int socket, char *region, size_t length, uint64_t access, struct fid_mr **mr)
-{
-	int ret = region ? rdm_open_connected(endpoint, options, socket) : -FI_ENOMEM;
-
-	if (!ret)
-		ret = register_region(endpoint, region, length, access, mr);
-	if (!ret && (rdm_send_value(socket, (uintptr_t) region) || rdm_send_value(socket, fi_mr_key(*mr))))
-		ret = -FI_EIO;
-	return ret;
-}
-
 /*
  * The target: registers a region for remote write and read, tells its
  * address and key, then waits for the initiator's writedata and checks it.
@@ -63,7 +34,7 @@ static int target_peer(int socket, void *argument)
 
 	if (region)
 		rdm_fill(region + REGION_SIZE / 2, REGION_SIZE / 2, 99);   /* for the initiator to read */
-	ret = offer_region(&endpoint, options, socket, region, REGION_SIZE,
+	ret = rdm_offer_region(&endpoint, options, socket, region, REGION_SIZE,
 			   FI_REMOTE_WRITE | FI_REMOTE_READ, &mr);
 	/* writedata: a remote CQ data completion, with no receive posted for it. */
 	if (!ret)
@@ -108,7 +79,7 @@ static void rma_between_processes(struct rdm_options *options, const char *tag)
 
 	peer = rdm_pair_start(options, tag, target_peer, options, &endpoint, &socket);
 	cr_assert(peer > 0);
-	cr_assert_eq(register_region(&endpoint, local, REGION_SIZE, FI_READ | FI_WRITE | FI_REMOTE_READ,
+	cr_assert_eq(rdm_register_region(&endpoint, local, REGION_SIZE, FI_READ | FI_WRITE | FI_REMOTE_READ,
 				     &local_mr), 0);
 	cr_assert_eq(rdm_receive_value(socket, &remote_address), 0);
 	cr_assert_eq(rdm_receive_value(socket, &remote_key), 0);
@@ -277,7 +248,7 @@ static int burst_target_peer(int socket, void *argument)
 	uint64_t done;
 	int ret;
 
-	ret = offer_region(&endpoint, options, socket, region, BURST_REGION, FI_REMOTE_WRITE, &mr);
+	ret = rdm_offer_region(&endpoint, options, socket, region, BURST_REGION, FI_REMOTE_WRITE, &mr);
 	if (!ret)
 		ret = rdm_serve_until_told(&endpoint, socket, &done);
 	for (int i = 0; !ret && i < BURST_WRITES; i++)
@@ -308,7 +279,7 @@ static void burst_of_writes(struct rdm_options *options, const char *tag, const 
 	setenv("FI_BOLT_DATA_RAILS", data_rails, 1);
 	peer = rdm_pair_start(options, tag, burst_target_peer, options, &endpoint, &socket);
 	cr_assert(peer > 0);
-	cr_assert_eq(register_region(&endpoint, local, BURST_REGION, FI_WRITE, &local_mr), 0);
+	cr_assert_eq(rdm_register_region(&endpoint, local, BURST_REGION, FI_WRITE, &local_mr), 0);
 	cr_assert_eq(rdm_receive_value(socket, &remote_address), 0);
 	cr_assert_eq(rdm_receive_value(socket, &remote_key), 0);
 	for (int i = 0; i < BURST_WRITES; i++) {

@@ -44,6 +44,21 @@ enum bolt_rendezvous_phase {
 	BOLT_RENDEZVOUS_ASK,            /* the request is still to be sent */
 	BOLT_RENDEZVOUS_WAIT,           /* asked; operations behind it go on */
 	BOLT_RENDEZVOUS_WRITE,          /* answered: the write (stripes, or data and DONE) to post */
+	BOLT_RENDEZVOUS_DIRECT,         /* a write into a granted region: no request, no answer */
+};
+
+/*
+ * A region of the peer's that this end may write directly (protocol/
+ * bolt_direct_write.c): the peer holds a device registration of the whole
+ * MR for as long as the MR is open, and said where it is.
+ */
+struct bolt_region_grant {
+	uint64_t key;                   /* the MR's libfabric key */
+	uint64_t base;                  /* the address that names the MR's first byte in RMA calls */
+	uint64_t length;
+	uint64_t target_address;        /* that byte in the peer's memory */
+	uint32_t rkey;
+	UT_hash_handle hh;              /* connection->grants, by key */
 };
 
 /*
@@ -84,7 +99,7 @@ struct bolt_transmit {
 	struct bolt_mr_cache_entry *registration;   /* its buffer, while written from */
 	bool covered;                   /* the buffer lies in an open MR: its registration may stay */
 	uint32_t rail_mask;             /* WRITE phase: the data rails to stripe across, or none */
-	uint64_t target_address;        /* WRITE phase: where the answer said to write */
+	uint64_t target_address;        /* WRITE, DIRECT phases: where to write */
 	uint32_t target_rkey;
 	size_t target_length;
 	bool silent;                    /* fi_inject: counters, but no CQ entry */
@@ -199,8 +214,10 @@ struct bolt_connection {
 	uint32_t credits_to_return;
 	uint32_t send_sequence;
 	uint32_t receive_sequence;
-	uint32_t stripes_sent;          /* data rail stripes posted to the peer, */
+	uint32_t stripes_sent;          /* data rail stripes and direct writes posted to the peer, */
 	uint32_t stripes_received;      /* and arrived from it */
+	struct bolt_region_grant *grants;       /* the peer's regions we may write directly */
+	uint64_t direct_writes;         /* posted into them */
 	struct bolt_loss_watch loss;
 	int outstanding_sends;          /* posted, send completion pending */
 	uint64_t next_request_id;
@@ -251,6 +268,7 @@ struct bolt_mr {
 	char *address;
 	size_t length;
 	uint64_t requested_key;         /* without FI_MR_PROV_KEY, the key it gets when enabled */
+	struct bolt_mr_cache_entry *grant;      /* held while peers may write it directly */
 	UT_hash_handle hh;              /* by key: in the endpoint's or the domain's table */
 };
 
@@ -417,6 +435,9 @@ void bolt_rendezvous_write_request(struct bolt_connection *connection,
  * what its peer's transfers held; a failure completes their receives with it.
  */
 void bolt_rendezvous_release(struct bolt_connection *connection, int error);
+/* Registers length bytes at address for one transfer; false if it cannot now. */
+bool bolt_rendezvous_register(struct bolt_domain *domain, void *address, size_t length,
+			      struct bolt_mr_cache_entry **registration);
 /*
  * Gives back a registration made for one transfer. It stays in the cache only
  * if covered: memory in an open MR stays valid until the MR closes, which
@@ -424,6 +445,24 @@ void bolt_rendezvous_release(struct bolt_connection *connection, int error);
  */
 void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_mr_cache_entry **registration,
 				bool covered);
+
+/* Direct writes into regions the target granted (protocol/bolt_direct_write.c). */
+/* Target: after a rendezvous write request to key, tells the peer where key's whole region is. */
+void bolt_direct_write_grant(struct bolt_connection *connection, uint64_t key);
+/* Initiator: the peer granted, or revoked, a region. */
+void bolt_direct_write_granted(struct bolt_connection *connection, const struct bolt_wire_header *header);
+void bolt_direct_write_revoked(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/* Target: a region is closing; tells every peer that was granted it, then drops the registration. */
+void bolt_direct_write_revoke(struct bolt_mr *mr);
+/* Initiator: makes a write into a granted region a direct one; false if it cannot be. */
+bool bolt_direct_write_prepare(struct bolt_transmit *transmit);
+/* Initiator: the work request of transmit's direct write (wr_id and flags are the caller's). */
+void bolt_direct_write_describe(const struct bolt_transmit *transmit, struct ibv_sge *sge,
+				struct ibv_send_wr *wr);
+/* Target: a direct write consumed a control receive. */
+void bolt_direct_write_arrived(struct bolt_connection *connection, const struct ibv_wc *wc);
+/* The connection goes: its grants with it. */
+void bolt_direct_write_forget_all(struct bolt_connection *connection);
 
 /* Matching (protocol/bolt_match.c). */
 void bolt_match_post(struct bolt_endpoint *endpoint, struct bolt_receive *receive);
@@ -454,6 +493,10 @@ extern struct fi_ops_mr bolt_mr_ops;
  */
 int bolt_mr_translate(struct bolt_endpoint *endpoint, uint64_t key, uint64_t address,
 		      size_t length, uint64_t access, char **local);
+/* The enabled MR a peer of endpoint names by key, or NULL. */
+struct bolt_mr *bolt_mr_find(struct bolt_endpoint *endpoint, uint64_t key);
+/* The address that names mr's first byte in RMA calls: its own, or 0 without FI_MR_VIRT_ADDR. */
+uint64_t bolt_mr_base(const struct bolt_mr *mr);
 
 /* iovec helpers (bolt_iov.c). */
 size_t bolt_iov_length(const struct iovec *iov, size_t count);

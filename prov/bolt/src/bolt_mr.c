@@ -60,6 +60,7 @@ static int bolt_mr_close(struct fid *fid)
 	bolt_domain_lock(domain);
 	if (mr->enabled)
 		HASH_DEL(*bolt_mr_table(mr), mr);
+	bolt_direct_write_revoke(mr);
 	/* Registrations kept for transfers in this region: its memory may go now. */
 	bolt_mr_cache_invalidate(domain->mr_cache, mr->address, mr->length);
 	if (mr->endpoint)
@@ -176,20 +177,32 @@ struct fi_ops_mr bolt_mr_ops = {
 	.regattr = bolt_mr_regattr,
 };
 
-int bolt_mr_translate(struct bolt_endpoint *endpoint, uint64_t key, uint64_t address,
-		      size_t length, uint64_t access, char **local)
+struct bolt_mr *bolt_mr_find(struct bolt_endpoint *endpoint, uint64_t key)
 {
 	struct bolt_domain *domain = endpoint->domain;
 	struct bolt_mr *table = bolt_mr_endpoint_mode(domain) ? endpoint->mrs : domain->mrs;
 	struct bolt_mr *mr;
-	uint64_t start;
 
 	HASH_FIND(hh, table, &key, sizeof(key), mr);
+	return mr;
+}
+
+uint64_t bolt_mr_base(const struct bolt_mr *mr)
+{
+	return mr->domain->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR ?
+	       (uint64_t) (uintptr_t) mr->address : 0;
+}
+
+int bolt_mr_translate(struct bolt_endpoint *endpoint, uint64_t key, uint64_t address,
+		      size_t length, uint64_t access, char **local)
+{
+	struct bolt_mr *mr = bolt_mr_find(endpoint, key);
+	uint64_t start;
+
 	if (!mr || !(mr->access & access))
 		return FI_EACCES;
-	start = domain->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR ?
-		address - (uint64_t) (uintptr_t) mr->address : address;
-	if (start > mr->length || length > mr->length - start)
+	start = address - bolt_mr_base(mr);
+	if (address < bolt_mr_base(mr) || start > mr->length || length > mr->length - start)
 		return FI_EINVAL;
 	*local = mr->address + start;
 	return 0;

@@ -67,6 +67,7 @@ struct bolt_domain {
 	struct bolt_slab_pool control_pool;   /* eager and control messages, both ways */
 	struct bolt_control_buffer *control_buffers;    /* a record per control buffer */
 	struct bolt_mr_cache *mr_cache;       /* device MRs for user memory, under budget */
+	int grants_held;                      /* of which held for regions granted to peers */
 	uint64_t job_key_digest;
 
 	struct bolt_endpoint *endpoints;      /* utlist of enabled endpoints, for progress */

@@ -139,6 +139,12 @@ static void bolt_receive_dispatch(struct bolt_connection *connection,
 	case BOLT_WIRE_RAIL_ANSWER:
 		bolt_data_rail_answered(connection, header);
 		break;
+	case BOLT_WIRE_REGION_GRANT:
+		bolt_direct_write_granted(connection, header);
+		break;
+	case BOLT_WIRE_REGION_REVOKE:
+		bolt_direct_write_revoked(connection, header);
+		break;
 	case BOLT_WIRE_CREDIT:
 		break;
 	}
@@ -164,16 +170,21 @@ static void bolt_receive_completed(struct bolt_work_completion *work, const stru
 		bolt_connection_fail(connection, FI_EIO, domain->fabric->verbs.wc_status_str(wc->status));
 		return;
 	}
-	header = (const struct bolt_wire_header *) bolt_control_buffer_data(domain, record);
-	problem = bolt_receive_check(connection, header, wc->byte_len);
-	if (problem) {
-		bolt_control_buffer_put(domain, record);
-		bolt_connection_fail(connection, FI_EIO, problem);
-		return;
+	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+		/* No message: a direct write whose data is in place already. */
+		bolt_direct_write_arrived(connection, wc);
+	} else {
+		header = (const struct bolt_wire_header *) bolt_control_buffer_data(domain, record);
+		problem = bolt_receive_check(connection, header, wc->byte_len);
+		if (problem) {
+			bolt_control_buffer_put(domain, record);
+			bolt_connection_fail(connection, FI_EIO, problem);
+			return;
+		}
+		connection->receive_sequence++;
+		connection->send_credits += header->credits;
+		bolt_receive_dispatch(connection, header, (const char *) (header + 1));
 	}
-	connection->receive_sequence++;
-	connection->send_credits += header->credits;
-	bolt_receive_dispatch(connection, header, (const char *) (header + 1));
 	if (connection->state == BOLT_CONNECTION_FAILED) {
 		bolt_control_buffer_put(domain, record);
 		return;

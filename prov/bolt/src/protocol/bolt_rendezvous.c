@@ -50,8 +50,7 @@ void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_mr_cache
 	*registration = NULL;
 }
 
-/* Registers length bytes at address for this transfer; false if it cannot now. */
-static bool bolt_rendezvous_register(struct bolt_domain *domain, void *address, size_t length,
+bool bolt_rendezvous_register(struct bolt_domain *domain, void *address, size_t length,
 				     struct bolt_mr_cache_entry **registration)
 {
 	int ret = bolt_mr_cache_acquire(domain->mr_cache, address, length, registration);
@@ -188,6 +187,9 @@ void bolt_rendezvous_write_request(struct bolt_connection *connection,
 			status = BOLT_RENDEZVOUS_USE_SEGMENTS;
 		}
 	}
+	/* Ahead of the answer: the writes after this one need not ask. */
+	if (!status)
+		bolt_direct_write_grant(connection, header->key);
 	if (record) {
 		record->write = true;
 		record->covered = true;         /* bolt_mr_translate found the range in an open MR */

@@ -60,6 +60,33 @@ static bool bolt_transmit_may_go(const struct bolt_connection *connection,
 
 static void bolt_transmit_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc);
 
+/*
+ * Posts wr on the control rail, signaled, its completion carried by record;
+ * it consumes a credit. False if the QP refused.
+ */
+static bool bolt_transmit_post_request(struct bolt_connection *connection,
+				       struct bolt_control_buffer *record, struct ibv_send_wr *wr)
+{
+	struct bolt_domain *domain = connection->endpoint->domain;
+	struct ibv_send_wr *bad_wr;
+	int ret;
+
+	wr->wr_id = (uintptr_t) &record->work;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	record->work.handle = bolt_transmit_send_completed;
+	record->connection = connection;
+	record->posted = true;
+	ret = domain->fabric->verbs.post_send(connection->qp, wr, &bad_wr);
+	if (ret) {
+		bolt_control_buffer_put(domain, record);
+		bolt_connection_fail(connection, FI_EIO, strerror(ret));
+		return false;
+	}
+	connection->outstanding_sends++;
+	connection->send_credits--;
+	return true;
+}
+
 /* Posts a control buffer whose header and payload are filled; false if the QP refused. */
 static bool bolt_transmit_post(struct bolt_connection *connection,
 			       struct bolt_control_buffer *record, size_t length)
@@ -70,28 +97,30 @@ static bool bolt_transmit_post(struct bolt_connection *connection,
 		.length = (uint32_t) length,
 		.lkey = domain->control_pool.mr->lkey,
 	};
-	struct ibv_send_wr wr = {
-		.wr_id = (uintptr_t) &record->work,
-		.sg_list = &sge,
-		.num_sge = 1,
-		.opcode = IBV_WR_SEND,
-		.send_flags = IBV_SEND_SIGNALED,
-	};
-	struct ibv_send_wr *bad_wr;
-	int ret;
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND };
 
-	record->work.handle = bolt_transmit_send_completed;
-	record->connection = connection;
-	record->posted = true;
-	ret = domain->fabric->verbs.post_send(connection->qp, &wr, &bad_wr);
-	if (ret) {
-		bolt_control_buffer_put(domain, record);
-		bolt_connection_fail(connection, FI_EIO, strerror(ret));
-		return false;
+	return bolt_transmit_post_request(connection, record, &wr);
+}
+
+/* A write into a granted region: one RDMA write with immediate, no message. */
+static void bolt_transmit_direct_write(struct bolt_connection *connection,
+				       struct bolt_transmit *transmit,
+				       struct bolt_control_buffer *record)
+{
+	struct ibv_send_wr wr = { 0 };
+	struct ibv_sge sge;
+
+	bolt_direct_write_describe(transmit, &sge, &wr);
+	transmit->sent = transmit->length;
+	bolt_transmit_posted_all(transmit);
+	record->transmit = transmit;
+	transmit->in_flight++;
+	if (!bolt_transmit_post_request(connection, record, &wr)) {
+		transmit->in_flight--;
+		return;
 	}
-	connection->outstanding_sends++;
-	connection->send_credits--;
-	return true;
+	connection->stripes_sent++;
+	connection->direct_writes++;
 }
 
 static void bolt_transmit_header(struct bolt_connection *connection, struct bolt_wire_header *header,
@@ -173,6 +202,10 @@ static bool bolt_transmit_segment(struct bolt_connection *connection, struct bol
 	data = bolt_control_buffer_data(domain, record);
 	header = (struct bolt_wire_header *) data;
 	record->send_slots = 1;
+	if (transmit->rendezvous == BOLT_RENDEZVOUS_DIRECT) {
+		bolt_transmit_direct_write(connection, transmit, record);
+		return true;
+	}
 	if (transmit->rendezvous != BOLT_RENDEZVOUS_NONE) {
 		bolt_transmit_rendezvous_header(connection, transmit, record, header);
 		return true;
@@ -331,9 +364,15 @@ int bolt_transmit_detach(struct bolt_transmit *transmit)
 	if (!copy)
 		return -FI_ENOMEM;
 	bolt_iov_copy_out(transmit->iov, transmit->iov_count, 0, copy, transmit->length);
-	/* Answered but not yet written: segments of the copy instead, as when registering fails. */
-	if (transmit->rendezvous == BOLT_RENDEZVOUS_WRITE) {
+	/*
+	 * Answered or granted but not yet written: segments of the copy instead,
+	 * as when registering fails; those are acknowledged.
+	 */
+	if (transmit->rendezvous == BOLT_RENDEZVOUS_WRITE ||
+	    transmit->rendezvous == BOLT_RENDEZVOUS_DIRECT) {
 		bolt_rendezvous_unregister(domain, &transmit->registration, transmit->covered);
+		transmit->reply_pending = transmit->rendezvous == BOLT_RENDEZVOUS_DIRECT ||
+					  transmit->reply_pending;
 		transmit->rail_mask = 0;
 		transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
 		transmit->sent = 0;
@@ -408,7 +447,8 @@ void bolt_transmit_start(struct bolt_transmit *transmit)
 		transmit->request_id = connection->next_request_id++;
 		transmit->reply_pending = transmit->op == BOLT_WIRE_WRITE ||
 					  transmit->op == BOLT_WIRE_READ_REQUEST;
-		if (bolt_rendezvous_wanted(transmit)) {
+		/* A write into a region the target granted needs no request. */
+		if (!bolt_direct_write_prepare(transmit) && bolt_rendezvous_wanted(transmit)) {
 			transmit->rendezvous = BOLT_RENDEZVOUS_ASK;
 			/* Asked for ahead of the request, so its answer can name them. */
 			bolt_data_rail_request(connection);

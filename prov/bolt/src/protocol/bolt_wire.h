@@ -3,6 +3,8 @@
  * message is one SEND of at most one control buffer (4 KiB: one Thunderbolt
  * frame, so a SEND and its receive always span the same number of frames),
  * a header and a payload. Larger messages and RMA are cut into segments.
+ * A write into a region the target granted is no message: one RDMA write
+ * with immediate data (the remote CQ data, or 0) that consumes a receive.
  * Fields are in the sender's byte order: both ends run bolt on the same
  * architecture family (little-endian), checked in the side channel's hello.
  */
@@ -24,7 +26,10 @@ enum bolt_wire_op {
 	BOLT_WIRE_RENDEZVOUS_DONE,  /* the data is written: it preceded this on the queue pair */
 	BOLT_WIRE_RAIL_REQUEST,     /* data rail request_id: our queue pair is address, PSN key */
 	BOLT_WIRE_RAIL_ANSWER,      /* the same for the answerer's, or status in cq_data: none */
-	BOLT_WIRE_OP_LAST = BOLT_WIRE_RAIL_ANSWER,
+	BOLT_WIRE_REGION_GRANT,     /* key's region, total_length bytes from address tag, may be
+				     * written directly: it is at address, device rkey in cq_data */
+	BOLT_WIRE_REGION_REVOKE,    /* key's region is closing: no more direct writes to it */
+	BOLT_WIRE_OP_LAST = BOLT_WIRE_REGION_REVOKE,
 };
 
 enum bolt_wire_flag {

@@ -1,0 +1,212 @@
+/*
+ * bolt_direct_write.c: writes into regions the target granted. A rendezvous
+ * write costs three control messages (request, answer, done) before and
+ * after its one RDMA write; for 64 KiB that is most of the time. So the
+ * target of a rendezvous write also grants the whole MR: it registers it
+ * with the device once, holds that registration while the MR is open, and
+ * tells the initiator where it is and its rkey. Later writes into the region
+ * are one RDMA write with immediate data each, on the control rail's queue
+ * pair: the immediate (the remote CQ data, or 0 for none) consumes a control
+ * receive, so the write is counted against credits like a message, and the
+ * target sees it arrive, reports it and counts it for loss detection. Writes
+ * that need the target's word (FI_DELIVERY_COMPLETE, remote CQ data 0, out of
+ * the region's bounds) still ask. Closing the MR revokes the grant; a write
+ * already on its way into a closed region is lost, which UC loss detection
+ * turns into a failed connection, as verbs would on RC.
+ */
+#include <stdlib.h>
+#include <utlist.h>
+#include <uthash.h>
+
+#include "bolt_endpoint.h"
+
+/* Direct writes' registrations held per domain, at most: half the budget, the rest for transfers. */
+static bool bolt_direct_write_may_hold(const struct bolt_domain *domain)
+{
+	return domain->grants_held < domain->budget.user_mr_budget / 2;
+}
+
+/* The whole of mr registered and held for as long as it is open; false if it cannot be. */
+static bool bolt_direct_write_hold(struct bolt_domain *domain, struct bolt_mr *mr)
+{
+	int ret;
+
+	if (mr->grant)
+		return true;
+	if (!(mr->access & FI_REMOTE_WRITE) || !mr->length || mr->length > BOLT_MAX_MSG_SIZE ||
+	    !bolt_direct_write_may_hold(domain))
+		return false;
+	ret = bolt_mr_cache_acquire(domain->mr_cache, mr->address, mr->length, &mr->grant);
+	if (ret) {
+		FI_INFO(&bolt_prov, FI_LOG_MR, "no registration to grant a region of %zu bytes: %s\n",
+			mr->length, fi_strerror(-ret));
+		mr->grant = NULL;
+		return false;
+	}
+	domain->grants_held++;
+	return true;
+}
+
+void bolt_direct_write_grant(struct bolt_connection *connection, uint64_t key)
+{
+	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_domain *domain = endpoint->domain;
+	struct bolt_mr *mr = bolt_mr_find(endpoint, key);
+	struct bolt_transmit *grant;
+
+	if (!mr || !bolt_direct_write_hold(domain, mr))
+		return;
+	grant = bolt_transmit_internal(connection, BOLT_WIRE_REGION_GRANT, 0,
+				       bolt_mr_cache_entry_mr(mr->grant)->rkey);
+	if (!grant)
+		return;
+	grant->remote_key = key;
+	grant->tag = bolt_mr_base(mr);
+	grant->length = mr->length;
+	grant->remote_address = (uintptr_t) mr->address;
+	bolt_transmit_start(grant);
+}
+
+/* Tells the peers of endpoint that key's region may no longer be written directly. */
+static void bolt_direct_write_revoke_on(struct bolt_endpoint *endpoint, uint64_t key)
+{
+	struct bolt_connection *connection, *next;
+
+	HASH_ITER(hh, endpoint->connections, connection, next) {
+		struct bolt_transmit *revoke;
+
+		if (connection->state != BOLT_CONNECTION_ESTABLISHED || connection->loopback)
+			continue;
+		revoke = bolt_transmit_internal(connection, BOLT_WIRE_REGION_REVOKE, 0, 0);
+		if (!revoke)
+			continue;
+		revoke->remote_key = key;
+		bolt_transmit_start(revoke);
+	}
+}
+
+void bolt_direct_write_revoke(struct bolt_mr *mr)
+{
+	struct bolt_domain *domain = mr->domain;
+	struct bolt_endpoint *endpoint;
+
+	if (!mr->grant)
+		return;
+	if (mr->endpoint) {
+		bolt_direct_write_revoke_on(mr->endpoint, mr->mr_fid.key);
+	} else {
+		DL_FOREACH(domain->endpoints, endpoint)
+			bolt_direct_write_revoke_on(endpoint, mr->mr_fid.key);
+	}
+	bolt_mr_cache_release(domain->mr_cache, mr->grant);
+	mr->grant = NULL;
+	domain->grants_held--;
+}
+
+void bolt_direct_write_granted(struct bolt_connection *connection, const struct bolt_wire_header *header)
+{
+	struct bolt_region_grant *grant;
+
+	if (header->tag + header->total_length < header->tag ||
+	    header->address + header->total_length < header->address) {
+		bolt_connection_fail(connection, FI_EIO, "a granted region past the end of memory");
+		return;
+	}
+	HASH_FIND(hh, connection->grants, &header->key, sizeof(header->key), grant);
+	if (!grant) {
+		/* Without memory for it, writes keep asking: nothing is lost. */
+		grant = calloc(1, sizeof(*grant));
+		if (!grant)
+			return;
+		grant->key = header->key;
+		HASH_ADD(hh, connection->grants, key, sizeof(grant->key), grant);
+	}
+	grant->base = header->tag;
+	grant->length = header->total_length;
+	grant->target_address = header->address;
+	grant->rkey = header->cq_data;
+}
+
+void bolt_direct_write_revoked(struct bolt_connection *connection, const struct bolt_wire_header *header)
+{
+	struct bolt_region_grant *grant;
+
+	HASH_FIND(hh, connection->grants, &header->key, sizeof(header->key), grant);
+	if (!grant)
+		return;
+	HASH_DEL(connection->grants, grant);
+	free(grant);
+}
+
+void bolt_direct_write_forget_all(struct bolt_connection *connection)
+{
+	struct bolt_region_grant *grant, *next;
+
+	HASH_ITER(hh, connection->grants, grant, next) {
+		HASH_DEL(connection->grants, grant);
+		free(grant);
+	}
+}
+
+/* Whether the write itself may go directly, whatever the target granted. */
+static bool bolt_direct_write_suits(const struct bolt_transmit *transmit)
+{
+	/* Registering memory outside an open MR for one write costs more than asking. */
+	bool registration_pays = transmit->covered || transmit->length >= BOLT_RENDEZVOUS_THRESHOLD;
+
+	return transmit->op == BOLT_WIRE_WRITE && !transmit->internal && !transmit->inject_copy &&
+	       transmit->iov_count == 1 && transmit->length && transmit->length <= UINT32_MAX &&
+	       registration_pays && !(transmit->flags & FI_DELIVERY_COMPLETE) &&
+	       /* Immediate data 0 means no remote CQ data. */
+	       (!(transmit->flags & FI_REMOTE_CQ_DATA) || transmit->cq_data);
+}
+
+bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
+{
+	struct bolt_connection *connection = transmit->connection;
+	struct bolt_region_grant *grant;
+	uint64_t offset;
+
+	if (!connection->grants || connection->state != BOLT_CONNECTION_ESTABLISHED ||
+	    !bolt_direct_write_suits(transmit))
+		return false;
+	HASH_FIND(hh, connection->grants, &transmit->remote_key, sizeof(transmit->remote_key), grant);
+	/* Out of bounds: the target answers with the error. */
+	if (!grant || transmit->remote_address < grant->base)
+		return false;
+	offset = transmit->remote_address - grant->base;
+	if (offset > grant->length || transmit->length > grant->length - offset)
+		return false;
+	if (!bolt_rendezvous_register(connection->endpoint->domain, transmit->iov[0].iov_base,
+				      transmit->length, &transmit->registration))
+		return false;
+	transmit->target_address = grant->target_address + offset;
+	transmit->target_rkey = grant->rkey;
+	transmit->target_length = transmit->length;
+	transmit->rendezvous = BOLT_RENDEZVOUS_DIRECT;
+	transmit->reply_pending = false;
+	return true;
+}
+
+void bolt_direct_write_describe(const struct bolt_transmit *transmit, struct ibv_sge *sge,
+				struct ibv_send_wr *wr)
+{
+	sge->addr = (uintptr_t) transmit->iov[0].iov_base;
+	sge->length = (uint32_t) transmit->target_length;
+	sge->lkey = bolt_mr_cache_entry_mr(transmit->registration)->lkey;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr->imm_data = transmit->flags & FI_REMOTE_CQ_DATA ? transmit->cq_data : 0;
+	wr->wr.rdma.remote_addr = transmit->target_address;
+	wr->wr.rdma.rkey = transmit->target_rkey;
+}
+
+void bolt_direct_write_arrived(struct bolt_connection *connection, const struct ibv_wc *wc)
+{
+	uint32_t data = wc->wc_flags & IBV_WC_WITH_IMM ? wc->imm_data : 0;
+
+	connection->stripes_received++;
+	bolt_endpoint_count_remote(connection->endpoint, BOLT_COUNTER_REMOTE_WRITE, data != 0, data,
+				   wc->byte_len);
+}

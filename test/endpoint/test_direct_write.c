@@ -1,0 +1,206 @@
+/*
+ * test_direct_write.c: writes into a region the target granted. After the
+ * first rendezvous write to a region, later writes go as one RDMA write each,
+ * without asking: the data lands, remote CQ data arrives with its length,
+ * out-of-bounds and delivery-complete writes still ask (and the first fails),
+ * and closing the region revokes the grant, so a write to it fails with
+ * FI_EACCES instead of being lost.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <criterion/criterion.h>
+
+#include "bolt_endpoint.h"
+#include "rdm_fixture.h"
+
+#define REGION_SIZE (1024 * 1024)
+#define MR_MODE (FI_MR_ENDPOINT | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_LOCAL | FI_MR_ALLOCATED)
+#define SEED 21
+#define CQ_DATA 0x1234
+#define CQ_DATA_LENGTH 8192
+#define GRANT_WAIT_MS 2000
+
+/* The writes after the grant: offset and length in the region, the same in the local buffer. */
+static const struct { size_t offset, length; } direct_writes[] = {
+	{ 131072, 100 }, { 131172, 4096 }, { 135268, 65536 }, { 200804, 262144 },
+	{ 462948, 3 }, { 462951, 300000 },
+};
+#define WRITTEN_END (462951 + 300000)   /* then the writedata ones */
+
+static struct bolt_connection *only_connection(struct rdm_endpoint *endpoint)
+{
+	struct bolt_endpoint *bolt = bolt_container_of(endpoint->ep, struct bolt_endpoint, ep_fid);
+
+	return bolt->connections;
+}
+
+/* The target: checks the remote CQ data it gets, the data, then closes the region. */
+static int target_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *region = calloc(1, REGION_SIZE);
+	struct fid_mr *mr = NULL;
+	uint64_t told;
+	int ret, data_seen = 0;
+
+	ret = rdm_offer_region(&endpoint, options, socket, region, REGION_SIZE, FI_REMOTE_WRITE, &mr);
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &told);
+	/* Two writedata: directly with CQ_DATA, then data 0, which asks. */
+	for (int i = 0; !ret && i < 2; i++) {
+		ret = rdm_wait(&endpoint, &entry, &error);
+		if (!ret && (!(entry.flags & FI_REMOTE_CQ_DATA) || !(entry.flags & FI_REMOTE_WRITE) ||
+			     entry.len != CQ_DATA_LENGTH))
+			ret = 2;
+		if (!ret)
+			data_seen |= entry.data == CQ_DATA ? 1 : entry.data == 0 ? 2 : 4;
+	}
+	if (!ret && (data_seen != 3 || !rdm_check(region, WRITTEN_END + 2 * CQ_DATA_LENGTH, SEED)))
+		ret = 3;
+	if (mr && !ret)
+		ret = fi_close(&mr->fid);
+	if (!ret)
+		ret = rdm_send_value(socket, 1) ? -FI_EIO : 0;    /* closed */
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &told);
+	rdm_close(&endpoint);
+	free(region);
+	return ret;
+}
+
+static void expect_completion(struct rdm_endpoint *endpoint, void *context, int expected_error)
+{
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	int ret = rdm_wait(endpoint, &entry, &error);
+
+	if (!expected_error) {
+		cr_assert_eq(ret, 0, "completion: %d (error %d)", ret, error.err);
+		cr_assert_eq(entry.op_context, context);
+		return;
+	}
+	cr_assert_eq(ret, -FI_EAVAIL, "expected an error completion, got %d", ret);
+	cr_assert_eq(error.err, expected_error, "error %d, expected %d", error.err, expected_error);
+	cr_assert_eq(error.op_context, context);
+}
+
+/* Progress until the connection holds count grants; false after GRANT_WAIT_MS. */
+static bool wait_for_grants(struct rdm_endpoint *endpoint, unsigned int count)
+{
+	for (int waited = 0; waited < GRANT_WAIT_MS; waited += 10) {
+		if (HASH_COUNT(only_connection(endpoint)->grants) == count)
+			return true;
+		rdm_progress_for(endpoint, 10);
+	}
+	return false;
+}
+
+static void writes_into_a_granted_region(struct rdm_options *options, const char *tag)
+{
+	bool granted = !options->send_only;
+	struct rdm_endpoint endpoint;
+	char *local = malloc(REGION_SIZE);
+	struct fid_mr *local_mr;
+	uint64_t remote_address, remote_key, told, direct_before;
+	struct fi_msg_rma message;
+	struct fi_rma_iov rma_iov;
+	struct iovec iov;
+	void *desc;
+	int socket;
+	pid_t peer;
+
+	cr_assert(local);
+	peer = rdm_pair_start(options, tag, target_peer, options, &endpoint, &socket);
+	cr_assert(peer > 0);
+	cr_assert_eq(rdm_register_region(&endpoint, local, REGION_SIZE, FI_WRITE, &local_mr), 0);
+	desc = fi_mr_desc(local_mr);
+	cr_assert_eq(rdm_receive_value(socket, &remote_address), 0);
+	cr_assert_eq(rdm_receive_value(socket, &remote_key), 0);
+	rdm_fill(local, REGION_SIZE, SEED);
+
+	/* The first large write asks, and the target grants the region with its answer. */
+	cr_assert_eq(fi_write(endpoint.ep, local, 131072, desc, endpoint.peer, remote_address,
+			      remote_key, local), 0);
+	expect_completion(&endpoint, local, 0);
+	if (granted)
+		cr_assert(wait_for_grants(&endpoint, 1), "no grant came with the answer");
+	else
+		cr_assert(!wait_for_grants(&endpoint, 1), "a grant without RDMA write");
+	cr_assert_eq(only_connection(&endpoint)->direct_writes, 0);
+
+	/* Every later write, small or large, goes directly. */
+	for (size_t i = 0; i < BOLT_ARRAY_LENGTH(direct_writes); i++)
+		cr_assert_eq(fi_write(endpoint.ep, local + direct_writes[i].offset, direct_writes[i].length,
+				      desc, endpoint.peer, remote_address + direct_writes[i].offset,
+				      remote_key, local + direct_writes[i].offset), 0);
+	for (size_t i = 0; i < BOLT_ARRAY_LENGTH(direct_writes); i++)
+		expect_completion(&endpoint, local + direct_writes[i].offset, 0);
+	cr_assert_eq(only_connection(&endpoint)->direct_writes,
+		     granted ? BOLT_ARRAY_LENGTH(direct_writes) : 0);
+
+	/* Remote CQ data rides in the immediate; data 0 would read as none, so that one asks. */
+	cr_assert_eq(fi_writedata(endpoint.ep, local + WRITTEN_END, CQ_DATA_LENGTH, desc, CQ_DATA,
+				  endpoint.peer, remote_address + WRITTEN_END, remote_key, &socket), 0);
+	expect_completion(&endpoint, &socket, 0);
+	direct_before = only_connection(&endpoint)->direct_writes;
+	cr_assert_eq(fi_writedata(endpoint.ep, local + WRITTEN_END + CQ_DATA_LENGTH, CQ_DATA_LENGTH,
+				  desc, 0, endpoint.peer, remote_address + WRITTEN_END + CQ_DATA_LENGTH,
+				  remote_key, &peer), 0);
+	expect_completion(&endpoint, &peer, 0);
+	cr_assert_eq(only_connection(&endpoint)->direct_writes, direct_before);
+
+	/* Past the region's end: asks, and the target refuses. */
+	cr_assert_eq(fi_write(endpoint.ep, local, 100, desc, endpoint.peer,
+			      remote_address + REGION_SIZE - 10, remote_key, local + 1), 0);
+	expect_completion(&endpoint, local + 1, FI_EINVAL);
+
+	/* Delivery complete needs the target's word: asks. */
+	iov = (struct iovec) { .iov_base = local, .iov_len = 4096 };
+	rma_iov = (struct fi_rma_iov) { .addr = remote_address, .len = 4096, .key = remote_key };
+	message = (struct fi_msg_rma) { .msg_iov = &iov, .desc = &desc, .iov_count = 1,
+					.addr = endpoint.peer, .rma_iov = &rma_iov, .rma_iov_count = 1,
+					.context = local + 2 };
+	cr_assert_eq(fi_writemsg(endpoint.ep, &message, FI_COMPLETION | FI_DELIVERY_COMPLETE), 0);
+	expect_completion(&endpoint, local + 2, 0);
+	cr_assert_eq(only_connection(&endpoint)->direct_writes, direct_before);
+
+	/* The target checks the data and closes the region: the grant goes, writes to it fail. */
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(rdm_receive_value(socket, &told), 0, "the target found wrong data");
+	cr_assert(wait_for_grants(&endpoint, 0), "the closed region's grant stayed");
+	cr_assert_eq(fi_write(endpoint.ep, local, 4096, desc, endpoint.peer, remote_address,
+			      remote_key, local + 3), 0);
+	expect_completion(&endpoint, local + 3, FI_EACCES);
+	cr_assert_eq(only_connection(&endpoint)->direct_writes, direct_before);
+
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(fi_close(&local_mr->fid), 0);
+	cr_assert_eq(rdm_pair_finish(options, &endpoint, peer, socket), 0, "the target failed");
+	free(local);
+}
+
+Test(direct_write, thunderbolt)
+{
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE };
+
+	writes_into_a_granted_region(&options, "direct-tb");
+}
+
+Test(direct_write, rocev2)
+{
+	struct rdm_options options = { .profile = "rocev2", .mr_mode = MR_MODE };
+
+	writes_into_a_granted_region(&options, "direct-roce");
+}
+
+/* Without RDMA write nothing is granted: every write goes in segments, with the same results. */
+Test(direct_write, thunderbolt_send_only)
+{
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE, .send_only = true };
+
+	writes_into_a_granted_region(&options, "direct-tb-so");
+}
