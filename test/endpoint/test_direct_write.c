@@ -204,3 +204,44 @@ Test(direct_write, thunderbolt_send_only)
 
 	writes_into_a_granted_region(&options, "direct-tb-so");
 }
+
+/* An endpoint writing to itself: granted like a peer; closing the region revokes at once. */
+Test(direct_write, own_address)
+{
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE };
+	struct rdm_endpoint endpoint;
+	char *local = malloc(2 * REGION_SIZE), *region = local + REGION_SIZE;
+	struct fid_mr *local_mr, *region_mr;
+	uint64_t key;
+	void *desc;
+
+	cr_assert(local);
+	rdm_environment(&options, "direct-self");
+	cr_assert_eq(rdm_open_self(&endpoint, &options), 0);
+	cr_assert_eq(rdm_register_region(&endpoint, local, REGION_SIZE, FI_WRITE, &local_mr), 0);
+	cr_assert_eq(rdm_register_region(&endpoint, region, REGION_SIZE, FI_REMOTE_WRITE, &region_mr), 0);
+	desc = fi_mr_desc(local_mr);
+	memset(region, 0, REGION_SIZE);
+	rdm_fill(local, REGION_SIZE, SEED);
+
+	cr_assert_eq(fi_write(endpoint.ep, local, 131072, desc, endpoint.peer, (uintptr_t) region,
+			      fi_mr_key(region_mr), local), 0);
+	expect_completion(&endpoint, local, 0);
+	cr_assert(wait_for_grants(&endpoint, 1), "no grant to ourselves");
+	cr_assert_eq(fi_write(endpoint.ep, local + 131072, 5000, desc, endpoint.peer,
+			      (uintptr_t) region + 131072, fi_mr_key(region_mr), local + 1), 0);
+	expect_completion(&endpoint, local + 1, 0);
+	cr_assert_eq(only_connection(&endpoint)->direct_writes, 1);
+	cr_assert(rdm_check(region, 131072 + 5000, SEED), "the data differs");
+
+	key = fi_mr_key(region_mr);
+	cr_assert_eq(fi_close(&region_mr->fid), 0);
+	cr_assert_eq(HASH_COUNT(only_connection(&endpoint)->grants), 0);
+	cr_assert_eq(fi_write(endpoint.ep, local, 4096, desc, endpoint.peer, (uintptr_t) region, key,
+			      local + 2), 0);
+	expect_completion(&endpoint, local + 2, FI_EACCES);
+	cr_assert_eq(fi_close(&local_mr->fid), 0);
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(&options);
+	free(local);
+}

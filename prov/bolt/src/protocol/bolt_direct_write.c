@@ -67,6 +67,17 @@ void bolt_direct_write_grant(struct bolt_connection *connection, uint64_t key)
 	bolt_transmit_start(grant);
 }
 
+static void bolt_direct_write_forget(struct bolt_connection *connection, uint64_t key)
+{
+	struct bolt_region_grant *grant;
+
+	HASH_FIND(hh, connection->grants, &key, sizeof(key), grant);
+	if (!grant)
+		return;
+	HASH_DEL(connection->grants, grant);
+	free(grant);
+}
+
 /* Tells the peers of endpoint that key's region may no longer be written directly. */
 static void bolt_direct_write_revoke_on(struct bolt_endpoint *endpoint, uint64_t key)
 {
@@ -75,8 +86,13 @@ static void bolt_direct_write_revoke_on(struct bolt_endpoint *endpoint, uint64_t
 	HASH_ITER(hh, endpoint->connections, connection, next) {
 		struct bolt_transmit *revoke;
 
-		if (connection->state != BOLT_CONNECTION_ESTABLISHED || connection->loopback)
+		if (connection->state != BOLT_CONNECTION_ESTABLISHED)
 			continue;
+		/* Our own grant to ourselves: gone before the next write, with no message. */
+		if (connection->loopback) {
+			bolt_direct_write_forget(connection, key);
+			continue;
+		}
 		revoke = bolt_transmit_internal(connection, BOLT_WIRE_REGION_REVOKE, 0, 0);
 		if (!revoke)
 			continue;
@@ -129,13 +145,7 @@ void bolt_direct_write_granted(struct bolt_connection *connection, const struct 
 
 void bolt_direct_write_revoked(struct bolt_connection *connection, const struct bolt_wire_header *header)
 {
-	struct bolt_region_grant *grant;
-
-	HASH_FIND(hh, connection->grants, &header->key, sizeof(header->key), grant);
-	if (!grant)
-		return;
-	HASH_DEL(connection->grants, grant);
-	free(grant);
+	bolt_direct_write_forget(connection, header->key);
 }
 
 void bolt_direct_write_forget_all(struct bolt_connection *connection)
