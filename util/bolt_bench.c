@@ -36,7 +36,7 @@
 #define BENCH_LANDING_TIMEOUT_S 5.0     /* for written data to show at the target */
 #define BENCH_SOCKET_TIMEOUT_S 120.0    /* for the peer's next message */
 #define BENCH_MR_KEY 0xb017             /* requested keys, without FI_MR_PROV_KEY */
-#define BENCH_BANDWIDTH_BYTES (128ull << 20)
+#define BENCH_BANDWIDTH_BYTES (512ull << 20)
 #define BENCH_LATENCY_BYTES (64ull << 20)
 
 enum bench_kind { BENCH_RECEIVE, BENCH_SEND, BENCH_WRITE };
@@ -750,7 +750,7 @@ static void bench_print_header(const struct bench_endpoint *endpoint,
 	       bench_profile(endpoint), info->fabric_attr->name, info->domain_attr->name);
 	printf("# mr_mode [%s], window %u operations in flight, FI_CQ_FORMAT_CONTEXT\n",
 	       fi_tostr_r(mr_text, sizeof(mr_text), &mr_mode, FI_TYPE_MR_MODE), options->window);
-	printf("# iterations: bandwidth %llu MiB per size (8 to 20000), latency %llu MiB per size "
+	printf("# iterations: bandwidth %llu MiB per size (16 to 20000), latency %llu MiB per size "
 	       "(100 to 10000), each after a warm-up of 1/8\n", BENCH_BANDWIDTH_BYTES >> 20,
 	       BENCH_LATENCY_BYTES >> 20);
 	printf("# fi_send and fi_write bandwidth, GB/s = 1e9 B/s; send: from the first post until "
@@ -776,7 +776,7 @@ static int bench_bandwidth_table(struct bench_endpoint *endpoint,
 	for (size_t size = options->min_size; size <= options->max_size; size *= options->factor) {
 		struct bench_request request = {
 			.window = options->window, .size = size,
-			.iterations = bench_iterations(size, BENCH_BANDWIDTH_BYTES, 8, 20000),
+			.iterations = bench_iterations(size, BENCH_BANDWIDTH_BYTES, 16, 20000),
 		};
 		double send_seconds, write_seconds, send_rate, write_rate;
 		int64_t send_wrong = 0, write_wrong = 0;

@@ -1,6 +1,6 @@
 /*
  * test_direct_write.c: writes into a region the target granted. After the
- * first rendezvous write to a region, later writes go as one RDMA write each,
+ * first write to a region, later writes go as one RDMA write each,
  * without asking: the data lands, remote CQ data arrives with its length,
  * out-of-bounds and delivery-complete writes still ask (and the first fails),
  * and closing the region revokes the grant, so a write to it fails with
@@ -20,10 +20,12 @@
 #define CQ_DATA 0x1234
 #define CQ_DATA_LENGTH 8192
 #define GRANT_WAIT_MS 2000
+#define FIRST_WRITE 100                 /* in segments: the grant comes with its ack */
 
 /* The writes after the grant: offset and length in the region, the same in the local buffer. */
 static const struct { size_t offset, length; } direct_writes[] = {
-	{ 131072, 100 }, { 131172, 4096 }, { 135268, 65536 }, { 200804, 262144 },
+	{ FIRST_WRITE, 131072 - FIRST_WRITE }, { 131072, 100 }, { 131172, 4096 },
+	{ 135268, 65536 }, { 200804, 262144 },
 	{ 462948, 3 }, { 462951, 300000 },
 };
 #define WRITTEN_END (462951 + 300000)   /* then the writedata ones */
@@ -124,8 +126,8 @@ static void writes_into_a_granted_region(struct rdm_options *options, const char
 	cr_assert_eq(rdm_receive_value(socket, &remote_key), 0);
 	rdm_fill(local, REGION_SIZE, SEED);
 
-	/* The first large write asks, and the target grants the region with its answer. */
-	cr_assert_eq(fi_write(endpoint.ep, local, 131072, desc, endpoint.peer, remote_address,
+	/* The first write goes in segments, and the target grants the region with its ack. */
+	cr_assert_eq(fi_write(endpoint.ep, local, FIRST_WRITE, desc, endpoint.peer, remote_address,
 			      remote_key, local), 0);
 	expect_completion(&endpoint, local, 0);
 	if (granted)

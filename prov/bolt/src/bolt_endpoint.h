@@ -447,8 +447,13 @@ void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_mr_cache
 				bool covered);
 
 /* Direct writes into regions the target granted (protocol/bolt_direct_write.c). */
-/* Target: after a rendezvous write request to key, tells the peer where key's whole region is. */
-void bolt_direct_write_grant(struct bolt_connection *connection, uint64_t key);
+/*
+ * Target: a write to key was accepted. Unless the initiator holds a grant
+ * already (header flags), tells it where key's whole region is.
+ */
+void bolt_direct_write_grant(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/* Initiator: whether the peer granted the region transmit's key names. */
+bool bolt_direct_write_granted_key(const struct bolt_transmit *transmit);
 /* Initiator: the peer granted, or revoked, a region. */
 void bolt_direct_write_granted(struct bolt_connection *connection, const struct bolt_wire_header *header);
 void bolt_direct_write_revoked(struct bolt_connection *connection, const struct bolt_wire_header *header);

@@ -1,10 +1,12 @@
 /*
  * bolt_direct_write.c: writes into regions the target granted. A rendezvous
  * write costs three control messages (request, answer, done) before and
- * after its one RDMA write; for 64 KiB that is most of the time. So the
- * target of a rendezvous write also grants the whole MR: it registers it
- * with the device once, holds that registration while the MR is open, and
- * tells the initiator where it is and its rkey. Later writes into the region
+ * after its one RDMA write, for 64 KiB most of the time, and a small write
+ * goes in segments and waits for an ack. So the target of a write it
+ * accepts also grants the whole MR, once per initiator (which says in its
+ * writes whether it holds a grant): it registers the MR with the device,
+ * holds that registration while the MR is open, and tells the initiator
+ * where it is and its rkey. Later writes into the region
  * are one RDMA write with immediate data each, on the control rail's queue
  * pair: the immediate (the remote CQ data, or 0 for none) consumes a control
  * receive, so the write is counted against credits like a message, and the
@@ -47,13 +49,17 @@ static bool bolt_direct_write_hold(struct bolt_domain *domain, struct bolt_mr *m
 	return true;
 }
 
-void bolt_direct_write_grant(struct bolt_connection *connection, uint64_t key)
+void bolt_direct_write_grant(struct bolt_connection *connection, const struct bolt_wire_header *header)
 {
 	struct bolt_endpoint *endpoint = connection->endpoint;
 	struct bolt_domain *domain = endpoint->domain;
-	struct bolt_mr *mr = bolt_mr_find(endpoint, key);
+	uint64_t key = header->key;
+	struct bolt_mr *mr;
 	struct bolt_transmit *grant;
 
+	if (!domain->rdma_write || (header->flags & BOLT_WIRE_FLAG_GRANTED))
+		return;
+	mr = bolt_mr_find(endpoint, key);
 	if (!mr || !bolt_direct_write_hold(domain, mr))
 		return;
 	grant = bolt_transmit_internal(connection, BOLT_WIRE_REGION_GRANT, 0,
@@ -171,16 +177,31 @@ static bool bolt_direct_write_suits(const struct bolt_transmit *transmit)
 	       (!(transmit->flags & FI_REMOTE_CQ_DATA) || transmit->cq_data);
 }
 
+static struct bolt_region_grant *bolt_direct_write_find(const struct bolt_transmit *transmit)
+{
+	struct bolt_region_grant *grant;
+
+	HASH_FIND(hh, transmit->connection->grants, &transmit->remote_key,
+		  sizeof(transmit->remote_key), grant);
+	return grant;
+}
+
+bool bolt_direct_write_granted_key(const struct bolt_transmit *transmit)
+{
+	return transmit->connection->grants && bolt_direct_write_find(transmit);
+}
+
 bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
 {
 	struct bolt_connection *connection = transmit->connection;
 	struct bolt_region_grant *grant;
 	uint64_t offset;
 
+	/* A peer may grant what this end's device cannot write: it only knows its own. */
 	if (!connection->grants || connection->state != BOLT_CONNECTION_ESTABLISHED ||
-	    !bolt_direct_write_suits(transmit))
+	    !connection->endpoint->domain->rdma_write || !bolt_direct_write_suits(transmit))
 		return false;
-	HASH_FIND(hh, connection->grants, &transmit->remote_key, sizeof(transmit->remote_key), grant);
+	grant = bolt_direct_write_find(transmit);
 	/* Out of bounds: the target answers with the error. */
 	if (!grant || transmit->remote_address < grant->base)
 		return false;

@@ -227,10 +227,13 @@ static void bolt_receive_write(struct bolt_connection *connection,
 	if (!header->total_length && !connection->write_status)
 		connection->write_status = bolt_mr_translate(endpoint, header->key, header->address, 0,
 							     FI_REMOTE_WRITE, &local);
-	if (!connection->write_status)
+	if (!connection->write_status) {
 		bolt_endpoint_count_remote(endpoint, BOLT_COUNTER_REMOTE_WRITE,
 					   header->flags & BOLT_WIRE_FLAG_REMOTE_CQ_DATA,
 					   header->cq_data, header->total_length);
+		/* Ahead of the ack: the writes after it need no segments. */
+		bolt_direct_write_grant(connection, header);
+	}
 	ack = bolt_transmit_internal(connection, BOLT_WIRE_WRITE_ACK, header->request_id,
 				     (uint32_t) connection->write_status);
 	if (ack)

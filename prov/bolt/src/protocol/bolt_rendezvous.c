@@ -189,7 +189,7 @@ void bolt_rendezvous_write_request(struct bolt_connection *connection,
 	}
 	/* Ahead of the answer: the writes after this one need not ask. */
 	if (!status)
-		bolt_direct_write_grant(connection, header->key);
+		bolt_direct_write_grant(connection, header);
 	if (record) {
 		record->write = true;
 		record->covered = true;         /* bolt_mr_translate found the range in an open MR */

@@ -147,6 +147,8 @@ static void bolt_transmit_describe(struct bolt_wire_header *header, const struct
 		header->flags |= BOLT_WIRE_FLAG_TAGGED;
 	if (transmit->flags & FI_REMOTE_CQ_DATA)
 		header->flags |= BOLT_WIRE_FLAG_REMOTE_CQ_DATA;
+	if (transmit->op == BOLT_WIRE_WRITE && bolt_direct_write_granted_key(transmit))
+		header->flags |= BOLT_WIRE_FLAG_GRANTED;
 }
 
 /* The rendezvous request, or the write and its DONE (whose completion retires both). */

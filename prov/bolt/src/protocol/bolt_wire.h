@@ -38,6 +38,7 @@ enum bolt_wire_flag {
 	BOLT_WIRE_FLAG_LAST = 1 << 2,       /* the last segment of its message or request */
 	BOLT_WIRE_FLAG_WRITE = 1 << 3,      /* a rendezvous for fi_write, at key + address */
 	BOLT_WIRE_FLAG_NO_ACK = 1 << 4,     /* a rendezvous write whose initiator needs no ack */
+	BOLT_WIRE_FLAG_GRANTED = 1 << 5,    /* a write whose initiator holds a grant for its key */
 };
 
 struct bolt_wire_header {
