@@ -266,6 +266,22 @@ int rdm_wait(struct rdm_endpoint *endpoint, struct fi_cq_tagged_entry *entry,
 	return -FI_ETIMEDOUT;
 }
 
+void rdm_expect_completion(struct rdm_endpoint *endpoint, void *context, int expected_error)
+{
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	int ret = rdm_wait(endpoint, &entry, &error);
+
+	if (!expected_error) {
+		cr_assert_eq(ret, 0, "completion: %d (error %d)", ret, error.err);
+		cr_assert_eq(entry.op_context, context);
+		return;
+	}
+	cr_assert_eq(ret, -FI_EAVAIL, "expected an error completion, got %d", ret);
+	cr_assert_eq(error.err, expected_error, "error %d, expected %d", error.err, expected_error);
+	cr_assert_eq(error.op_context, context);
+}
+
 void rdm_progress_for(struct rdm_endpoint *endpoint, int milliseconds)
 {
 	struct fi_cq_tagged_entry entry;

@@ -85,6 +85,8 @@ int rdm_open_connected(struct rdm_endpoint *endpoint, const struct rdm_options *
 /* One completion (entry in FI_CQ_FORMAT_TAGGED layout); -FI_EAVAIL fills error. */
 int rdm_wait(struct rdm_endpoint *endpoint, struct fi_cq_tagged_entry *entry,
 	     struct fi_cq_err_entry *error);
+/* Asserts the next completion is context's, with expected_error (0: success). */
+void rdm_expect_completion(struct rdm_endpoint *endpoint, void *context, int expected_error);
 /* Drives progress until the peer's side channel has nothing left for us. */
 void rdm_progress_for(struct rdm_endpoint *endpoint, int milliseconds);
 

@@ -74,22 +74,6 @@ static int target_peer(int socket, void *argument)
 	return ret;
 }
 
-static void expect_completion(struct rdm_endpoint *endpoint, void *context, int expected_error)
-{
-	struct fi_cq_tagged_entry entry;
-	struct fi_cq_err_entry error;
-	int ret = rdm_wait(endpoint, &entry, &error);
-
-	if (!expected_error) {
-		cr_assert_eq(ret, 0, "completion: %d (error %d)", ret, error.err);
-		cr_assert_eq(entry.op_context, context);
-		return;
-	}
-	cr_assert_eq(ret, -FI_EAVAIL, "expected an error completion, got %d", ret);
-	cr_assert_eq(error.err, expected_error, "error %d, expected %d", error.err, expected_error);
-	cr_assert_eq(error.op_context, context);
-}
-
 /* Progress until the connection holds count grants; false after GRANT_WAIT_MS. */
 static bool wait_for_grants(struct rdm_endpoint *endpoint, unsigned int count)
 {
@@ -129,7 +113,7 @@ static void writes_into_a_granted_region(struct rdm_options *options, const char
 	/* The first write goes in segments, and the target grants the region with its ack. */
 	cr_assert_eq(fi_write(endpoint.ep, local, FIRST_WRITE, desc, endpoint.peer, remote_address,
 			      remote_key, local), 0);
-	expect_completion(&endpoint, local, 0);
+	rdm_expect_completion(&endpoint, local, 0);
 	if (granted)
 		cr_assert(wait_for_grants(&endpoint, 1), "no grant came with the answer");
 	else
@@ -142,25 +126,25 @@ static void writes_into_a_granted_region(struct rdm_options *options, const char
 				      desc, endpoint.peer, remote_address + direct_writes[i].offset,
 				      remote_key, local + direct_writes[i].offset), 0);
 	for (size_t i = 0; i < BOLT_ARRAY_LENGTH(direct_writes); i++)
-		expect_completion(&endpoint, local + direct_writes[i].offset, 0);
+		rdm_expect_completion(&endpoint, local + direct_writes[i].offset, 0);
 	cr_assert_eq(only_connection(&endpoint)->direct_writes,
 		     granted ? BOLT_ARRAY_LENGTH(direct_writes) : 0);
 
 	/* Remote CQ data rides in the immediate; data 0 would read as none, so that one asks. */
 	cr_assert_eq(fi_writedata(endpoint.ep, local + WRITTEN_END, CQ_DATA_LENGTH, desc, CQ_DATA,
 				  endpoint.peer, remote_address + WRITTEN_END, remote_key, &socket), 0);
-	expect_completion(&endpoint, &socket, 0);
+	rdm_expect_completion(&endpoint, &socket, 0);
 	direct_before = only_connection(&endpoint)->direct_writes;
 	cr_assert_eq(fi_writedata(endpoint.ep, local + WRITTEN_END + CQ_DATA_LENGTH, CQ_DATA_LENGTH,
 				  desc, 0, endpoint.peer, remote_address + WRITTEN_END + CQ_DATA_LENGTH,
 				  remote_key, &peer), 0);
-	expect_completion(&endpoint, &peer, 0);
+	rdm_expect_completion(&endpoint, &peer, 0);
 	cr_assert_eq(only_connection(&endpoint)->direct_writes, direct_before);
 
 	/* Past the region's end: asks, and the target refuses. */
 	cr_assert_eq(fi_write(endpoint.ep, local, 100, desc, endpoint.peer,
 			      remote_address + REGION_SIZE - 10, remote_key, local + 1), 0);
-	expect_completion(&endpoint, local + 1, FI_EINVAL);
+	rdm_expect_completion(&endpoint, local + 1, FI_EINVAL);
 
 	/* Delivery complete needs the target's word: asks. */
 	iov = (struct iovec) { .iov_base = local, .iov_len = 4096 };
@@ -169,7 +153,7 @@ static void writes_into_a_granted_region(struct rdm_options *options, const char
 					.addr = endpoint.peer, .rma_iov = &rma_iov, .rma_iov_count = 1,
 					.context = local + 2 };
 	cr_assert_eq(fi_writemsg(endpoint.ep, &message, FI_COMPLETION | FI_DELIVERY_COMPLETE), 0);
-	expect_completion(&endpoint, local + 2, 0);
+	rdm_expect_completion(&endpoint, local + 2, 0);
 	cr_assert_eq(only_connection(&endpoint)->direct_writes, direct_before);
 
 	/* The target checks the data and closes the region: the grant goes, writes to it fail. */
@@ -178,7 +162,7 @@ static void writes_into_a_granted_region(struct rdm_options *options, const char
 	cr_assert(wait_for_grants(&endpoint, 0), "the closed region's grant stayed");
 	cr_assert_eq(fi_write(endpoint.ep, local, 4096, desc, endpoint.peer, remote_address,
 			      remote_key, local + 3), 0);
-	expect_completion(&endpoint, local + 3, FI_EACCES);
+	rdm_expect_completion(&endpoint, local + 3, FI_EACCES);
 	cr_assert_eq(only_connection(&endpoint)->direct_writes, direct_before);
 
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
@@ -230,11 +214,11 @@ Test(direct_write, own_address)
 
 	cr_assert_eq(fi_write(endpoint.ep, local, 131072, desc, endpoint.peer, (uintptr_t) region,
 			      fi_mr_key(region_mr), local), 0);
-	expect_completion(&endpoint, local, 0);
+	rdm_expect_completion(&endpoint, local, 0);
 	cr_assert(wait_for_grants(&endpoint, 1), "no grant to ourselves");
 	cr_assert_eq(fi_write(endpoint.ep, local + 131072, 5000, desc, endpoint.peer,
 			      (uintptr_t) region + 131072, fi_mr_key(region_mr), local + 1), 0);
-	expect_completion(&endpoint, local + 1, 0);
+	rdm_expect_completion(&endpoint, local + 1, 0);
 	cr_assert_eq(only_connection(&endpoint)->direct_writes, 1);
 	cr_assert(rdm_check(region, 131072 + 5000, SEED), "the data differs");
 
@@ -243,7 +227,7 @@ Test(direct_write, own_address)
 	cr_assert_eq(HASH_COUNT(only_connection(&endpoint)->grants), 0);
 	cr_assert_eq(fi_write(endpoint.ep, local, 4096, desc, endpoint.peer, (uintptr_t) region, key,
 			      local + 2), 0);
-	expect_completion(&endpoint, local + 2, FI_EACCES);
+	rdm_expect_completion(&endpoint, local + 2, FI_EACCES);
 	cr_assert_eq(fi_close(&local_mr->fid), 0);
 	rdm_close(&endpoint);
 	rdm_environment_cleanup(&options);

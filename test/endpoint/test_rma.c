@@ -52,22 +52,6 @@ static int target_peer(int socket, void *argument)
 	return ret;
 }
 
-static void expect_completion(struct rdm_endpoint *endpoint, void *context, int expected_error)
-{
-	struct fi_cq_tagged_entry entry;
-	struct fi_cq_err_entry error;
-	int ret = rdm_wait(endpoint, &entry, &error);
-
-	if (!expected_error) {
-		cr_assert_eq(ret, 0, "completion: %d (error %d)", ret, error.err);
-		cr_assert_eq(entry.op_context, context);
-		return;
-	}
-	cr_assert_eq(ret, -FI_EAVAIL, "expected an error completion, got %d", ret);
-	cr_assert_eq(error.err, expected_error, "error %d, expected %d", error.err, expected_error);
-	cr_assert_eq(error.op_context, context);
-}
-
 static void rma_between_processes(struct rdm_options *options, const char *tag)
 {
 	struct rdm_endpoint endpoint;
@@ -88,17 +72,17 @@ static void rma_between_processes(struct rdm_options *options, const char *tag)
 	rdm_fill(local, 100000, 7);
 	cr_assert_eq(fi_write(endpoint.ep, local, 50000, fi_mr_desc(local_mr), endpoint.peer,
 			      remote_address, remote_key, &socket), 0);
-	expect_completion(&endpoint, &socket, 0);
+	rdm_expect_completion(&endpoint, &socket, 0);
 	/* 100,000 bytes: written by RDMA where the device can, remote CQ data after the data. */
 	cr_assert_eq(fi_writedata(endpoint.ep, local, 100000, fi_mr_desc(local_mr), 0xcafe,
 				  endpoint.peer, remote_address, remote_key, &peer), 0);
-	expect_completion(&endpoint, &peer, 0);
+	rdm_expect_completion(&endpoint, &peer, 0);
 
 	/* A read of the other half, the target's pattern. */
 	memset(local, 0, REGION_SIZE);
 	cr_assert_eq(fi_read(endpoint.ep, local, REGION_SIZE / 2, fi_mr_desc(local_mr), endpoint.peer,
 			     remote_address + REGION_SIZE / 2, remote_key, local), 0);
-	expect_completion(&endpoint, local, 0);
+	rdm_expect_completion(&endpoint, local, 0);
 	cr_assert(rdm_check(local, REGION_SIZE / 2, 99), "read data differs");
 
 	/* inject_write reports nothing; reading the bytes back shows they landed. */
@@ -108,24 +92,24 @@ static void rma_between_processes(struct rdm_options *options, const char *tag)
 	memset(local + 8192, 0, 64);
 	cr_assert_eq(fi_read(endpoint.ep, local + 8192, 64, fi_mr_desc(local_mr), endpoint.peer,
 			     remote_address + 200000, remote_key, local + 6), 0);
-	expect_completion(&endpoint, local + 6, 0);
+	rdm_expect_completion(&endpoint, local + 6, 0);
 	cr_assert(rdm_check(local + 8192, 64, 11), "inject_write data");
 
 	/* Large ones too: out of bounds, and a key the target never enabled. */
 	cr_assert_eq(fi_write(endpoint.ep, local, 200000, NULL, endpoint.peer, remote_address + 100000,
 			      remote_key, local + 4), 0);
-	expect_completion(&endpoint, local + 4, FI_EINVAL);
+	rdm_expect_completion(&endpoint, local + 4, FI_EINVAL);
 	cr_assert_eq(fi_write(endpoint.ep, local, 100000, NULL, endpoint.peer, remote_address,
 			      remote_key + 1000, local + 5), 0);
-	expect_completion(&endpoint, local + 5, FI_EACCES);
+	rdm_expect_completion(&endpoint, local + 5, FI_EACCES);
 
 	/* Out of bounds, and a key the target never enabled. */
 	cr_assert_eq(fi_write(endpoint.ep, local, 4096, NULL, endpoint.peer,
 			      remote_address + REGION_SIZE - 100, remote_key, local + 1), 0);
-	expect_completion(&endpoint, local + 1, FI_EINVAL);
+	rdm_expect_completion(&endpoint, local + 1, FI_EINVAL);
 	cr_assert_eq(fi_read(endpoint.ep, local, 64, NULL, endpoint.peer, remote_address,
 			     remote_key + 1000, local + 2), 0);
-	expect_completion(&endpoint, local + 2, FI_EACCES);
+	rdm_expect_completion(&endpoint, local + 2, FI_EACCES);
 
 	/* The NCCL flush: a read from our own address, of our own region. */
 	cr_assert_eq(fi_av_insert(endpoint.av, NULL, 0, NULL, 0, NULL), 0);
@@ -139,7 +123,7 @@ static void rma_between_processes(struct rdm_options *options, const char *tag)
 		rdm_fill(local, 64, 5);
 		cr_assert_eq(fi_read(endpoint.ep, local + 4096, 64, fi_mr_desc(local_mr), self,
 				     (uintptr_t) local, fi_mr_key(local_mr), local + 3), 0);
-		expect_completion(&endpoint, local + 3, 0);
+		rdm_expect_completion(&endpoint, local + 3, 0);
 		cr_assert(rdm_check(local + 4096, 64, 5), "a read from our own address");
 	}
 
