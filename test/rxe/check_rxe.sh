@@ -143,6 +143,7 @@ fi
 criterion test/rxe/test_rxe_semantics
 criterion test/endpoint/test_msg
 criterion test/endpoint/test_rma
+criterion test/endpoint/test_direct_write
 criterion test/endpoint/test_api
 criterion test/endpoint/test_liveness
 criterion test/collective/test_collective --filter 'collective_focused/*'
