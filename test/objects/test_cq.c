@@ -33,8 +33,13 @@ static int report(struct fid_cq *cq_fid, uintptr_t context, fi_addr_t source)
 	int ret;
 
 	bolt_domain_lock(&objects.domain);
-	ret = bolt_cq_report(bolt_cq_of(cq_fid), (void *) context, FI_RECV | FI_TAGGED, 100 + context,
-			     (void *) 0xb0f, 0xda7a + context, 0x7a9 + context, source);
+	ret = bolt_cq_report(bolt_cq_of(cq_fid),
+			     &(struct fi_cq_tagged_entry) { .op_context = (void *) context,
+							    .flags = FI_RECV | FI_TAGGED,
+							    .len = 100 + context, .buf = (void *) 0xb0f,
+							    .data = 0xda7a + context,
+							    .tag = 0x7a9 + context },
+			     source);
 	bolt_domain_unlock(&objects.domain);
 	return ret;
 }
@@ -44,8 +49,12 @@ static int report_error(struct fid_cq *cq_fid, uintptr_t context, int provider_e
 	int ret;
 
 	bolt_domain_lock(&objects.domain);
-	ret = bolt_cq_report_error(bolt_cq_of(cq_fid), (void *) context, FI_SEND | FI_MSG, 64,
-				   (void *) 0xb0f, 0xda7a, 0x7a9, 12, FI_EIO, provider_error);
+	ret = bolt_cq_report_error(bolt_cq_of(cq_fid),
+				   &(struct fi_cq_tagged_entry) { .op_context = (void *) context,
+								  .flags = FI_SEND | FI_MSG, .len = 64,
+								  .buf = (void *) 0xb0f, .data = 0xda7a,
+								  .tag = 0x7a9 },
+				   12, FI_EIO, provider_error);
 	bolt_domain_unlock(&objects.domain);
 	return ret;
 }
@@ -180,7 +189,8 @@ Test(cq, read_drives_progress_first)
 
 static void complete_from_progress(struct bolt_domain *domain, void *argument)
 {
-	bolt_cq_report(argument, (void *) 42, FI_SEND, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
+	bolt_cq_report(argument, &(struct fi_cq_tagged_entry) { .op_context = (void *) 42, .flags = FI_SEND },
+		       FI_ADDR_NOTAVAIL);
 	objects.progress_hook = NULL;
 }
 
@@ -386,7 +396,9 @@ Test(cq, sreadfrom_wakes_for_a_completion_from_another_thread)
 static void complete_on_fifth_progress(struct bolt_domain *domain, void *argument)
 {
 	if (atomic_load(&objects.progress_calls) == 5)
-		bolt_cq_report(argument, (void *) 5, FI_SEND, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
+		bolt_cq_report(argument,
+			       &(struct fi_cq_tagged_entry) { .op_context = (void *) 5, .flags = FI_SEND },
+			       FI_ADDR_NOTAVAIL);
 }
 
 Test(cq, sread_forever_returns_what_progress_completes)

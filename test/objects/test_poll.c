@@ -50,7 +50,9 @@ static void complete_one(struct bolt_domain *domain, void *argument)
 	struct completions *completions = argument;
 
 	if (completions->cq)
-		bolt_cq_report(completions->cq, (void *) 0x1, FI_SEND | FI_MSG, 0, NULL, 0, 0,
+		bolt_cq_report(completions->cq,
+			       &(struct fi_cq_tagged_entry) { .op_context = (void *) 0x1,
+							      .flags = FI_SEND | FI_MSG },
 			       FI_ADDR_NOTAVAIL);
 	if (completions->cntr)
 		bolt_cntr_increment(completions->cntr);
@@ -104,8 +106,9 @@ Test(poll, names_a_queue_holding_an_error)
 	void *context = NULL;
 
 	cr_assert_eq(fi_poll_add(poll, &cq->fid, 0), 0);
-	cr_assert_eq(bolt_cq_report_error(bolt_container_of(cq, struct bolt_cq, cq_fid), NULL,
-					  FI_RECV, 0, NULL, 0, 0, 0, FI_EIO, 0), 0);
+	cr_assert_eq(bolt_cq_report_error(bolt_container_of(cq, struct bolt_cq, cq_fid),
+					  &(struct fi_cq_tagged_entry) { .flags = FI_RECV }, 0, FI_EIO,
+					  0), 0);
 	cr_assert_eq(fi_poll(poll, &context, 1), 1);
 	cr_assert_eq(context, (void *) 0xe0);
 	cr_assert_eq(fi_poll_del(poll, &cq->fid, 0), 0);

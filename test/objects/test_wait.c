@@ -54,8 +54,12 @@ Test(wait, cq_fd_readable_while_entries_wait)
 	cr_assert_not(readable(fd));
 	cr_assert_eq(try_wait(&cq->fid), 0, "nothing queued, no endpoint: safe to block");
 
-	cr_assert_eq(bolt_cq_report(bolt_cq, (void *) 1, FI_SEND, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL), 0);
-	cr_assert_eq(bolt_cq_report(bolt_cq, (void *) 2, FI_SEND, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL), 0);
+	cr_assert_eq(bolt_cq_report(bolt_cq, &(struct fi_cq_tagged_entry) { .op_context = (void *) 1,
+									    .flags = FI_SEND },
+				    FI_ADDR_NOTAVAIL), 0);
+	cr_assert_eq(bolt_cq_report(bolt_cq, &(struct fi_cq_tagged_entry) { .op_context = (void *) 2,
+									    .flags = FI_SEND },
+				    FI_ADDR_NOTAVAIL), 0);
 	cr_assert(readable(fd));
 	cr_assert_eq(try_wait(&cq->fid), -FI_EAGAIN);
 	cr_assert_eq(fi_cq_read(cq, &entry, 1), 1);
@@ -63,7 +67,8 @@ Test(wait, cq_fd_readable_while_entries_wait)
 	cr_assert_eq(fi_cq_read(cq, &entry, 1), 1);
 	cr_assert_not(readable(fd));
 
-	cr_assert_eq(bolt_cq_report_error(bolt_cq, NULL, FI_RECV, 0, NULL, 0, 0, 0, FI_EIO, 0), 0);
+	cr_assert_eq(bolt_cq_report_error(bolt_cq, &(struct fi_cq_tagged_entry) { .flags = FI_RECV }, 0,
+					  FI_EIO, 0), 0);
 	cr_assert(readable(fd));
 	cr_assert_eq(fi_cq_readerr(cq, &error, 0), 1);
 	cr_assert_not(readable(fd));

@@ -113,8 +113,7 @@ static int bolt_cq_grow(struct bolt_cq *cq)
 	return 0;
 }
 
-int bolt_cq_report(struct bolt_cq *cq, void *op_context, uint64_t flags, size_t length,
-		   void *buffer, uint64_t data, uint64_t tag, fi_addr_t source)
+int bolt_cq_report(struct bolt_cq *cq, const struct fi_cq_tagged_entry *completion, fi_addr_t source)
 {
 	struct bolt_cq_entry *slot;
 	int ret;
@@ -125,23 +124,15 @@ int bolt_cq_report(struct bolt_cq *cq, void *op_context, uint64_t flags, size_t 
 			return ret;
 	}
 	slot = &cq->ring[(cq->head + cq->count) % cq->capacity];
-	slot->entry = (struct fi_cq_tagged_entry) {
-		.op_context = op_context,
-		.flags = flags,
-		.len = length,
-		.buf = buffer,
-		.data = data,
-		.tag = tag,
-	};
+	slot->entry = *completion;
 	slot->source = source;
 	cq->count++;
 	bolt_wait_fd_set(&cq->wait_fd, true);
 	return 0;
 }
 
-int bolt_cq_report_error(struct bolt_cq *cq, void *op_context, uint64_t flags, size_t length,
-			 void *buffer, uint64_t data, uint64_t tag, size_t overflow_length,
-			 int error, int provider_error)
+int bolt_cq_report_error(struct bolt_cq *cq, const struct fi_cq_tagged_entry *completion,
+			 size_t overflow_length, int error, int provider_error)
 {
 	struct bolt_cq_error *cq_error = calloc(1, sizeof(*cq_error));
 
@@ -150,12 +141,12 @@ int bolt_cq_report_error(struct bolt_cq *cq, void *op_context, uint64_t flags, s
 		return -FI_ENOMEM;
 	}
 	cq_error->entry = (struct fi_cq_err_entry) {
-		.op_context = op_context,
-		.flags = flags,
-		.len = length,
-		.buf = buffer,
-		.data = data,
-		.tag = tag,
+		.op_context = completion->op_context,
+		.flags = completion->flags,
+		.len = completion->len,
+		.buf = completion->buf,
+		.data = completion->data,
+		.tag = completion->tag,
 		.olen = overflow_length,
 		.err = error,
 		.prov_errno = provider_error,

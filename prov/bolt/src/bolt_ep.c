@@ -43,13 +43,17 @@ static void bolt_endpoint_report(struct bolt_cq *cq, bool wanted, void *context,
 				 size_t length, void *buffer, uint64_t data, uint64_t tag,
 				 fi_addr_t source, size_t overflow_length, int status)
 {
+	struct fi_cq_tagged_entry completion = {
+		.op_context = context, .flags = flags, .len = length, .buf = buffer, .data = data,
+		.tag = tag,
+	};
+
 	if (!cq)
 		return;
 	if (status)
-		bolt_cq_report_error(cq, context, flags, length, buffer, data, tag, overflow_length,
-				     status, 0);
+		bolt_cq_report_error(cq, &completion, overflow_length, status, 0);
 	else if (wanted)
-		bolt_cq_report(cq, context, flags, length, buffer, data, tag, source);
+		bolt_cq_report(cq, &completion, source);
 }
 
 void bolt_endpoint_complete_transmit(struct bolt_endpoint *endpoint, struct bolt_transmit *transmit)
@@ -117,12 +121,14 @@ void bolt_endpoint_complete_receive(struct bolt_endpoint *endpoint, struct bolt_
 void bolt_endpoint_count_remote(struct bolt_endpoint *endpoint, enum bolt_counter_kind kind,
 				bool remote_cq_data, uint32_t cq_data, size_t length)
 {
+	struct fi_cq_tagged_entry completion = {
+		.flags = FI_REMOTE_CQ_DATA | FI_RMA | FI_REMOTE_WRITE, .len = length, .data = cq_data,
+	};
+
 	bolt_endpoint_count(endpoint, kind, 0);
 	/* fi_writedata: a completion at the target that consumes no posted receive. */
 	if (remote_cq_data && endpoint->receive_cq)
-		bolt_cq_report(endpoint->receive_cq, NULL,
-			       FI_REMOTE_CQ_DATA | FI_RMA | FI_REMOTE_WRITE, length, NULL, cq_data, 0,
-			       FI_ADDR_NOTAVAIL);
+		bolt_cq_report(endpoint->receive_cq, &completion, FI_ADDR_NOTAVAIL);
 }
 
 void bolt_endpoint_progress(struct bolt_endpoint *endpoint)

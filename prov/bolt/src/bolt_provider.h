@@ -131,12 +131,10 @@ struct bolt_cq {
 int bolt_cq_open(struct fid_domain *domain_fid, struct fi_cq_attr *attr,
 		 struct fid_cq **cq_fid, void *context);
 /* A successful completion; the queue grows when full (-FI_ENOMEM if it cannot). Lock held. */
-int bolt_cq_report(struct bolt_cq *cq, void *op_context, uint64_t flags, size_t length,
-		   void *buffer, uint64_t data, uint64_t tag, fi_addr_t source);
+int bolt_cq_report(struct bolt_cq *cq, const struct fi_cq_tagged_entry *completion, fi_addr_t source);
 /* A failed operation, read with fi_cq_readerr; error is a positive FI_E* code. */
-int bolt_cq_report_error(struct bolt_cq *cq, void *op_context, uint64_t flags, size_t length,
-			 void *buffer, uint64_t data, uint64_t tag, size_t overflow_length,
-			 int error, int provider_error);
+int bolt_cq_report_error(struct bolt_cq *cq, const struct fi_cq_tagged_entry *completion,
+			 size_t overflow_length, int error, int provider_error);
 
 /* ---- Counters ---- */
 

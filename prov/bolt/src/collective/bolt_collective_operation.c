@@ -62,6 +62,9 @@ static void bolt_collective_report(struct bolt_collective_operation *operation)
 {
 	struct bolt_endpoint *endpoint = operation->group->endpoint;
 	struct bolt_cq *cq = endpoint->transmit_cq;
+	struct fi_cq_tagged_entry completion = {
+		.op_context = operation->context, .flags = FI_COLLECTIVE,
+	};
 
 	operation->group->active--;
 	if (operation->join) {
@@ -71,10 +74,9 @@ static void bolt_collective_report(struct bolt_collective_operation *operation)
 	if (!cq)
 		return;
 	if (operation->status)
-		bolt_cq_report_error(cq, operation->context, FI_COLLECTIVE, 0, NULL, 0, 0, 0,
-				     operation->status, 0);
+		bolt_cq_report_error(cq, &completion, 0, operation->status, 0);
 	else if (!endpoint->transmit_selective || (operation->flags & FI_COMPLETION))
-		bolt_cq_report(cq, operation->context, FI_COLLECTIVE, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
+		bolt_cq_report(cq, &completion, FI_ADDR_NOTAVAIL);
 }
 
 /* A member whose connection failed: its error, else 0. */
