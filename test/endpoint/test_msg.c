@@ -8,6 +8,8 @@
 #include <unistd.h>
 #include <criterion/criterion.h>
 
+#include "bolt_endpoint.h"
+#include "rails/bolt_mr_cache.h"
 #include "rdm_fixture.h"
 
 static const size_t message_sizes[] = { 0, 1, 100, 4032, 4033, 65536, (1 << 20) + 7 };
@@ -276,4 +278,51 @@ Test(msg, burst_rocev2_send_only)
 	struct rdm_options options = { .profile = "rocev2", .send_only = true };
 
 	burst_of_messages(&options, "msg-burst-roce-so");
+}
+
+/* Registrations the domain's cache has made or reused: one per rendezvous end, none for segments. */
+static uint64_t registrations_used(struct rdm_endpoint *endpoint)
+{
+	struct bolt_domain *domain = bolt_container_of(endpoint->domain, struct bolt_domain, domain_fid);
+	struct bolt_mr_cache_stats stats;
+
+	bolt_mr_cache_stats(domain->mr_cache, &stats);
+	return stats.hits + stats.misses;
+}
+
+/* A 32 KiB message to ourselves; threshold: FI_BOLT_RENDEZVOUS_THRESHOLD, or NULL for the default. */
+static uint64_t registrations_for_32k_message(const char *threshold)
+{
+	struct rdm_options options = { .profile = "thunderbolt" };
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	size_t length = 32 * 1024;
+	char *buffer = malloc(2 * length);
+	uint64_t used;
+
+	cr_assert(buffer);
+	if (threshold)
+		setenv("FI_BOLT_RENDEZVOUS_THRESHOLD", threshold, 1);
+	rdm_environment(&options, "msg-threshold");
+	cr_assert_eq(rdm_open_self(&endpoint, &options), 0);
+	rdm_fill(buffer, length, 3);
+	cr_assert_eq(fi_recv(endpoint.ep, buffer + length, length, NULL, FI_ADDR_UNSPEC, NULL), 0);
+	cr_assert_eq(fi_send(endpoint.ep, buffer, length, NULL, endpoint.peer, NULL), 0);
+	for (int completions = 0; completions < 2; completions++)
+		cr_assert_eq(rdm_wait(&endpoint, &entry, &error), 0, "error %d", error.err);
+	cr_assert(rdm_check(buffer + length, length, 3), "the message arrived damaged");
+	used = registrations_used(&endpoint);
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(&options);
+	unsetenv("FI_BOLT_RENDEZVOUS_THRESHOLD");
+	free(buffer);
+	return used;
+}
+
+/* By default 32 KiB goes by rendezvous (both buffers registered); above the threshold, in segments. */
+Test(msg, rendezvous_threshold)
+{
+	cr_expect_eq(registrations_for_32k_message(NULL), 2);
+	cr_expect_eq(registrations_for_32k_message("65536"), 0);
 }

@@ -48,6 +48,7 @@ struct bolt_params {
 	char job_key[256];          /* FI_BOLT_JOB_KEY: "" is "uid:<user id>" */
 	char side_channel_address[64];  /* FI_BOLT_SIDE_CHANNEL_ADDRESS: "" chooses */
 	int data_rails;             /* FI_BOLT_DATA_RAILS: queue pairs per peer for bulk writes; -1 chooses */
+	int rendezvous_threshold;   /* FI_BOLT_RENDEZVOUS_THRESHOLD: bytes written by RDMA from */
 	int collective_ring_threshold;  /* FI_BOLT_COLLECTIVE_RING_THRESHOLD: bytes */
 	int collective_segment_size;    /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE: bytes */
 	int collective_lanes;           /* FI_BOLT_COLLECTIVE_LANES: segments in flight */
@@ -55,6 +56,11 @@ struct bolt_params {
 
 /* Most data rails a connection stripes its large writes across. */
 #define BOLT_MAX_DATA_RAILS 4
+/*
+ * FI_BOLT_RENDEZVOUS_THRESHOLD's default: from 16 KiB, a request, an answer
+ * and one RDMA write cost less than four segments copied at both ends.
+ */
+#define BOLT_RENDEZVOUS_THRESHOLD (16 * 1024)
 
 /* Defines the parameters with libfabric; safe to call more than once. */
 void bolt_params_define(void);

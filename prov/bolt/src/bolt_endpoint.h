@@ -33,12 +33,11 @@ enum bolt_counter_kind {
 };
 
 /*
- * Large messages on devices with RDMA write: the receiver says where, the
- * sender writes there and says done. Anything that cannot be registered
- * falls back to segments. Several may wait for their answers at once.
+ * Large messages on devices with RDMA write (from FI_BOLT_RENDEZVOUS_THRESHOLD
+ * bytes): the receiver says where, the sender writes there and says done.
+ * Anything that cannot be registered falls back to segments. Several may
+ * wait for their answers at once.
  */
-#define BOLT_RENDEZVOUS_THRESHOLD (64 * 1024)
-
 enum bolt_rendezvous_phase {
 	BOLT_RENDEZVOUS_NONE,           /* segments */
 	BOLT_RENDEZVOUS_ASK,            /* the request is still to be sent */

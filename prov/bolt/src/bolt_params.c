@@ -76,6 +76,10 @@ static const struct bolt_param bolt_param_table[] = {
 		"device has queue pairs to spare (default: -1, one on devices with 64 queue pairs "
 		"or more, none on devices with few, such as Thunderbolt's 10, which connections to "
 		"peers need; 0: the control rail carries them)"),
+	BOLT_INT_PARAM("rendezvous_threshold", rendezvous_threshold, 4096, 1 << 30,
+		"Messages and writes of at least this many bytes are written by RDMA into the "
+		"receiver's buffer after a request and its answer; smaller ones go in 4 KiB "
+		"segments, copied at both ends (default: 16384)"),
 	BOLT_INT_PARAM("collective_ring_threshold", collective_ring_threshold, 0, 1 << 30,
 		"All-reduce, all-gather and reduce-scatter of at least this many bytes in all run "
 		"as a pipelined ring; smaller ones fully connected, in one round (default: 131072)"),
@@ -95,6 +99,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.soft_seed = 1,
 	.soft_copy = "auto",
 	.data_rails = -1,
+	.rendezvous_threshold = BOLT_RENDEZVOUS_THRESHOLD,
 	.collective_ring_threshold = 131072,
 	.collective_segment_size = 4 << 20,
 	.collective_lanes = 4,

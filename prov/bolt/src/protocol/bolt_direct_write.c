@@ -179,7 +179,9 @@ void bolt_direct_write_forget_all(struct bolt_connection *connection)
 static bool bolt_direct_write_suits(const struct bolt_transmit *transmit)
 {
 	/* Registering memory outside an open MR for one write costs more than asking. */
-	bool registration_pays = transmit->covered || transmit->length >= BOLT_RENDEZVOUS_THRESHOLD;
+	const struct bolt_params *params = &transmit->connection->endpoint->domain->fabric->params;
+	bool registration_pays = transmit->covered ||
+				 transmit->length >= (size_t) params->rendezvous_threshold;
 
 	return transmit->op == BOLT_WIRE_WRITE && !transmit->internal && !transmit->inject_copy &&
 	       transmit->iov_count == 1 && transmit->length && transmit->length <= UINT32_MAX &&

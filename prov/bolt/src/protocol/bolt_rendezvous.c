@@ -28,7 +28,7 @@ bool bolt_rendezvous_wanted(const struct bolt_transmit *transmit)
 	return domain->rdma_write && (transmit->op == BOLT_WIRE_MESSAGE || transmit->op == BOLT_WIRE_WRITE) &&
 	       !transmit->internal &&
 	       !transmit->inject_copy && transmit->iov_count == 1 &&
-	       transmit->length >= BOLT_RENDEZVOUS_THRESHOLD;
+	       transmit->length >= (size_t) domain->fabric->params.rendezvous_threshold;
 }
 
 void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_mr_cache_entry **registration,
