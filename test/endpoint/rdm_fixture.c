@@ -142,6 +142,13 @@ int rdm_open_endpoint(struct rdm_endpoint *endpoint, const struct rdm_endpoint *
 	ret = fi_ep_bind(endpoint->ep, &endpoint->cq->fid, FI_TRANSMIT | FI_RECV);
 	if (!ret)
 		ret = fi_ep_bind(endpoint->ep, &endpoint->av->fid, 0);
+	if (!ret && options->count_remote_writes) {
+		struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
+
+		ret = fi_cntr_open(endpoint->domain, &cntr_attr, &endpoint->remote_writes, NULL);
+		if (!ret)
+			ret = fi_ep_bind(endpoint->ep, &endpoint->remote_writes->fid, FI_REMOTE_WRITE);
+	}
 	return ret;
 }
 
@@ -185,6 +192,7 @@ static void rdm_close_fid(struct fid *fid)
 void rdm_close(struct rdm_endpoint *endpoint)
 {
 	rdm_close_fid(endpoint->ep ? &endpoint->ep->fid : NULL);
+	rdm_close_fid(endpoint->remote_writes ? &endpoint->remote_writes->fid : NULL);
 	rdm_close_fid(endpoint->av ? &endpoint->av->fid : NULL);
 	rdm_close_fid(endpoint->cq ? &endpoint->cq->fid : NULL);
 	if (endpoint->shares_domain) {

@@ -30,6 +30,7 @@ struct rdm_endpoint {
 	struct fid_ep *ep;
 	struct fid_cq *cq;
 	struct fid_av *av;
+	struct fid_cntr *remote_writes;         /* options->count_remote_writes: bound to FI_REMOTE_WRITE */
 	fi_addr_t peer;
 	bool shares_domain;             /* on another's domain: rdm_close leaves that open */
 };
@@ -47,6 +48,7 @@ struct rdm_options {
 	uint64_t flags;
 	uint64_t tx_op_flags;           /* hints->tx_attr->op_flags */
 	size_t tx_size;                 /* hints->tx_attr->size */
+	bool count_remote_writes;       /* a counter bound to the endpoint for FI_REMOTE_WRITE */
 };
 
 /*

@@ -4,7 +4,8 @@
  * without asking: the data lands, remote CQ data arrives with its length,
  * out-of-bounds and delivery-complete writes still ask (and the first fails),
  * and closing the region revokes the grant, so a write to it fails with
- * FI_EACCES instead of being lost.
+ * FI_EACCES instead of being lost. On RC, to a target that counts no remote
+ * writes, direct writes are plain RDMA writes; a counting target sees each.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,27 @@ static struct bolt_connection *only_connection(struct rdm_endpoint *endpoint)
 	return bolt->connections;
 }
 
-/* The target: checks the remote CQ data it gets, the data, then closes the region. */
+/* Every write that succeeded: the first, the direct ones, two writedata, one delivery complete. */
+#define REMOTE_WRITES (1 + BOLT_ARRAY_LENGTH(direct_writes) + 2 + 1)
+
+/* A counting target sees each write, direct ones too, within GRANT_WAIT_MS. */
+static bool remote_writes_counted(struct rdm_endpoint *endpoint)
+{
+	struct fi_cq_tagged_entry entry;
+
+	for (int waited = 0; waited < GRANT_WAIT_MS; waited += 10) {
+		if (fi_cntr_read(endpoint->remote_writes) == REMOTE_WRITES)
+			return true;
+		fi_cq_read(endpoint->cq, &entry, 0);
+		rdm_progress_for(endpoint, 10);
+	}
+	return false;
+}
+
+/*
+ * The target: checks the remote CQ data it gets, the data, and with a
+ * counter the count, then closes the region.
+ */
 static int target_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
@@ -63,6 +84,8 @@ static int target_peer(int socket, void *argument)
 	}
 	if (!ret && (data_seen != 3 || !rdm_check(region, WRITTEN_END + 2 * CQ_DATA_LENGTH, SEED)))
 		ret = 3;
+	if (!ret && options->count_remote_writes && !remote_writes_counted(&endpoint))
+		ret = 4;
 	if (mr && !ret)
 		ret = fi_close(&mr->fid);
 	if (!ret)
@@ -72,6 +95,11 @@ static int target_peer(int socket, void *argument)
 	rdm_close(&endpoint);
 	free(region);
 	return ret;
+}
+
+static bool reliable(struct rdm_endpoint *endpoint)
+{
+	return only_connection(endpoint)->qp->qp_type == IBV_QPT_RC;
 }
 
 /* Progress until the connection holds count grants; false after GRANT_WAIT_MS. */
@@ -129,6 +157,10 @@ static void writes_into_a_granted_region(struct rdm_options *options, const char
 		rdm_expect_completion(&endpoint, local + direct_writes[i].offset, 0);
 	cr_assert_eq(only_connection(&endpoint)->direct_writes,
 		     granted ? BOLT_ARRAY_LENGTH(direct_writes) : 0);
+	/* Plain, the target never sees them: only on RC (UC loses writes silently), to a target that counts none. */
+	cr_assert_eq(only_connection(&endpoint)->plain_writes,
+		     granted && reliable(&endpoint) && !options->count_remote_writes ?
+		     BOLT_ARRAY_LENGTH(direct_writes) : 0);
 
 	/* Remote CQ data rides in the immediate; data 0 would read as none, so that one asks. */
 	cr_assert_eq(fi_writedata(endpoint.ep, local + WRITTEN_END, CQ_DATA_LENGTH, desc, CQ_DATA,
@@ -183,6 +215,23 @@ Test(direct_write, rocev2)
 	struct rdm_options options = { .profile = "rocev2", .mr_mode = MR_MODE };
 
 	writes_into_a_granted_region(&options, "direct-roce");
+}
+
+/* A target that counts remote writes must see each: no plain ones, even on RC. */
+Test(direct_write, rocev2_counting_target)
+{
+	struct rdm_options options = { .profile = "rocev2", .mr_mode = MR_MODE,
+				       .count_remote_writes = true };
+
+	writes_into_a_granted_region(&options, "direct-roce-count");
+}
+
+Test(direct_write, thunderbolt_counting_target)
+{
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE,
+				       .count_remote_writes = true };
+
+	writes_into_a_granted_region(&options, "direct-tb-count");
 }
 
 /* Without RDMA write nothing is granted: every write goes in segments, with the same results. */

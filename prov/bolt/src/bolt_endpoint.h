@@ -57,6 +57,7 @@ struct bolt_region_grant {
 	uint64_t length;
 	uint64_t target_address;        /* that byte in the peer's memory */
 	uint32_t rkey;
+	bool quiet;                     /* the peer needs no word of writes without remote CQ data */
 	UT_hash_handle hh;              /* connection->grants, by key */
 };
 
@@ -87,6 +88,7 @@ struct bolt_transmit {
 	void *context;
 	uint64_t flags;                 /* FI_COMPLETION, FI_TAGGED, FI_REMOTE_CQ_DATA, ... */
 	bool internal;                  /* a reply: no completion for the application */
+	uint8_t wire_flags;             /* internal: header flags of its own (a grant's QUIET) */
 	struct iovec iov[BOLT_IOV_LIMIT];
 	size_t iov_count;
 	size_t length;
@@ -99,6 +101,7 @@ struct bolt_transmit {
 	bool covered;                   /* the buffer lies in an open MR: its registration may stay */
 	uint32_t rail_mask;             /* WRITE phase: the data rails to stripe across, or none */
 	uint64_t target_address;        /* WRITE, DIRECT phases: where to write */
+	bool plain_write;               /* DIRECT phase: no immediate data, no receive consumed */
 	uint32_t target_rkey;
 	size_t target_length;
 	bool silent;                    /* fi_inject: counters, but no CQ entry */
@@ -216,7 +219,8 @@ struct bolt_connection {
 	uint32_t stripes_sent;          /* data rail stripes and direct writes posted to the peer, */
 	uint32_t stripes_received;      /* and arrived from it */
 	struct bolt_region_grant *grants;       /* the peer's regions we may write directly */
-	uint64_t direct_writes;         /* posted into them */
+	uint64_t direct_writes;         /* posted into them, */
+	uint64_t plain_writes;          /* of which without immediate data */
 	struct bolt_loss_watch loss;
 	int outstanding_sends;          /* posted, send completion pending */
 	uint64_t next_request_id;

@@ -10,7 +10,10 @@
  * are one RDMA write with immediate data each, on the control rail's queue
  * pair: the immediate (the remote CQ data, or 0 for none) consumes a control
  * receive, so the write is counted against credits like a message, and the
- * target sees it arrive, reports it and counts it for loss detection. Writes
+ * target sees it arrive, reports it and counts it for loss detection. On a
+ * reliable (RC) queue pair, to a target that counts no remote writes, a write
+ * without remote CQ data is a plain RDMA write that the target never sees,
+ * as with raw verbs. Writes
  * that need the target's word (FI_DELIVERY_COMPLETE, remote CQ data 0, out of
  * the region's bounds) still ask. Closing the MR revokes the grant; a write
  * already on its way into a closed region is lost, which UC loss detection
@@ -49,6 +52,12 @@ static bool bolt_direct_write_hold(struct bolt_domain *domain, struct bolt_mr *m
 	return true;
 }
 
+/* Whether this end counts remote writes: then it must see each, even without remote CQ data. */
+static bool bolt_direct_write_counted(const struct bolt_endpoint *endpoint)
+{
+	return endpoint->counters[BOLT_COUNTER_REMOTE_WRITE] != NULL;
+}
+
 void bolt_direct_write_grant(struct bolt_connection *connection, const struct bolt_wire_header *header)
 {
 	struct bolt_endpoint *endpoint = connection->endpoint;
@@ -67,6 +76,7 @@ void bolt_direct_write_grant(struct bolt_connection *connection, const struct bo
 	if (!grant)
 		return;
 	grant->remote_key = key;
+	grant->wire_flags = bolt_direct_write_counted(endpoint) ? 0 : BOLT_WIRE_FLAG_QUIET;
 	grant->tag = bolt_mr_base(mr);
 	grant->length = mr->length;
 	grant->remote_address = (uintptr_t) mr->address;
@@ -158,6 +168,7 @@ void bolt_direct_write_granted(struct bolt_connection *connection, const struct 
 	grant->length = header->total_length;
 	grant->target_address = header->address;
 	grant->rkey = header->cq_data;
+	grant->quiet = header->flags & BOLT_WIRE_FLAG_QUIET;
 }
 
 void bolt_direct_write_revoked(struct bolt_connection *connection, const struct bolt_wire_header *header)
@@ -227,6 +238,9 @@ bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
 	transmit->target_address = grant->target_address + offset;
 	transmit->target_rkey = grant->rkey;
 	transmit->target_length = transmit->length;
+	/* UC loses writes without a trace: the target counts each for loss detection. */
+	transmit->plain_write = grant->quiet && connection->qp->qp_type == IBV_QPT_RC &&
+				!(transmit->flags & FI_REMOTE_CQ_DATA);
 	transmit->rendezvous = BOLT_RENDEZVOUS_DIRECT;
 	transmit->reply_pending = false;
 	return true;
@@ -240,7 +254,7 @@ void bolt_direct_write_describe(const struct bolt_transmit *transmit, struct ibv
 	sge->lkey = bolt_mr_cache_entry_mr(transmit->registration)->lkey;
 	wr->sg_list = sge;
 	wr->num_sge = 1;
-	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr->opcode = transmit->plain_write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM;
 	wr->imm_data = transmit->flags & FI_REMOTE_CQ_DATA ? transmit->cq_data : 0;
 	wr->wr.rdma.remote_addr = transmit->target_address;
 	wr->wr.rdma.rkey = transmit->target_rkey;

@@ -62,7 +62,7 @@ static void bolt_transmit_send_completed(struct bolt_work_completion *work, cons
 
 /*
  * Posts wr on the control rail, signaled, its completion carried by record;
- * it consumes a credit. False if the QP refused.
+ * it consumes a credit unless it is a plain RDMA write. False if the QP refused.
  */
 static bool bolt_transmit_post_request(struct bolt_connection *connection,
 				       struct bolt_control_buffer *record, struct ibv_send_wr *wr)
@@ -83,7 +83,8 @@ static bool bolt_transmit_post_request(struct bolt_connection *connection,
 		return false;
 	}
 	connection->outstanding_sends++;
-	connection->send_credits--;
+	if (wr->opcode != IBV_WR_RDMA_WRITE)
+		connection->send_credits--;
 	return true;
 }
 
@@ -119,8 +120,11 @@ static void bolt_transmit_direct_write(struct bolt_connection *connection,
 		transmit->in_flight--;
 		return;
 	}
-	connection->stripes_sent++;
 	connection->direct_writes++;
+	if (transmit->plain_write)
+		connection->plain_writes++;
+	else
+		connection->stripes_sent++;
 }
 
 static void bolt_transmit_header(struct bolt_connection *connection, struct bolt_wire_header *header,
@@ -143,6 +147,7 @@ static void bolt_transmit_describe(struct bolt_wire_header *header, const struct
 	header->total_length = transmit->length;
 	header->address = transmit->remote_address;
 	header->key = transmit->remote_key;
+	header->flags |= transmit->wire_flags;
 	if (transmit->flags & FI_TAGGED)
 		header->flags |= BOLT_WIRE_FLAG_TAGGED;
 	if (transmit->flags & FI_REMOTE_CQ_DATA)

@@ -4,7 +4,8 @@
  * frame, so a SEND and its receive always span the same number of frames),
  * a header and a payload. Larger messages and RMA are cut into segments.
  * A write into a region the target granted is no message: one RDMA write
- * with immediate data (the remote CQ data, or 0) that consumes a receive.
+ * with immediate data (the remote CQ data, or 0) that consumes a receive,
+ * or on a reliable queue pair to a target that counts nothing, a plain one.
  * Fields are in the sender's byte order: both ends run bolt on the same
  * architecture family (little-endian), checked in the side channel's hello.
  */
@@ -39,6 +40,7 @@ enum bolt_wire_flag {
 	BOLT_WIRE_FLAG_WRITE = 1 << 3,      /* a rendezvous for fi_write, at key + address */
 	BOLT_WIRE_FLAG_NO_ACK = 1 << 4,     /* a rendezvous write whose initiator needs no ack */
 	BOLT_WIRE_FLAG_GRANTED = 1 << 5,    /* a write whose initiator holds a grant for its key */
+	BOLT_WIRE_FLAG_QUIET = 1 << 6,      /* a grant whose target needs no word of each write */
 };
 
 struct bolt_wire_header {
