@@ -124,20 +124,29 @@ static int bolt_side_channel_configure_socket(int fd)
 	return 0;
 }
 
-/* A new configured socket, or -errno. */
-static int bolt_side_channel_socket(int family)
+/*
+ * A new configured socket for address (checked first), or a negative error
+ * code, logged as what the caller was about to do (purpose) with address.
+ */
+static int bolt_side_channel_socket(const struct sockaddr *address, socklen_t length,
+				    const char *purpose)
 {
-	int fd = socket(family, SOCK_STREAM | BOLT_SIDE_CHANNEL_SOCKET_FLAGS, 0);
-	int ret;
+	char text[BOLT_SIDE_CHANNEL_ADDRESS_TEXT];
+	int ret = bolt_side_channel_check_address(address, length);
+	int fd;
 
-	if (fd < 0)
-		return -errno;
-	ret = bolt_side_channel_configure_socket(fd);
-	if (ret) {
-		close(fd);
+	if (ret)
 		return ret;
-	}
-	return fd;
+	fd = socket(address->sa_family, SOCK_STREAM | BOLT_SIDE_CHANNEL_SOCKET_FLAGS, 0);
+	ret = fd < 0 ? -errno : bolt_side_channel_configure_socket(fd);
+	if (!ret)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	bolt_side_channel_format_address(address, length, text, sizeof(text));
+	FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "side channel: cannot %s %s: socket: %s\n", purpose, text,
+		strerror(-ret));
+	return ret;
 }
 
 /* An accepted configured socket, or -errno. */
@@ -300,18 +309,13 @@ int bolt_side_channel_listen(const struct sockaddr *address, socklen_t length,
 			     uint64_t job_key_digest, struct bolt_side_channel_listener *listener)
 {
 	char text[BOLT_SIDE_CHANNEL_ADDRESS_TEXT];
-	const char *what = "socket";
+	const char *what;
 	int one = 1, fd, ret;
 
 	listener->fd = -1;
-	ret = bolt_side_channel_check_address(address, length);
-	if (ret)
-		return ret;
-	fd = bolt_side_channel_socket(address->sa_family);
-	if (fd < 0) {
-		ret = fd;
-		goto fail;
-	}
+	fd = bolt_side_channel_socket(address, length, "listen on");
+	if (fd < 0)
+		return fd;
 	/* Lets a restarted job bind the fixed port its predecessor's connections hold in TIME_WAIT. */
 	what = "SO_REUSEADDR";
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
@@ -337,7 +341,6 @@ int bolt_side_channel_listen(const struct sockaddr *address, socklen_t length,
 fail_errno:
 	ret = -errno;
 	close(fd);
-fail:
 	bolt_side_channel_format_address(address, length, text, sizeof(text));
 	FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "side channel: cannot listen on %s: %s: %s\n",
 		text, what, strerror(-ret));
@@ -382,18 +385,13 @@ int bolt_side_channel_connect(const struct sockaddr *address, socklen_t length,
 			      uint64_t job_key_digest, struct bolt_side_channel_stream *stream)
 {
 	char text[BOLT_SIDE_CHANNEL_ADDRESS_TEXT];
-	const char *what = "socket";
+	const char *what;
 	int fd, ret;
 
 	stream->fd = -1;
-	ret = bolt_side_channel_check_address(address, length);
-	if (ret)
-		return ret;
-	fd = bolt_side_channel_socket(address->sa_family);
-	if (fd < 0) {
-		ret = fd;
-		goto fail;
-	}
+	fd = bolt_side_channel_socket(address, length, "connect to");
+	if (fd < 0)
+		return fd;
 	what = "TCP_NODELAY";
 	ret = bolt_side_channel_set_nodelay(fd);
 	if (ret)
@@ -417,7 +415,6 @@ int bolt_side_channel_connect(const struct sockaddr *address, socklen_t length,
 fail_close:
 	close(fd);
 	stream->fd = -1;
-fail:
 	bolt_side_channel_format_address(address, length, text, sizeof(text));
 	FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "side channel: cannot connect to %s: %s: %s\n",
 		text, what, strerror(-ret));
