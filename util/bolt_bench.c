@@ -638,9 +638,13 @@ static int bench_transmit_window(struct bench_endpoint *endpoint, enum bench_kin
 	return ret;
 }
 
-/* fi_send: timed from the first post until the target has every message. */
-static int bench_run_send(struct bench_endpoint *endpoint, const struct bench_request *request,
-			  double *seconds, int64_t *wrong)
+/*
+ * A window of sends or writes, timed from the first post: fi_send until the
+ * target has every message (it says so), fi_write until the last write
+ * completion, after which the target is told to look at the data.
+ */
+static int bench_run_window(struct bench_endpoint *endpoint, enum bench_kind kind,
+			    const struct bench_request *request, double *seconds, int64_t *wrong)
 {
 	int64_t received;
 	double start;
@@ -650,29 +654,25 @@ static int bench_run_send(struct bench_endpoint *endpoint, const struct bench_re
 	ret = bench_ask(endpoint, request);
 	start = bench_now();
 	if (!ret)
-		ret = bench_transmit_window(endpoint, BENCH_SEND, request);
-	if (!ret)
+		ret = bench_transmit_window(endpoint, kind, request);
+	if (!ret && kind == BENCH_SEND)
 		ret = bench_receive_value(endpoint, &received);
 	*seconds = bench_now() - start;
+	if (!ret && kind == BENCH_WRITE)
+		ret = bench_send_value(endpoint->socket, 0);    /* finished */
 	return ret ? ret : bench_receive_value(endpoint, wrong);
 }
 
-/* fi_write: timed from the first post until the last write completion. */
+static int bench_run_send(struct bench_endpoint *endpoint, const struct bench_request *request,
+			  double *seconds, int64_t *wrong)
+{
+	return bench_run_window(endpoint, BENCH_SEND, request, seconds, wrong);
+}
+
 static int bench_run_write(struct bench_endpoint *endpoint, const struct bench_request *request,
 			   double *seconds, int64_t *wrong)
 {
-	double start;
-	int ret;
-
-	bench_fill(endpoint->source, request->size, request->seed);
-	ret = bench_ask(endpoint, request);
-	start = bench_now();
-	if (!ret)
-		ret = bench_transmit_window(endpoint, BENCH_WRITE, request);
-	*seconds = bench_now() - start;
-	if (!ret)
-		ret = bench_send_value(endpoint->socket, 0);    /* finished */
-	return ret ? ret : bench_receive_value(endpoint, wrong);
+	return bench_run_window(endpoint, BENCH_WRITE, request, seconds, wrong);
 }
 
 static int bench_run_pingpong(struct bench_endpoint *endpoint,
