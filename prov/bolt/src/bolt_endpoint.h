@@ -422,12 +422,19 @@ struct bolt_inbound *bolt_rendezvous_take(struct bolt_connection *connection, ui
 void bolt_rendezvous_record_free(struct bolt_connection *connection, struct bolt_inbound *record);
 /* Sender: the receiver answered; write, or fall back to segments. */
 void bolt_rendezvous_answered(struct bolt_connection *connection, const struct bolt_wire_header *header);
-/* Sender, WRITE phase: posts the RDMA write (unsignaled); 0 or an errno. */
+/* Whether the connection's queue pair may lose messages (UC): then every write carries immediate data. */
+bool bolt_rendezvous_unreliable(const struct bolt_connection *connection);
+/* The WR of a WRITE phase's one write: with immediate data naming the transfer (wr_id, flags: the caller's). */
+void bolt_rendezvous_describe_write(const struct bolt_transmit *transmit, struct ibv_sge *sge,
+				    struct ibv_send_wr *wr);
+/* Sender, WRITE phase on RC: posts the RDMA write (unsignaled) ahead of DONE; 0 or an errno. */
 int bolt_rendezvous_write(struct bolt_connection *connection, struct bolt_transmit *transmit);
 /* Sender: posts the stripes of a write phase across transmit->rail_mask; false when it must wait. */
 bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_transmit *transmit);
 /* Receiver: a stripe's immediate data arrived on a data rail. */
 void bolt_rendezvous_stripe_arrived(struct bolt_work_completion *work, const struct ibv_wc *wc);
+/* Receiver: a stripe landed (on a data rail, or on UC's control rail); wc names its transfer. */
+void bolt_rendezvous_stripe_landed(struct bolt_connection *connection, const struct ibv_wc *wc);
 /* Receiver: the data is in place. */
 void bolt_rendezvous_done(struct bolt_connection *connection, const struct bolt_wire_header *header);
 /* Target of a large fi_write: check the key, register the range, answer. */

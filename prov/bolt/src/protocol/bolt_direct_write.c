@@ -8,14 +8,15 @@
  * holds that registration while the MR is open, and tells the initiator
  * where it is and its rkey. Later writes into the region
  * are one RDMA write with immediate data each, on the control rail's queue
- * pair: the immediate (the remote CQ data, or 0 for none) consumes a control
+ * pair: the immediate (the remote CQ data, or 0 for none; on UC only 0,
+ * other values name rendezvous transfers there) consumes a control
  * receive, so the write is counted against credits like a message, and the
  * target sees it arrive, reports it and counts it for loss detection. On a
  * reliable (RC) queue pair, to a target that counts no remote writes, a write
  * without remote CQ data is a plain RDMA write that the target never sees,
  * as with raw verbs. Writes
- * that need the target's word (FI_DELIVERY_COMPLETE, remote CQ data 0, out of
- * the region's bounds) still ask. Closing the MR revokes the grant; a write
+ * that need the target's word (FI_DELIVERY_COMPLETE, remote CQ data 0 or on
+ * UC any, out of the region's bounds) still ask. Closing the MR revokes the grant; a write
  * already on its way into a closed region is lost, which UC loss detection
  * turns into a failed connection, as verbs would on RC.
  */
@@ -194,11 +195,17 @@ static bool bolt_direct_write_suits(const struct bolt_transmit *transmit)
 	bool registration_pays = transmit->covered ||
 				 transmit->length >= (size_t) params->rendezvous_threshold;
 
+	bool remote_cq_data = transmit->flags & FI_REMOTE_CQ_DATA;
+
 	return transmit->op == BOLT_WIRE_WRITE && !transmit->internal && !transmit->inject_copy &&
 	       transmit->iov_count == 1 && transmit->length && transmit->length <= UINT32_MAX &&
 	       registration_pays && !(transmit->flags & FI_DELIVERY_COMPLETE) &&
-	       /* Immediate data 0 means no remote CQ data. */
-	       (!(transmit->flags & FI_REMOTE_CQ_DATA) || transmit->cq_data);
+	       /*
+		* Immediate data 0 means no remote CQ data; on UC, any other value
+		* names a rendezvous transfer, so remote CQ data has to ask there.
+		*/
+	       (!remote_cq_data ||
+		(transmit->cq_data && !bolt_rendezvous_unreliable(transmit->connection)));
 }
 
 static struct bolt_region_grant *bolt_direct_write_find(const struct bolt_transmit *transmit)
@@ -239,7 +246,7 @@ bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
 	transmit->target_rkey = grant->rkey;
 	transmit->target_length = transmit->length;
 	/* UC loses writes without a trace: the target counts each for loss detection. */
-	transmit->plain_write = grant->quiet && connection->qp->qp_type == IBV_QPT_RC &&
+	transmit->plain_write = grant->quiet && !bolt_rendezvous_unreliable(connection) &&
 				!(transmit->flags & FI_REMOTE_CQ_DATA);
 	transmit->rendezvous = BOLT_RENDEZVOUS_DIRECT;
 	transmit->reply_pending = false;
@@ -249,15 +256,10 @@ bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
 void bolt_direct_write_describe(const struct bolt_transmit *transmit, struct ibv_sge *sge,
 				struct ibv_send_wr *wr)
 {
-	sge->addr = (uintptr_t) transmit->iov[0].iov_base;
-	sge->length = (uint32_t) transmit->target_length;
-	sge->lkey = bolt_mr_cache_entry_mr(transmit->registration)->lkey;
-	wr->sg_list = sge;
-	wr->num_sge = 1;
-	wr->opcode = transmit->plain_write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM;
+	bolt_rendezvous_describe_write(transmit, sge, wr);
+	if (transmit->plain_write)
+		wr->opcode = IBV_WR_RDMA_WRITE;
 	wr->imm_data = transmit->flags & FI_REMOTE_CQ_DATA ? transmit->cq_data : 0;
-	wr->wr.rdma.remote_addr = transmit->target_address;
-	wr->wr.rdma.rkey = transmit->target_rkey;
 }
 
 void bolt_direct_write_arrived(struct bolt_connection *connection, const struct ibv_wc *wc)

@@ -171,8 +171,14 @@ static void bolt_receive_completed(struct bolt_work_completion *work, const stru
 		return;
 	}
 	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-		/* No message: a direct write whose data is in place already. */
-		bolt_direct_write_arrived(connection, wc);
+		/*
+		 * No message: a write whose data is in place already. On UC,
+		 * immediate data other than 0 names a rendezvous transfer.
+		 */
+		if (bolt_rendezvous_unreliable(connection) && wc->imm_data)
+			bolt_rendezvous_stripe_landed(connection, wc);
+		else
+			bolt_direct_write_arrived(connection, wc);
 	} else {
 		header = (const struct bolt_wire_header *) bolt_control_buffer_data(domain, record);
 		problem = bolt_receive_check(connection, header, wc->byte_len);

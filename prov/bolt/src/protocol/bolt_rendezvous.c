@@ -4,8 +4,9 @@
  * its address and key, and the data rails it posted a receive on; the sender
  * registers its own buffer and writes: one stripe per data rail, each with
  * immediate data naming the transfer, or, with no rail, the whole on the
- * control rail followed by DONE, which that queue pair delivers after the
- * write. One copy fewer than segments, and no 4 KiB steps. A large fi_write
+ * control rail: on RC followed by DONE, which that queue pair delivers after
+ * the write; on UC as one stripe with immediate data, since UC may lose the
+ * write and still deliver a DONE, and a lost stripe is counted. One copy fewer than segments, and no 4 KiB steps. A large fi_write
  * goes the same way, the target answering for the range its key names. Each
  * transfer waits for its data in a record of its own, so several are on the
  * wire at once. Registrations stay in the cache only for memory inside an
@@ -112,6 +113,9 @@ static void bolt_rendezvous_send_answer(struct bolt_connection *connection, uint
 		answer->remote_address = (uintptr_t) address;
 		answer->remote_key = bolt_mr_cache_entry_mr(registration)->rkey;
 		answer->tag = bolt_rendezvous_post_stripe_receives(connection, record);
+		/* On UC the write comes on the control rail as a stripe of its own, not before a DONE. */
+		if (!answer->tag && bolt_rendezvous_unreliable(connection) && length)
+			record->stripes_pending = 1;
 	}
 	bolt_transmit_start(answer);
 }
@@ -203,25 +207,36 @@ void bolt_rendezvous_write_request(struct bolt_connection *connection,
 				    header->total_length, (uint32_t) status);
 }
 
-/* Posts the write, unsignaled: the DONE after it completes for both. */
+bool bolt_rendezvous_unreliable(const struct bolt_connection *connection)
+{
+	return connection->qp->qp_type != IBV_QPT_RC;
+}
+
+void bolt_rendezvous_describe_write(const struct bolt_transmit *transmit, struct ibv_sge *sge,
+				    struct ibv_send_wr *wr)
+{
+	sge->addr = (uintptr_t) transmit->iov[0].iov_base;
+	sge->length = (uint32_t) transmit->target_length;
+	sge->lkey = bolt_mr_cache_entry_mr(transmit->registration)->lkey;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr->imm_data = (uint32_t) transmit->request_id;
+	wr->wr.rdma.remote_addr = transmit->target_address;
+	wr->wr.rdma.rkey = transmit->target_rkey;
+}
+
+/* RC: posts the write, unsignaled, without immediate: the DONE after it completes for both. */
 int bolt_rendezvous_write(struct bolt_connection *connection, struct bolt_transmit *transmit)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
-	struct ibv_mr *mr = bolt_mr_cache_entry_mr(transmit->registration);
-	struct ibv_sge sge = {
-		.addr = (uintptr_t) transmit->iov[0].iov_base,
-		.length = (uint32_t) transmit->target_length,
-		.lkey = mr->lkey,
-	};
-	struct ibv_send_wr wr = {
-		.wr_id = 0,
-		.sg_list = &sge,
-		.num_sge = 1,
-		.opcode = IBV_WR_RDMA_WRITE,
-		.wr.rdma = { .remote_addr = transmit->target_address, .rkey = transmit->target_rkey },
-	};
-	struct ibv_send_wr *bad_wr;
-	int ret = domain->fabric->verbs.post_send(connection->qp, &wr, &bad_wr);
+	struct ibv_send_wr wr = { 0 }, *bad_wr;
+	struct ibv_sge sge;
+	int ret;
+
+	bolt_rendezvous_describe_write(transmit, &sge, &wr);
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	ret = domain->fabric->verbs.post_send(connection->qp, &wr, &bad_wr);
 
 	if (ret)
 		return ret;
@@ -338,11 +353,24 @@ static struct bolt_inbound *bolt_rendezvous_find_striped(struct bolt_connection 
 	return NULL;
 }
 
+void bolt_rendezvous_stripe_landed(struct bolt_connection *connection, const struct ibv_wc *wc)
+{
+	struct bolt_inbound *record = (wc->wc_flags & IBV_WC_WITH_IMM) ?
+				      bolt_rendezvous_find_striped(connection, wc->imm_data) : NULL;
+
+	if (!record) {
+		bolt_connection_fail(connection, FI_EIO, "a stripe for no transfer");
+		return;
+	}
+	connection->stripes_received++;
+	if (--record->stripes_pending == 0)
+		bolt_rendezvous_finish(connection, record);
+}
+
 void bolt_rendezvous_stripe_arrived(struct bolt_work_completion *work, const struct ibv_wc *wc)
 {
 	struct bolt_control_buffer *buffer = bolt_control_buffer_of_work(work);
 	struct bolt_connection *connection = buffer->connection;
-	struct bolt_inbound *record;
 
 	if (!buffer->posted)
 		return;
@@ -354,15 +382,7 @@ void bolt_rendezvous_stripe_arrived(struct bolt_work_completion *work, const str
 				     connection->endpoint->domain->fabric->verbs.wc_status_str(wc->status));
 		return;
 	}
-	record = (wc->wc_flags & IBV_WC_WITH_IMM) ?
-		 bolt_rendezvous_find_striped(connection, wc->imm_data) : NULL;
-	if (!record) {
-		bolt_connection_fail(connection, FI_EIO, "a data rail stripe for no transfer");
-		return;
-	}
-	connection->stripes_received++;
-	if (--record->stripes_pending == 0)
-		bolt_rendezvous_finish(connection, record);
+	bolt_rendezvous_stripe_landed(connection, wc);
 }
 
 void bolt_rendezvous_release(struct bolt_connection *connection, int error)

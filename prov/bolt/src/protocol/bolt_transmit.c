@@ -103,28 +103,55 @@ static bool bolt_transmit_post(struct bolt_connection *connection,
 	return bolt_transmit_post_request(connection, record, &wr);
 }
 
-/* A write into a granted region: one RDMA write with immediate, no message. */
-static void bolt_transmit_direct_write(struct bolt_connection *connection,
-				       struct bolt_transmit *transmit,
-				       struct bolt_control_buffer *record)
+/*
+ * The whole of transmit as the one RDMA write wr describes, on the control
+ * rail; one with immediate data counts as a stripe. False if the QP refused.
+ */
+static bool bolt_transmit_write_whole(struct bolt_connection *connection,
+				      struct bolt_transmit *transmit,
+				      struct bolt_control_buffer *record, struct ibv_send_wr *wr)
 {
-	struct ibv_send_wr wr = { 0 };
-	struct ibv_sge sge;
-
-	bolt_direct_write_describe(transmit, &sge, &wr);
+	transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
 	transmit->sent = transmit->length;
 	bolt_transmit_posted_all(transmit);
 	record->transmit = transmit;
 	transmit->in_flight++;
-	if (!bolt_transmit_post_request(connection, record, &wr)) {
+	if (!bolt_transmit_post_request(connection, record, wr)) {
 		transmit->in_flight--;
-		return;
+		return false;
 	}
-	connection->direct_writes++;
-	if (transmit->plain_write)
-		connection->plain_writes++;
-	else
+	if (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
 		connection->stripes_sent++;
+	return true;
+}
+
+/* A write into a granted region: one RDMA write, no message. */
+static void bolt_transmit_direct_write(struct bolt_connection *connection,
+				       struct bolt_transmit *transmit,
+				       struct bolt_control_buffer *record)
+{
+	bool plain = transmit->plain_write;
+	struct ibv_send_wr wr = { 0 };
+	struct ibv_sge sge;
+
+	bolt_direct_write_describe(transmit, &sge, &wr);
+	if (!bolt_transmit_write_whole(connection, transmit, record, &wr))
+		return;
+	connection->direct_writes++;
+	if (plain)
+		connection->plain_writes++;
+}
+
+/* UC, answered with no data rail: the write as a stripe of its own, immediate data naming it. */
+static void bolt_transmit_control_stripe(struct bolt_connection *connection,
+					 struct bolt_transmit *transmit,
+					 struct bolt_control_buffer *record)
+{
+	struct ibv_send_wr wr = { 0 };
+	struct ibv_sge sge;
+
+	bolt_rendezvous_describe_write(transmit, &sge, &wr);
+	bolt_transmit_write_whole(connection, transmit, record, &wr);
 }
 
 static void bolt_transmit_header(struct bolt_connection *connection, struct bolt_wire_header *header,
@@ -211,6 +238,10 @@ static bool bolt_transmit_segment(struct bolt_connection *connection, struct bol
 	record->send_slots = 1;
 	if (transmit->rendezvous == BOLT_RENDEZVOUS_DIRECT) {
 		bolt_transmit_direct_write(connection, transmit, record);
+		return true;
+	}
+	if (transmit->rendezvous == BOLT_RENDEZVOUS_WRITE && bolt_rendezvous_unreliable(connection)) {
+		bolt_transmit_control_stripe(connection, transmit, record);
 		return true;
 	}
 	if (transmit->rendezvous != BOLT_RENDEZVOUS_NONE) {
@@ -451,6 +482,9 @@ void bolt_transmit_start(struct bolt_transmit *transmit)
 	struct bolt_connection *connection = transmit->connection;
 
 	if (!transmit->internal) {
+		/* Stripes name their transfer by the low 32 bits; 0 names none (a direct write). */
+		if ((uint32_t) connection->next_request_id == 0)
+			connection->next_request_id++;
 		transmit->request_id = connection->next_request_id++;
 		transmit->reply_pending = transmit->op == BOLT_WIRE_WRITE ||
 					  transmit->op == BOLT_WIRE_READ_REQUEST;
