@@ -1,24 +1,25 @@
 /*
  * bolt_direct_write.c: writes into regions the target granted. A rendezvous
- * write costs three control messages (request, answer, done) before and
- * after its one RDMA write, for 64 KiB most of the time, and a small write
- * goes in segments and waits for an ack. So the target of a write it
- * accepts also grants the whole MR, once per initiator (which says in its
- * writes whether it holds a grant): it registers the MR with the device,
- * holds that registration while the MR is open, and tells the initiator
- * where it is and its rkey. Later writes into the region
- * are one RDMA write with immediate data each, on the control rail's queue
- * pair: the immediate (the remote CQ data, or 0 for none; on UC only 0,
- * other values name rendezvous transfers there) consumes a control
- * receive, so the write is counted against credits like a message, and the
- * target sees it arrive, reports it and counts it for loss detection. On a
- * reliable (RC) queue pair, to a target that counts no remote writes, a write
- * without remote CQ data is a plain RDMA write that the target never sees,
- * as with raw verbs. Writes
- * that need the target's word (FI_DELIVERY_COMPLETE, remote CQ data 0 or on
- * UC any, out of the region's bounds) still ask. Closing the MR revokes the grant; a write
- * already on its way into a closed region is lost, which UC loss detection
- * turns into a failed connection, as verbs would on RC.
+ * write costs three control messages around its one RDMA write (for 64 KiB
+ * most of the time), and a small write goes in segments and waits for an
+ * ack. So the target of a write it accepts also grants the whole MR, once
+ * per initiator (whose writes say whether it holds a grant): it registers
+ * the MR with the device, holds that registration while the MR is open, and
+ * tells the initiator where it is and its rkey.
+ *
+ * Later writes into the region are one RDMA write each on the control
+ * rail's queue pair, with immediate data that consumes a control receive:
+ * so they count against credits like messages, and the target sees each,
+ * reports it and counts it for loss detection. The immediate is the remote
+ * CQ data, or 0 for none; on UC only 0, since other values name rendezvous
+ * transfers there. On RC, to a target that counts no remote writes, a write
+ * without remote CQ data is a plain RDMA write the target never sees, as
+ * with raw verbs. Writes that need the target's word still ask:
+ * FI_DELIVERY_COMPLETE, remote CQ data 0 (or any, on UC), out of bounds.
+ *
+ * Closing the MR revokes the grant. A write already on its way into a closed
+ * region is lost, which UC loss detection turns into a failed connection,
+ * as verbs would on RC.
  */
 #include <stdlib.h>
 #include <utlist.h>
@@ -194,7 +195,6 @@ static bool bolt_direct_write_suits(const struct bolt_transmit *transmit)
 	const struct bolt_params *params = &transmit->connection->endpoint->domain->fabric->params;
 	bool registration_pays = transmit->covered ||
 				 transmit->length >= (size_t) params->rendezvous_threshold;
-
 	bool remote_cq_data = transmit->flags & FI_REMOTE_CQ_DATA;
 
 	return transmit->op == BOLT_WIRE_WRITE && !transmit->internal && !transmit->inject_copy &&
