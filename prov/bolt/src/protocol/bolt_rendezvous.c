@@ -6,8 +6,8 @@
  * immediate data naming the transfer, or, with no rail, the whole on the
  * control rail: on RC followed by DONE, which that queue pair delivers after
  * the write; on UC as one stripe with immediate data, since UC may lose the
- * write and still deliver a DONE, and a lost stripe is counted. One copy fewer than segments, and no 4 KiB steps. A large fi_write
- * goes the same way, the target answering for the range its key names. Each
+ * write and still deliver a DONE, and a lost stripe is counted. One copy
+ * fewer than segments, and no 4 KiB steps. A large fi_write goes the same way, the target answering for the range its key names. Each
  * transfer waits for its data in a record of its own, so several are on the
  * wire at once. Registrations stay in the cache only for memory inside an
  * open MR; other memory may be freed as soon as the transfer completes, and
@@ -52,7 +52,7 @@ void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_mr_cache
 }
 
 bool bolt_rendezvous_register(struct bolt_domain *domain, void *address, size_t length,
-				     struct bolt_mr_cache_entry **registration)
+			      struct bolt_mr_cache_entry **registration)
 {
 	int ret = bolt_mr_cache_acquire(domain->mr_cache, address, length, registration);
 
