@@ -7,11 +7,12 @@
  * control rail: on RC followed by DONE, which that queue pair delivers after
  * the write; on UC as one stripe with immediate data, since UC may lose the
  * write and still deliver a DONE, and a lost stripe is counted. One copy
- * fewer than segments, and no 4 KiB steps. A large fi_write goes the same way, the target answering for the range its key names. Each
- * transfer waits for its data in a record of its own, so several are on the
- * wire at once. Registrations stay in the cache only for memory inside an
- * open MR; other memory may be freed as soon as the transfer completes, and
- * a cached registration would then name the wrong pages.
+ * fewer than segments, and no 4 KiB steps. A large fi_write goes the same
+ * way, the target answering for the range its key names. Each transfer
+ * waits for its data in a record of its own, so several are on the wire at
+ * once. Registrations stay in the cache only for memory inside an open MR;
+ * other memory may be freed as soon as the transfer completes, and a cached
+ * registration would then name the wrong pages.
  */
 #include <stdlib.h>
 #include <string.h>
