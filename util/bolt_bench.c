@@ -36,7 +36,7 @@
 #define BENCH_LANDING_TIMEOUT_S 5.0     /* for written data to show at the target */
 #define BENCH_SOCKET_TIMEOUT_S 120.0    /* for the peer's next message */
 #define BENCH_MR_KEY 0xb017             /* requested keys, without FI_MR_PROV_KEY */
-#define BENCH_BANDWIDTH_BYTES (512ull << 20)
+#define BENCH_BANDWIDTH_BYTES (1024ull << 20)  /* as util/softrdma_bench */
 #define BENCH_LATENCY_BYTES (64ull << 20)
 
 enum bench_kind { BENCH_RECEIVE, BENCH_SEND, BENCH_WRITE };
