@@ -242,43 +242,71 @@ Test(direct_write, thunderbolt_send_only)
 	writes_into_a_granted_region(&options, "direct-tb-so");
 }
 
-/* An endpoint writing to itself: granted like a peer; closing the region revokes at once. */
-Test(direct_write, own_address)
+/* A region for endpoint: bound and enabled under FI_MR_ENDPOINT, else enabled at registration. */
+static int register_for(struct rdm_endpoint *endpoint, uint64_t mr_mode, void *buffer,
+			size_t length, uint64_t access, struct fid_mr **mr)
 {
-	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE };
+	if (mr_mode & FI_MR_ENDPOINT)
+		return rdm_register_region(endpoint, buffer, length, access, mr);
+	return fi_mr_reg(endpoint->domain, buffer, length, access, 0, 0, 0, mr, NULL);
+}
+
+/*
+ * An endpoint writing to itself: granted like a peer; closing the region
+ * revokes at once. Remote addresses are virtual ones with FI_MR_VIRT_ADDR,
+ * else offsets into the region.
+ */
+static void writes_to_own_address(uint64_t mr_mode, const char *tag)
+{
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = mr_mode };
 	struct rdm_endpoint endpoint;
 	char *local = malloc(2 * REGION_SIZE), *region = local + REGION_SIZE;
+	uint64_t base = mr_mode & FI_MR_VIRT_ADDR ? (uintptr_t) region : 0, key;
 	struct fid_mr *local_mr, *region_mr;
-	uint64_t key;
 	void *desc;
 
 	cr_assert(local);
-	rdm_environment(&options, "direct-self");
+	rdm_environment(&options, tag);
 	cr_assert_eq(rdm_open_self(&endpoint, &options), 0);
-	cr_assert_eq(rdm_register_region(&endpoint, local, REGION_SIZE, FI_WRITE, &local_mr), 0);
-	cr_assert_eq(rdm_register_region(&endpoint, region, REGION_SIZE, FI_REMOTE_WRITE, &region_mr), 0);
+	cr_assert_eq(register_for(&endpoint, mr_mode, local, REGION_SIZE, FI_WRITE, &local_mr), 0);
+	cr_assert_eq(register_for(&endpoint, mr_mode, region, REGION_SIZE, FI_REMOTE_WRITE, &region_mr), 0);
 	desc = fi_mr_desc(local_mr);
 	memset(region, 0, REGION_SIZE);
 	rdm_fill(local, REGION_SIZE, SEED);
 
-	cr_assert_eq(fi_write(endpoint.ep, local, 131072, desc, endpoint.peer, (uintptr_t) region,
+	cr_assert_eq(fi_write(endpoint.ep, local, 131072, desc, endpoint.peer, base,
 			      fi_mr_key(region_mr), local), 0);
 	rdm_expect_completion(&endpoint, local, 0);
 	cr_assert(wait_for_grants(&endpoint, 1), "no grant to ourselves");
-	cr_assert_eq(fi_write(endpoint.ep, local + 131072, 5000, desc, endpoint.peer,
-			      (uintptr_t) region + 131072, fi_mr_key(region_mr), local + 1), 0);
+	cr_assert_eq(fi_write(endpoint.ep, local + 131072, 5000, desc, endpoint.peer, base + 131072,
+			      fi_mr_key(region_mr), local + 1), 0);
 	rdm_expect_completion(&endpoint, local + 1, 0);
 	cr_assert_eq(only_connection(&endpoint)->direct_writes, 1);
 	cr_assert(rdm_check(region, 131072 + 5000, SEED), "the data differs");
+	/* Past the end by one byte: asks, and fails. */
+	cr_assert_eq(fi_write(endpoint.ep, local, 4096, desc, endpoint.peer, base + REGION_SIZE - 4095,
+			      fi_mr_key(region_mr), local + 2), 0);
+	rdm_expect_completion(&endpoint, local + 2, FI_EINVAL);
 
 	key = fi_mr_key(region_mr);
 	cr_assert_eq(fi_close(&region_mr->fid), 0);
 	cr_assert_eq(HASH_COUNT(only_connection(&endpoint)->grants), 0);
-	cr_assert_eq(fi_write(endpoint.ep, local, 4096, desc, endpoint.peer, (uintptr_t) region, key,
-			      local + 2), 0);
-	rdm_expect_completion(&endpoint, local + 2, FI_EACCES);
+	cr_assert_eq(fi_write(endpoint.ep, local, 4096, desc, endpoint.peer, base, key, local + 3), 0);
+	rdm_expect_completion(&endpoint, local + 3, FI_EACCES);
+	cr_assert_eq(only_connection(&endpoint)->direct_writes, 1);
 	cr_assert_eq(fi_close(&local_mr->fid), 0);
 	rdm_close(&endpoint);
 	rdm_environment_cleanup(&options);
 	free(local);
+}
+
+Test(direct_write, own_address)
+{
+	writes_to_own_address(MR_MODE, "direct-self");
+}
+
+/* Domain-wide keys, and offsets for addresses. */
+Test(direct_write, own_address_domain_keys_offsets)
+{
+	writes_to_own_address(FI_MR_PROV_KEY | FI_MR_LOCAL | FI_MR_ALLOCATED, "direct-self-offsets");
 }
