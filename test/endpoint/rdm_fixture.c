@@ -348,6 +348,15 @@ int rdm_offer_region(struct rdm_endpoint *endpoint, const struct rdm_options *op
 	return ret;
 }
 
+int rdm_region_peer_end(struct rdm_endpoint *endpoint, struct fid_mr *mr, void *region, int ret)
+{
+	if (mr)
+		fi_close(&mr->fid);
+	rdm_close(endpoint);
+	free(region);
+	return ret;
+}
+
 int rdm_send_value(int socket, uint64_t value)
 {
 	return rdm_write_all(socket, &value, sizeof(value));

@@ -102,6 +102,9 @@ int rdm_register_region(struct rdm_endpoint *endpoint, void *buffer, size_t leng
 int rdm_offer_region(struct rdm_endpoint *endpoint, const struct rdm_options *options,
 		     int socket, char *region, size_t length, uint64_t access, struct fid_mr **mr);
 
+/* A target's end: closes its region (if any) and endpoint, frees region; returns ret. */
+int rdm_region_peer_end(struct rdm_endpoint *endpoint, struct fid_mr *mr, void *region, int ret);
+
 int rdm_send_value(int socket, uint64_t value);
 int rdm_receive_value(int socket, uint64_t *value);
 

@@ -86,15 +86,15 @@ static int target_peer(int socket, void *argument)
 		ret = 3;
 	if (!ret && options->count_remote_writes && !remote_writes_counted(&endpoint))
 		ret = 4;
-	if (mr && !ret)
+	if (mr && !ret) {
 		ret = fi_close(&mr->fid);
+		mr = ret ? mr : NULL;
+	}
 	if (!ret)
 		ret = rdm_send_value(socket, 1) ? -FI_EIO : 0;    /* closed */
 	if (!ret)
 		ret = rdm_serve_until_told(&endpoint, socket, &told);
-	rdm_close(&endpoint);
-	free(region);
-	return ret;
+	return rdm_region_peer_end(&endpoint, mr, region, ret);
 }
 
 static bool reliable(struct rdm_endpoint *endpoint)

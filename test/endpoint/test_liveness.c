@@ -214,3 +214,59 @@ Test(liveness, some_packets_lost_thunderbolt_uc)
 	unsetenv("FI_BOLT_SOFT_DROP_EVERY");
 	free(buffer);
 }
+
+/* Offers a region of SOME_LOST_LENGTH bytes filled with seed 7, and serves reads of it. */
+static int region_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	char *region = malloc(SOME_LOST_LENGTH);
+	struct fid_mr *mr = NULL;
+	uint64_t done;
+	int ret;
+
+	if (region)
+		rdm_fill(region, SOME_LOST_LENGTH, 7);
+	ret = rdm_offer_region(&endpoint, options, socket, region, SOME_LOST_LENGTH, FI_REMOTE_READ,
+			       &mr);
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &done);
+	return rdm_region_peer_end(&endpoint, mr, region, ret);
+}
+
+/* The same for large reads, whose data the target writes back: intact or an error. */
+Test(liveness, some_packets_lost_reads_thunderbolt_uc)
+{
+	struct rdm_options options = {
+		.profile = "thunderbolt", .software_device_only = true,
+		.mr_mode = FI_MR_ENDPOINT | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR,
+	};
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *buffer = malloc(SOME_LOST_LENGTH);
+	uint64_t address, key;
+	int socket, ret = 0;
+	pid_t peer;
+
+	cr_assert(buffer);
+	setenv("FI_BOLT_SOFT_DROP_EVERY", "300", 1);
+	peer = rdm_pair_start(&options, "live-some-reads", region_peer, &options, &endpoint, &socket);
+	cr_assert(peer > 0);
+	cr_assert_eq(rdm_receive_value(socket, &address), 0);
+	cr_assert_eq(rdm_receive_value(socket, &key), 0);
+	for (int i = 0; i < SOME_LOST_MESSAGES && !ret; i++) {
+		memset(buffer, 0, SOME_LOST_LENGTH);
+		cr_assert_eq(fi_read(endpoint.ep, buffer, SOME_LOST_LENGTH, NULL, endpoint.peer, address,
+				     key, NULL), 0);
+		ret = rdm_wait(&endpoint, &entry, &error);
+		cr_assert(ret || rdm_check(buffer, SOME_LOST_LENGTH, 7),
+			  "read %d completed with data its lost write never brought", i);
+	}
+	cr_assert_eq(ret, -FI_EAVAIL, "no loss was found");
+	cr_assert_eq(error.err, FI_EIO);
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the peer failed");
+	unsetenv("FI_BOLT_SOFT_DROP_EVERY");
+	free(buffer);
+}

@@ -1,9 +1,10 @@
 /*
  * test_rma.c: RMA between two processes, with FI_MR_ENDPOINT as NCCL
  * plugins use it: write, writedata (the target gets FI_REMOTE_CQ_DATA
- * without posting a receive), inject_write, read (also from the endpoint's
- * own address, the plugins' flush), and the errors: a key that was never
- * enabled, out of bounds, no access right.
+ * without posting a receive), inject_write, read (its data written back by
+ * RDMA where the devices can; also from the endpoint's own address, the
+ * plugins' flush), and the errors: a key that was never enabled, out of
+ * bounds, no access right.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -45,11 +46,19 @@ static int target_peer(int socket, void *argument)
 	/* Serve the initiator's reads and bad accesses until it is done. */
 	if (!ret)
 		ret = rdm_serve_until_told(&endpoint, socket, &done);
-	if (mr)
-		fi_close(&mr->fid);
-	rdm_close(&endpoint);
-	free(region);
-	return ret;
+	return rdm_region_peer_end(&endpoint, mr, region, ret);
+}
+
+/* Reads of this endpoint whose data a peer wrote back by RDMA, from every peer. */
+static uint64_t reads_written_back(struct rdm_endpoint *endpoint)
+{
+	struct bolt_endpoint *bolt = bolt_container_of(endpoint->ep, struct bolt_endpoint, ep_fid);
+	struct bolt_connection *connection, *next;
+	uint64_t reads = 0;
+
+	HASH_ITER(hh, bolt->connections, connection, next)
+		reads += connection->reads_written_back;
+	return reads;
 }
 
 static void rma_between_processes(struct rdm_options *options, const char *tag)
@@ -84,6 +93,8 @@ static void rma_between_processes(struct rdm_options *options, const char *tag)
 			     remote_address + REGION_SIZE / 2, remote_key, local), 0);
 	rdm_expect_completion(&endpoint, local, 0);
 	cr_assert(rdm_check(local, REGION_SIZE / 2, 99), "read data differs");
+	/* The target wrote it back by RDMA where both devices carry RDMA write. */
+	cr_assert_eq(reads_written_back(&endpoint), options->send_only ? 0 : 1);
 
 	/* inject_write reports nothing; reading the bytes back shows they landed. */
 	rdm_fill(local, 64, 11);
@@ -238,11 +249,7 @@ static int burst_target_peer(int socket, void *argument)
 	for (int i = 0; !ret && i < BURST_WRITES; i++)
 		if (!rdm_check(region + (size_t) i * BURST_CHUNK, burst_write_length(i), (uint32_t) (40 + i)))
 			ret = 2;
-	if (mr)
-		fi_close(&mr->fid);
-	rdm_close(&endpoint);
-	free(region);
-	return ret;
+	return rdm_region_peer_end(&endpoint, mr, region, ret);
 }
 
 /* data_rails: FI_BOLT_DATA_RAILS; with striped, every large write goes in stripes, else none. */

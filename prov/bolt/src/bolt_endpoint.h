@@ -221,6 +221,7 @@ struct bolt_connection {
 	struct bolt_region_grant *grants;       /* the peer's regions we may write directly */
 	uint64_t direct_writes;         /* posted into them, */
 	uint64_t plain_writes;          /* of which without immediate data */
+	uint64_t reads_written_back;    /* our reads whose data the peer wrote by RDMA */
 	struct bolt_loss_watch loss;
 	int outstanding_sends;          /* posted, send completion pending */
 	uint64_t next_request_id;
@@ -422,6 +423,8 @@ struct bolt_inbound *bolt_rendezvous_take(struct bolt_connection *connection, ui
 void bolt_rendezvous_record_free(struct bolt_connection *connection, struct bolt_inbound *record);
 /* Sender: the receiver answered; write, or fall back to segments. */
 void bolt_rendezvous_answered(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/* The immediate data that names request_id's transfer (write_back: a read's data written back). */
+uint32_t bolt_rendezvous_immediate(uint64_t request_id, bool write_back);
 /* Whether the connection's queue pair may lose messages (UC): then every write carries immediate data. */
 bool bolt_rendezvous_unreliable(const struct bolt_connection *connection);
 /* The WR of a WRITE phase's one write: with immediate data naming the transfer (wr_id, flags: the caller's). */
@@ -433,8 +436,18 @@ int bolt_rendezvous_write(struct bolt_connection *connection, struct bolt_transm
 bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_transmit *transmit);
 /* Receiver: a stripe's immediate data arrived on a data rail. */
 void bolt_rendezvous_stripe_arrived(struct bolt_work_completion *work, const struct ibv_wc *wc);
-/* Receiver: a stripe landed (on a data rail, or on UC's control rail); wc names its transfer. */
-void bolt_rendezvous_stripe_landed(struct bolt_connection *connection, const struct ibv_wc *wc);
+/*
+ * Receiver: a stripe landed (on a data rail, or on UC's control rail); wc
+ * names its transfer. False if none waits for it.
+ */
+bool bolt_rendezvous_stripe_landed(struct bolt_connection *connection, const struct ibv_wc *wc);
+/* Reader: offers the target to write a large read's data back by RDMA; false if it cannot. */
+bool bolt_rendezvous_read_prepare(struct bolt_transmit *read);
+/* Target: makes response a write-back when the reader offered one and this end can. */
+void bolt_rendezvous_read_answer(struct bolt_connection *connection,
+				 const struct bolt_wire_header *header, struct bolt_transmit *response);
+/* Reader on UC: a written-back read's data landed, wc names it; false if no read waits for it. */
+bool bolt_rendezvous_read_landed(struct bolt_connection *connection, const struct ibv_wc *wc);
 /* Receiver: the data is in place. */
 void bolt_rendezvous_done(struct bolt_connection *connection, const struct bolt_wire_header *header);
 /* Target of a large fi_write: check the key, register the range, answer. */

@@ -175,10 +175,11 @@ static void bolt_receive_completed(struct bolt_work_completion *work, const stru
 		 * No message: a write whose data is in place already. On UC,
 		 * immediate data other than 0 names a rendezvous transfer.
 		 */
-		if (bolt_rendezvous_unreliable(connection) && wc->imm_data)
-			bolt_rendezvous_stripe_landed(connection, wc);
-		else
+		if (!bolt_rendezvous_unreliable(connection) || !wc->imm_data)
 			bolt_direct_write_arrived(connection, wc);
+		else if (!bolt_rendezvous_stripe_landed(connection, wc) &&
+			 !bolt_rendezvous_read_landed(connection, wc))
+			bolt_connection_fail(connection, FI_EIO, "a stripe for no transfer");
 	} else {
 		header = (const struct bolt_wire_header *) bolt_control_buffer_data(domain, record);
 		problem = bolt_receive_check(connection, header, wc->byte_len);
@@ -280,6 +281,7 @@ static void bolt_receive_read_request(struct bolt_connection *connection,
 		response->length = header->total_length;
 		bolt_endpoint_count_remote(endpoint, BOLT_COUNTER_REMOTE_READ, false, 0,
 					   header->total_length);
+		bolt_rendezvous_read_answer(connection, header, response);
 	}
 	bolt_transmit_start(response);
 }
@@ -296,6 +298,13 @@ static void bolt_receive_read_response(struct bolt_connection *connection,
 	}
 	if (header->cq_data) {
 		bolt_transmit_reply_arrived(read, (int) header->cq_data);
+		return;
+	}
+	/* Written back by RDMA on RC: this header follows the data on the queue pair. */
+	if (header->flags & BOLT_WIRE_FLAG_WRITE_BACK) {
+		read->received = read->length;
+		connection->reads_written_back++;
+		bolt_transmit_reply_arrived(read, 0);
 		return;
 	}
 	bolt_iov_copy_in(read->iov, read->iov_count, header->offset, payload, header->payload_length);

@@ -208,6 +208,21 @@ void bolt_rendezvous_write_request(struct bolt_connection *connection,
 				    header->total_length, (uint32_t) status);
 }
 
+/*
+ * Immediate data that names a transfer: the low 31 bits of the request id of
+ * the peer whose data it is (never all 0: ids skip those), and the top bit
+ * for a read written back, named by the reader's own id, so that it never
+ * meets a peer's message or write of the same number.
+ */
+#define BOLT_RENDEZVOUS_IMMEDIATE_ID 0x7fffffffu
+#define BOLT_RENDEZVOUS_IMMEDIATE_WRITE_BACK 0x80000000u
+
+uint32_t bolt_rendezvous_immediate(uint64_t request_id, bool write_back)
+{
+	return (uint32_t) (request_id & BOLT_RENDEZVOUS_IMMEDIATE_ID) |
+	       (write_back ? BOLT_RENDEZVOUS_IMMEDIATE_WRITE_BACK : 0);
+}
+
 bool bolt_rendezvous_unreliable(const struct bolt_connection *connection)
 {
 	return connection->qp->qp_type != IBV_QPT_RC;
@@ -222,7 +237,8 @@ void bolt_rendezvous_describe_write(const struct bolt_transmit *transmit, struct
 	wr->sg_list = sge;
 	wr->num_sge = 1;
 	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-	wr->imm_data = (uint32_t) transmit->request_id;
+	wr->imm_data = bolt_rendezvous_immediate(transmit->request_id,
+						 transmit->op == BOLT_WIRE_READ_RESPONSE);
 	wr->wr.rdma.remote_addr = transmit->target_address;
 	wr->wr.rdma.rkey = transmit->target_rkey;
 }
@@ -341,31 +357,93 @@ void bolt_rendezvous_done(struct bolt_connection *connection, const struct bolt_
 	bolt_rendezvous_finish(connection, record);
 }
 
-/* The transfer whose stripes carry immediate (its request's low 32 bits). */
+/* The transfer whose stripes carry immediate (bolt_rendezvous_immediate). */
 static struct bolt_inbound *bolt_rendezvous_find_striped(struct bolt_connection *connection,
 							 uint32_t immediate)
 {
 	struct bolt_inbound *record;
 
 	DL_FOREACH(connection->rendezvous, record)
-		if ((uint32_t) record->request_id == immediate && record->stripes_pending &&
+		if (bolt_rendezvous_immediate(record->request_id, false) == immediate &&
+		    record->stripes_pending &&
 		    (record->write || record->receive))
 			return record;
 	return NULL;
 }
 
-void bolt_rendezvous_stripe_landed(struct bolt_connection *connection, const struct ibv_wc *wc)
+bool bolt_rendezvous_stripe_landed(struct bolt_connection *connection, const struct ibv_wc *wc)
 {
 	struct bolt_inbound *record = (wc->wc_flags & IBV_WC_WITH_IMM) ?
 				      bolt_rendezvous_find_striped(connection, wc->imm_data) : NULL;
 
-	if (!record) {
-		bolt_connection_fail(connection, FI_EIO, "a stripe for no transfer");
-		return;
-	}
+	if (!record)
+		return false;
 	connection->stripes_received++;
 	if (--record->stripes_pending == 0)
 		bolt_rendezvous_finish(connection, record);
+	return true;
+}
+
+bool bolt_rendezvous_read_prepare(struct bolt_transmit *read)
+{
+	struct bolt_domain *domain = read->connection->endpoint->domain;
+	bool registration_pays = read->covered ||
+				 read->length >= (size_t) domain->fabric->params.rendezvous_threshold;
+
+	if (!domain->rdma_write || read->iov_count != 1 || !read->length ||
+	    read->length > UINT32_MAX || !registration_pays ||
+	    !bolt_rendezvous_register(domain, read->iov[0].iov_base, read->length,
+				      &read->registration))
+		return false;
+	read->tag = (uintptr_t) read->iov[0].iov_base;
+	read->cq_data = bolt_mr_cache_entry_mr(read->registration)->rkey;
+	read->wire_flags |= BOLT_WIRE_FLAG_WRITE_BACK;
+	return true;
+}
+
+void bolt_rendezvous_read_answer(struct bolt_connection *connection,
+				 const struct bolt_wire_header *header, struct bolt_transmit *response)
+{
+	struct bolt_domain *domain = connection->endpoint->domain;
+
+	if (!(header->flags & BOLT_WIRE_FLAG_WRITE_BACK) || !domain->rdma_write ||
+	    !response->length ||
+	    !bolt_rendezvous_register(domain, response->iov[0].iov_base, response->length,
+				      &response->registration))
+		return;
+	response->covered = true;       /* bolt_mr_translate found the range in an open MR */
+	response->target_address = header->tag;
+	response->target_rkey = header->cq_data;
+	response->target_length = response->length;
+	response->rendezvous = BOLT_RENDEZVOUS_WRITE;
+}
+
+/* Our read that immediate names, whose data is to be written back. */
+static struct bolt_transmit *bolt_rendezvous_find_read(struct bolt_connection *connection,
+						       uint32_t immediate)
+{
+	struct bolt_transmit *read;
+
+	DL_FOREACH(connection->posted, read)
+		if (read->op == BOLT_WIRE_READ_REQUEST && read->reply_pending &&
+		    (read->wire_flags & BOLT_WIRE_FLAG_WRITE_BACK) &&
+		    bolt_rendezvous_immediate(read->request_id, true) == immediate)
+			return read;
+	return NULL;
+}
+
+bool bolt_rendezvous_read_landed(struct bolt_connection *connection, const struct ibv_wc *wc)
+{
+	struct bolt_transmit *read = (wc->wc_flags & IBV_WC_WITH_IMM) ?
+				     bolt_rendezvous_find_read(connection, wc->imm_data) : NULL;
+
+	if (!read || wc->byte_len != read->length)
+		return false;
+	connection->stripes_received++;
+	connection->reads_written_back++;
+	read->received = read->length;
+	bolt_transmit_reply_arrived(read, 0);
+	return true;
 }
 
 void bolt_rendezvous_stripe_arrived(struct bolt_work_completion *work, const struct ibv_wc *wc)
@@ -383,7 +461,8 @@ void bolt_rendezvous_stripe_arrived(struct bolt_work_completion *work, const str
 				     connection->endpoint->domain->fabric->verbs.wc_status_str(wc->status));
 		return;
 	}
-	bolt_rendezvous_stripe_landed(connection, wc);
+	if (!bolt_rendezvous_stripe_landed(connection, wc))
+		bolt_connection_fail(connection, FI_EIO, "a data rail stripe for no transfer");
 }
 
 void bolt_rendezvous_release(struct bolt_connection *connection, int error)

@@ -200,9 +200,14 @@ static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
 			return;
 		}
 	}
+	/* A read's data written back ends with its response, a message's or a write's with DONE. */
 	bolt_transmit_header(connection, header,
-			     asking ? BOLT_WIRE_RENDEZVOUS : BOLT_WIRE_RENDEZVOUS_DONE, 0);
+			     asking ? BOLT_WIRE_RENDEZVOUS :
+			     transmit->op == BOLT_WIRE_READ_RESPONSE ? BOLT_WIRE_READ_RESPONSE :
+			     BOLT_WIRE_RENDEZVOUS_DONE, 0);
 	bolt_transmit_describe(header, transmit);
+	if (transmit->op == BOLT_WIRE_READ_RESPONSE)
+		header->flags |= BOLT_WIRE_FLAG_WRITE_BACK;
 	header->flags |= BOLT_WIRE_FLAG_LAST;
 	if (transmit->op == BOLT_WIRE_WRITE)
 		header->flags |= BOLT_WIRE_FLAG_WRITE;
@@ -358,7 +363,7 @@ bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_trans
 		record->transmit = transmit;
 		ret = bolt_data_rail_post_write(connection, rail, record, &sge,
 						transmit->target_address + offset, transmit->target_rkey,
-						(uint32_t) transmit->request_id);
+						bolt_rendezvous_immediate(transmit->request_id, false));
 		if (ret) {
 			bolt_control_buffer_put(domain, record);
 			bolt_connection_fail(connection, FI_EIO, strerror(ret));
@@ -482,12 +487,14 @@ void bolt_transmit_start(struct bolt_transmit *transmit)
 	struct bolt_connection *connection = transmit->connection;
 
 	if (!transmit->internal) {
-		/* Stripes name their transfer by the low 32 bits; 0 names none (a direct write). */
-		if ((uint32_t) connection->next_request_id == 0)
+		/* Stripes name their transfer by the low 31 bits; 0 names none (a direct write). */
+		if (!bolt_rendezvous_immediate(connection->next_request_id, false))
 			connection->next_request_id++;
 		transmit->request_id = connection->next_request_id++;
 		transmit->reply_pending = transmit->op == BOLT_WIRE_WRITE ||
 					  transmit->op == BOLT_WIRE_READ_REQUEST;
+		if (transmit->op == BOLT_WIRE_READ_REQUEST)
+			bolt_rendezvous_read_prepare(transmit);
 		/* A write into a region the target granted needs no request. */
 		if (!bolt_direct_write_prepare(transmit) && bolt_rendezvous_wanted(transmit)) {
 			transmit->rendezvous = BOLT_RENDEZVOUS_ASK;

@@ -41,6 +41,8 @@ enum bolt_wire_flag {
 	BOLT_WIRE_FLAG_NO_ACK = 1 << 4,     /* a rendezvous write whose initiator needs no ack */
 	BOLT_WIRE_FLAG_GRANTED = 1 << 5,    /* a write whose initiator holds a grant for its key */
 	BOLT_WIRE_FLAG_QUIET = 1 << 6,      /* a grant whose target needs no word of each write */
+	BOLT_WIRE_FLAG_WRITE_BACK = 1 << 7, /* a read whose data may be written back by RDMA:
+					     * to address tag, rkey cq_data */
 };
 
 struct bolt_wire_header {
