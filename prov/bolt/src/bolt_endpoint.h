@@ -441,6 +441,14 @@ void bolt_rendezvous_stripe_arrived(struct bolt_work_completion *work, const str
  * names its transfer. False if none waits for it.
  */
 bool bolt_rendezvous_stripe_landed(struct bolt_connection *connection, const struct ibv_wc *wc);
+/*
+ * Whether transmit's buffer is worth registering for one RDMA transfer: a
+ * single buffer a work request can carry, inside an open MR (its
+ * registration stays cached) or from the rendezvous threshold up.
+ */
+bool bolt_rendezvous_registration_pays(const struct bolt_transmit *transmit);
+/* Reader: the data of read is in its buffer, written back by the target: it completes. */
+void bolt_rendezvous_read_written_back(struct bolt_connection *connection, struct bolt_transmit *read);
 /* Reader: offers the target to write a large read's data back by RDMA; false if it cannot. */
 bool bolt_rendezvous_read_prepare(struct bolt_transmit *read);
 /* Target: makes response a write-back when the reader offered one and this end can. */

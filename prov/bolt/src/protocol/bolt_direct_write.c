@@ -191,15 +191,11 @@ void bolt_direct_write_forget_all(struct bolt_connection *connection)
 /* Whether the write itself may go directly, whatever the target granted. */
 static bool bolt_direct_write_suits(const struct bolt_transmit *transmit)
 {
-	/* Registering memory outside an open MR for one write costs more than asking. */
-	const struct bolt_params *params = &transmit->connection->endpoint->domain->fabric->params;
-	bool registration_pays = transmit->covered ||
-				 transmit->length >= (size_t) params->rendezvous_threshold;
 	bool remote_cq_data = transmit->flags & FI_REMOTE_CQ_DATA;
 
 	return transmit->op == BOLT_WIRE_WRITE && !transmit->internal && !transmit->inject_copy &&
-	       transmit->iov_count == 1 && transmit->length && transmit->length <= UINT32_MAX &&
-	       registration_pays && !(transmit->flags & FI_DELIVERY_COMPLETE) &&
+	       bolt_rendezvous_registration_pays(transmit) &&
+	       !(transmit->flags & FI_DELIVERY_COMPLETE) &&
 	       /*
 		* Immediate data 0 means no remote CQ data; on UC, any other value
 		* names a rendezvous transfer, so remote CQ data has to ask there.

@@ -302,9 +302,7 @@ static void bolt_receive_read_response(struct bolt_connection *connection,
 	}
 	/* Written back by RDMA on RC: this header follows the data on the queue pair. */
 	if (header->flags & BOLT_WIRE_FLAG_WRITE_BACK) {
-		read->received = read->length;
-		connection->reads_written_back++;
-		bolt_transmit_reply_arrived(read, 0);
+		bolt_rendezvous_read_written_back(connection, read);
 		return;
 	}
 	bolt_iov_copy_in(read->iov, read->iov_count, header->offset, payload, header->payload_length);

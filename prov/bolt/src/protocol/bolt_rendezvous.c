@@ -254,7 +254,6 @@ int bolt_rendezvous_write(struct bolt_connection *connection, struct bolt_transm
 	bolt_rendezvous_describe_write(transmit, &sge, &wr);
 	wr.opcode = IBV_WR_RDMA_WRITE;
 	ret = domain->fabric->verbs.post_send(connection->qp, &wr, &bad_wr);
-
 	if (ret)
 		return ret;
 	connection->outstanding_sends++;
@@ -384,14 +383,20 @@ bool bolt_rendezvous_stripe_landed(struct bolt_connection *connection, const str
 	return true;
 }
 
+bool bolt_rendezvous_registration_pays(const struct bolt_transmit *transmit)
+{
+	const struct bolt_params *params = &transmit->connection->endpoint->domain->fabric->params;
+
+	/* Registering memory outside an open MR for one transfer costs more than small ones save. */
+	return transmit->iov_count == 1 && transmit->length && transmit->length <= UINT32_MAX &&
+	       (transmit->covered || transmit->length >= (size_t) params->rendezvous_threshold);
+}
+
 bool bolt_rendezvous_read_prepare(struct bolt_transmit *read)
 {
 	struct bolt_domain *domain = read->connection->endpoint->domain;
-	bool registration_pays = read->covered ||
-				 read->length >= (size_t) domain->fabric->params.rendezvous_threshold;
 
-	if (!domain->rdma_write || read->iov_count != 1 || !read->length ||
-	    read->length > UINT32_MAX || !registration_pays ||
+	if (!domain->rdma_write || !bolt_rendezvous_registration_pays(read) ||
 	    !bolt_rendezvous_register(domain, read->iov[0].iov_base, read->length,
 				      &read->registration))
 		return false;
@@ -432,6 +437,13 @@ static struct bolt_transmit *bolt_rendezvous_find_read(struct bolt_connection *c
 	return NULL;
 }
 
+void bolt_rendezvous_read_written_back(struct bolt_connection *connection, struct bolt_transmit *read)
+{
+	connection->reads_written_back++;
+	read->received = read->length;
+	bolt_transmit_reply_arrived(read, 0);
+}
+
 bool bolt_rendezvous_read_landed(struct bolt_connection *connection, const struct ibv_wc *wc)
 {
 	struct bolt_transmit *read = (wc->wc_flags & IBV_WC_WITH_IMM) ?
@@ -440,9 +452,7 @@ bool bolt_rendezvous_read_landed(struct bolt_connection *connection, const struc
 	if (!read || wc->byte_len != read->length)
 		return false;
 	connection->stripes_received++;
-	connection->reads_written_back++;
-	read->received = read->length;
-	bolt_transmit_reply_arrived(read, 0);
+	bolt_rendezvous_read_written_back(connection, read);
 	return true;
 }
 
