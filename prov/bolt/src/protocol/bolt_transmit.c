@@ -36,10 +36,12 @@ static bool bolt_transmit_can_send(const struct bolt_connection *connection, boo
 	       connection->send_credits > (credit_only ? 0u : 1u);
 }
 
-/* A rendezvous write goes out with its DONE: two send queue entries. */
-static int bolt_transmit_slots(const struct bolt_transmit *transmit)
+/* On RC a rendezvous write goes out with its DONE: two send queue entries; on UC it is one. */
+static int bolt_transmit_slots(const struct bolt_connection *connection,
+			       const struct bolt_transmit *transmit)
 {
-	return transmit->rendezvous == BOLT_RENDEZVOUS_WRITE ? 2 : 1;
+	return transmit->rendezvous == BOLT_RENDEZVOUS_WRITE &&
+	       !bolt_rendezvous_unreliable(connection) ? 2 : 1;
 }
 
 /*
@@ -316,7 +318,7 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 				if (!bolt_transmit_stripes(connection, transmit))
 					break;
 			} else if (!bolt_transmit_can_send(connection, false,
-							   bolt_transmit_slots(transmit))) {
+							   bolt_transmit_slots(connection, transmit))) {
 				break;
 			} else if (!bolt_transmit_segment(connection, transmit)) {
 				return;
