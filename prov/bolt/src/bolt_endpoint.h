@@ -339,6 +339,8 @@ struct bolt_connection *bolt_connection_get(struct bolt_endpoint *endpoint,
 					    const struct bolt_address *peer);
 /* Accepts side channels, advances handshakes, notices dead peers. */
 void bolt_connection_progress_all(struct bolt_endpoint *endpoint);
+/* Whether operations wait on the connection: transmits, replies, or data coming in. */
+bool bolt_connection_busy(const struct bolt_connection *connection);
 /* Fails the connection: every operation on it completes with error. */
 void bolt_connection_fail(struct bolt_connection *connection, int error, const char *why);
 void bolt_connection_destroy(struct bolt_connection *connection);

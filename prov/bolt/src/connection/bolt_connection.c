@@ -231,12 +231,17 @@ static void bolt_connection_release_device(struct bolt_connection *connection)
 	}
 }
 
+bool bolt_connection_busy(const struct bolt_connection *connection)
+{
+	return connection->transmits || connection->posted || connection->inbound.active ||
+	       connection->rendezvous;
+}
+
 void bolt_connection_fail(struct bolt_connection *connection, int error, const char *why)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
 	char text[INET6_ADDRSTRLEN] = "?";
-	bool waiting = connection->transmits || connection->posted || connection->inbound.active ||
-		       connection->rendezvous;
+	bool waiting = bolt_connection_busy(connection);
 
 	if (connection->state == BOLT_CONNECTION_FAILED)
 		return;

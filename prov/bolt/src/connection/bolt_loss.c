@@ -31,8 +31,7 @@ static bool bolt_loss_waiting(const struct bolt_connection *connection)
 {
 	const struct bolt_loss_watch *watch = &connection->loss;
 
-	return connection->transmits || connection->posted || connection->inbound.active ||
-	       connection->rendezvous ||
+	return bolt_connection_busy(connection) ||
 	       connection->send_sequence != watch->confirmed_sent ||
 	       connection->stripes_sent != watch->confirmed_stripes;
 }
