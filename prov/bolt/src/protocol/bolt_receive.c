@@ -296,6 +296,12 @@ static void bolt_receive_read_response(struct bolt_connection *connection,
 		bolt_connection_fail(connection, FI_EIO, "read data for no read");
 		return;
 	}
+	/* Only a read that offered its buffer can have its data written back. */
+	if ((header->flags & BOLT_WIRE_FLAG_WRITE_BACK) &&
+	    !(read->wire_flags & BOLT_WIRE_FLAG_WRITE_BACK)) {
+		bolt_connection_fail(connection, FI_EIO, "read data written back where no buffer was offered");
+		return;
+	}
 	if (header->cq_data) {
 		bolt_transmit_reply_arrived(read, (int) header->cq_data);
 		return;
