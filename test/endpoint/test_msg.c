@@ -286,7 +286,7 @@ static uint64_t registrations_used(struct rdm_endpoint *endpoint)
 	struct bolt_domain *domain = bolt_container_of(endpoint->domain, struct bolt_domain, domain_fid);
 	struct bolt_mr_cache_stats stats;
 
-	bolt_mr_cache_stats(domain->mr_cache, &stats);
+	bolt_mr_cache_stats(domain->primary.mr_cache, &stats);
 	return stats.hits + stats.misses;
 }
 

@@ -48,14 +48,20 @@ struct bolt_params {
 	char job_key[256];          /* FI_BOLT_JOB_KEY: "" is "uid:<user id>" */
 	char side_channel_address[64];  /* FI_BOLT_SIDE_CHANNEL_ADDRESS: "" chooses */
 	int data_rails;             /* FI_BOLT_DATA_RAILS: queue pairs per peer for bulk writes; -1 chooses */
+	int stripe_ports;           /* FI_BOLT_STRIPE_PORTS: other ports to stripe over; -1: all */
+	int rail_probe_timeout;     /* FI_BOLT_RAIL_PROBE_TIMEOUT: milliseconds */
 	int rendezvous_threshold;   /* FI_BOLT_RENDEZVOUS_THRESHOLD: bytes written by RDMA from */
 	int collective_ring_threshold;  /* FI_BOLT_COLLECTIVE_RING_THRESHOLD: bytes */
 	int collective_segment_size;    /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE: bytes */
 	int collective_lanes;           /* FI_BOLT_COLLECTIVE_LANES: segments in flight */
 };
 
-/* Most data rails a connection stripes its large writes across. */
+/* Most data rails a connection has on its domain's own port (FI_BOLT_DATA_RAILS). */
 #define BOLT_MAX_DATA_RAILS 4
+/* Most other ports a domain stripes over (FI_BOLT_STRIPE_PORTS), a data rail on each. */
+#define BOLT_MAX_STRIPE_PORTS 4
+/* Rails of a connection: those on the domain's port, then one per stripe port. */
+#define BOLT_MAX_CONNECTION_RAILS (BOLT_MAX_DATA_RAILS + BOLT_MAX_STRIPE_PORTS)
 /*
  * FI_BOLT_RENDEZVOUS_THRESHOLD's default: from 16 KiB, a request, an answer
  * and one RDMA write cost less than four segments copied at both ends.

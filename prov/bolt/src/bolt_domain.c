@@ -19,14 +19,15 @@
 #define BOLT_DOMAIN_CONTROL_BUFFER_SIZE 4096
 #define BOLT_DOMAIN_CONTROL_BUFFERS 2048
 
-void bolt_domain_poll_device(struct bolt_domain *domain)
+/* Hands each completion of cq to the code that posted its work request. */
+static void bolt_domain_poll_cq(struct bolt_domain *domain, struct ibv_cq *cq)
 {
 	struct bolt_verbs *verbs = &domain->fabric->verbs;
 	struct ibv_wc wc[BOLT_DOMAIN_POLL_BATCH];
 	int count;
 
 	do {
-		count = verbs->poll_cq(domain->handle.cq, BOLT_DOMAIN_POLL_BATCH, wc);
+		count = verbs->poll_cq(cq, BOLT_DOMAIN_POLL_BATCH, wc);
 		for (int i = 0; i < count; i++) {
 			struct bolt_work_completion *work =
 				(struct bolt_work_completion *) (uintptr_t) wc[i].wr_id;
@@ -42,6 +43,13 @@ void bolt_domain_poll_device(struct bolt_domain *domain)
 	} while (count == BOLT_DOMAIN_POLL_BATCH);
 	if (count < 0)
 		FI_WARN_SPARSE(&bolt_prov, FI_LOG_DOMAIN, "poll_cq failed: %s\n", strerror(-count));
+}
+
+void bolt_domain_poll_device(struct bolt_domain *domain)
+{
+	bolt_domain_poll_cq(domain, domain->primary.handle.cq);
+	for (int index = 0; index < domain->stripe_port_count; index++)
+		bolt_domain_poll_cq(domain, domain->stripe_ports[index].handle.cq);
 	domain->poll_generation++;
 }
 
@@ -54,53 +62,95 @@ void bolt_domain_progress(struct bolt_domain *domain)
 		bolt_endpoint_progress(endpoint);
 }
 
-/* The device and port the domain name ("rdma_en0", "rdma_en0:2") stands for. */
-static int bolt_domain_find_port(struct bolt_domain *domain, const char *name)
+/*
+ * A stripe port: another usable port of the host that carries rails as the
+ * domain's own does (same QP type, RDMA write). False, closed, otherwise.
+ */
+static bool bolt_domain_open_stripe_port(struct bolt_domain *domain,
+					 const struct bolt_device_report *device,
+					 const struct bolt_port_report *port)
+{
+	struct bolt_rail_port *stripe_port = &domain->stripe_ports[domain->stripe_port_count];
+
+	if (!port->usable || (!strcmp(device->name, domain->primary.device.name) &&
+			      port->port_num == domain->primary.port.port_num))
+		return false;
+	if (bolt_rail_port_open(&domain->fabric->verbs, device, port, BOLT_DOMAIN_CQ_SIZE,
+				stripe_port))
+		return false;
+	if (stripe_port->qp_type != domain->primary.qp_type || !stripe_port->rdma_write) {
+		FI_INFO(&bolt_prov, FI_LOG_DOMAIN, "%s:%u cannot carry %s's stripes\n",
+			device->name, port->port_num, domain->primary.device.name);
+		bolt_rail_port_close(stripe_port);
+		return false;
+	}
+	domain->stripe_port_count++;
+	return true;
+}
+
+/* Up to FI_BOLT_STRIPE_PORTS of the host's other ports, where the domain's own writes. */
+static void bolt_domain_open_stripe_ports(struct bolt_domain *domain,
+					  const struct bolt_device_report *devices, int count)
+{
+	int wanted = domain->fabric->params.stripe_ports;
+
+	if (wanted < 0 || wanted > BOLT_MAX_STRIPE_PORTS)
+		wanted = BOLT_MAX_STRIPE_PORTS;
+	if (!domain->primary.rdma_write)
+		return;
+	for (int i = 0; i < count; i++)
+		for (int j = 0; j < devices[i].port_count; j++)
+			if (domain->stripe_port_count < wanted)
+				bolt_domain_open_stripe_port(domain, &devices[i], &devices[i].ports[j]);
+}
+
+static void bolt_domain_close_stripe_ports(struct bolt_domain *domain)
+{
+	while (domain->stripe_port_count)
+		bolt_rail_port_close(&domain->stripe_ports[--domain->stripe_port_count]);
+}
+
+/* The device port the domain name ("rdma_en0", "rdma_en0:2") stands for, and the stripe ports. */
+static int bolt_domain_open_ports(struct bolt_domain *domain, const char *name)
 {
 	struct bolt_fabric *fabric = domain->fabric;
-	struct bolt_device_report *devices;
+	struct bolt_device_report *devices, device;
+	struct bolt_port_report port;
 	int count, ret;
 
 	ret = bolt_device_reports_create(&fabric->verbs, fabric->params.gid_index, &devices, &count);
 	if (ret)
 		return ret;
-	ret = bolt_device_find_domain(devices, count, name, &domain->device, &domain->port);
-	bolt_device_reports_destroy(devices);
-	if (ret) {
+	ret = bolt_device_find_domain(devices, count, name, &device, &port);
+	if (ret)
 		FI_WARN(&bolt_prov, FI_LOG_DOMAIN, "domain %s: no such usable device port\n", name);
-		return ret;
-	}
-	return 0;
-}
-
-/* RC where the device has it, for its retries; UC otherwise (Thunderbolt). */
-static int bolt_domain_probe(struct bolt_domain *domain)
-{
-	bolt_device_probe_qp_types(&domain->handle, &domain->device);
-	if (!domain->device.rc_supported && !domain->device.uc_supported) {
-		FI_WARN(&bolt_prov, FI_LOG_DOMAIN, "%s accepts neither RC nor UC queue pairs\n",
-			domain->device.name);
-		return -FI_ENODEV;
-	}
-	domain->qp_type = domain->device.rc_supported ? IBV_QPT_RC : IBV_QPT_UC;
-	bolt_device_probe_rdma_write(&domain->handle, &domain->device, &domain->port,
-				     domain->qp_type);
-	domain->rdma_write = domain->device.rdma_write_supported;
-	return 0;
+	else
+		ret = bolt_rail_port_open(&fabric->verbs, &device, &port, BOLT_DOMAIN_CQ_SIZE,
+					  &domain->primary);
+	if (!ret)
+		bolt_domain_open_stripe_ports(domain, devices, count);
+	bolt_device_reports_destroy(devices);
+	return ret;
 }
 
 static void bolt_domain_log(const struct bolt_domain *domain)
 {
 	char gid[BOLT_GID_TEXT_SIZE];
 
-	bolt_gid_format(&domain->gid, gid, sizeof(gid));
+	bolt_gid_format(&domain->primary.gid, gid, sizeof(gid));
 	FI_INFO(&bolt_prov, FI_LOG_DOMAIN,
-		"domain %s: GID[%d] %s (%s), %s queue pairs, %s (%s), %d queue depth, %d data rails\n",
-		domain->info->domain_attr->name, domain->qp_local.gid_index, gid,
-		bolt_gid_reason_text(domain->port.gid_choice.reason),
-		domain->qp_type == IBV_QPT_RC ? "RC" : "UC",
-		domain->rdma_write ? "RDMA write data path" : "send-only data path",
-		domain->device.rdma_write_reason, domain->budget.queue_depth, domain->data_rails);
+		"domain %s: GID[%d] %s (%s), %s queue pairs, %s (%s), %d queue depth, %d data rails, "
+		"%d stripe ports\n",
+		domain->info->domain_attr->name, domain->primary.qp_local.gid_index, gid,
+		bolt_gid_reason_text(domain->primary.port.gid_choice.reason),
+		domain->primary.qp_type == IBV_QPT_RC ? "RC" : "UC",
+		domain->primary.rdma_write ? "RDMA write data path" : "send-only data path",
+		domain->primary.device.rdma_write_reason, domain->primary.budget.queue_depth,
+		domain->data_rails, domain->stripe_port_count);
+	for (int index = 0; index < domain->stripe_port_count; index++)
+		FI_INFO(&bolt_prov, FI_LOG_DOMAIN, "domain %s: stripe port %s:%u\n",
+			domain->info->domain_attr->name, domain->stripe_ports[index].device.name,
+			domain->stripe_ports[index].port.port_num);
 }
 
 static int bolt_domain_close(struct fid *fid)
@@ -112,10 +162,10 @@ static int bolt_domain_close(struct fid *fid)
 			atomic_load(&domain->child_count));
 		return -FI_EBUSY;
 	}
-	bolt_mr_cache_destroy(domain->mr_cache);
 	free(domain->control_buffers);
 	bolt_slab_pool_destroy(&domain->control_pool);
-	bolt_device_handle_close(&domain->handle);
+	bolt_domain_close_stripe_ports(domain);
+	bolt_rail_port_close(&domain->primary);
 	fi_freeinfo(domain->info);
 	pthread_mutex_destroy(&domain->lock);
 	atomic_fetch_sub(&domain->fabric->child_count, 1);
@@ -152,47 +202,27 @@ static int bolt_domain_open_device(struct bolt_domain *domain)
 	struct bolt_fabric *fabric = domain->fabric;
 	int ret;
 
-	ret = bolt_domain_find_port(domain, domain->info->domain_attr->name);
+	ret = bolt_domain_open_ports(domain, domain->info->domain_attr->name);
 	if (ret)
 		return ret;
-	bolt_device_budget(&domain->device, &domain->budget);
-	domain->qp_local.port_num = domain->port.port_num;
-	domain->qp_local.gid_index = domain->port.gid_choice.index;
-	domain->qp_local.path_mtu = domain->port.attr.active_mtu;
-	domain->gid = domain->port.gids[domain->port.gid_choice.index].gid;
-
-	ret = bolt_device_handle_open(&fabric->verbs, domain->device.name, BOLT_DOMAIN_CQ_SIZE,
-				      &domain->handle);
-	if (ret)
-		return ret;
-	ret = bolt_domain_probe(domain);
-	if (ret)
-		goto close_handle;
-	ret = bolt_slab_pool_create(&fabric->verbs, domain->handle.pd,
+	ret = bolt_slab_pool_create(&fabric->verbs, domain->primary.handle.pd,
 				    BOLT_DOMAIN_CONTROL_BUFFER_SIZE, BOLT_DOMAIN_CONTROL_BUFFERS,
 				    IBV_ACCESS_LOCAL_WRITE, &domain->control_pool);
 	if (ret)
-		goto close_handle;
+		goto close_ports;
 	domain->control_buffers = calloc(domain->control_pool.buffer_count,
 					 sizeof(*domain->control_buffers));
 	if (!domain->control_buffers) {
 		ret = -FI_ENOMEM;
 		goto destroy_pool;
 	}
-	ret = bolt_mr_cache_create(&fabric->verbs, domain->handle.pd, domain->budget.user_mr_budget,
-				   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				   (domain->qp_type == IBV_QPT_RC ? IBV_ACCESS_REMOTE_READ : 0),
-				   &domain->mr_cache);
-	if (ret)
-		goto free_records;
 	return 0;
 
-free_records:
-	free(domain->control_buffers);
 destroy_pool:
 	bolt_slab_pool_destroy(&domain->control_pool);
-close_handle:
-	bolt_device_handle_close(&domain->handle);
+close_ports:
+	bolt_domain_close_stripe_ports(domain);
+	bolt_rail_port_close(&domain->primary);
 	return ret;
 }
 
@@ -222,7 +252,7 @@ int bolt_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 	}
 	pthread_mutex_init(&domain->lock, NULL);
 	domain->job_key_digest = bolt_job_key_digest(fabric->params.job_key);
-	domain->data_rails = bolt_device_data_rails(&domain->budget, fabric->params.data_rails);
+	domain->data_rails = bolt_device_data_rails(&domain->primary.budget, fabric->params.data_rails);
 	domain->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
 	domain->domain_fid.fid.context = context;
 	domain->domain_fid.fid.ops = &bolt_domain_fi_ops;

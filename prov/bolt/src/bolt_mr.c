@@ -62,7 +62,7 @@ static int bolt_mr_close(struct fid *fid)
 		HASH_DEL(*bolt_mr_table(mr), mr);
 	bolt_direct_write_revoke(mr);
 	/* Registrations kept for transfers in this region: its memory may go now. */
-	bolt_mr_cache_invalidate(domain->mr_cache, mr->address, mr->length);
+	bolt_mr_cache_invalidate(domain->primary.mr_cache, mr->address, mr->length);
 	if (mr->endpoint)
 		mr->endpoint->bound_mr_count--;
 	bolt_domain_unlock(domain);

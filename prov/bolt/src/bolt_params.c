@@ -76,6 +76,13 @@ static const struct bolt_param bolt_param_table[] = {
 		"device has queue pairs to spare (default: -1, one on devices with 64 queue pairs "
 		"or more, none on devices with few, such as Thunderbolt's 10, which connections to "
 		"peers need; 0: the control rail carries them)"),
+	BOLT_INT_PARAM("stripe_ports", stripe_ports, -1, BOLT_MAX_STRIPE_PORTS,
+		"Other ports of this host (cables, NICs) a domain may stripe large transfers over, "
+		"each with a data rail to every peer it is found to reach (default: -1, every "
+		"one up to 4; 0: none)"),
+	BOLT_INT_PARAM("rail_probe_timeout", rail_probe_timeout, 1, 60000,
+		"Milliseconds a data rail on a stripe port waits for its probe to reach the peer's "
+		"port before it tries the peer's next one (default: 200)"),
 	BOLT_INT_PARAM("rendezvous_threshold", rendezvous_threshold, 4096, 1 << 30,
 		"Messages and writes of at least this many bytes are written by RDMA into the "
 		"receiver's buffer after a request and its answer; smaller ones go in 4 KiB "
@@ -99,6 +106,8 @@ static const struct bolt_params bolt_param_defaults = {
 	.soft_seed = 1,
 	.soft_copy = "auto",
 	.data_rails = -1,
+	.stripe_ports = -1,
+	.rail_probe_timeout = 200,
 	.rendezvous_threshold = BOLT_RENDEZVOUS_THRESHOLD,
 	.collective_ring_threshold = 131072,
 	.collective_segment_size = 4 << 20,

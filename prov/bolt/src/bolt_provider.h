@@ -28,6 +28,7 @@
 #include "device/bolt_device_probe.h"
 #include "rails/bolt_mr_cache.h"
 #include "rails/bolt_qp.h"
+#include "rails/bolt_rail_port.h"
 #include "rails/bolt_slab.h"
 #include "verbs/bolt_verbs.h"
 
@@ -52,26 +53,23 @@ struct bolt_domain {
 	struct fi_info *info;           /* as the domain was opened */
 	atomic_int child_count;         /* endpoints, CQs, counters, AVs, MRs open on it */
 
-	/* The device port behind the domain; every queue pair completes into handle.cq. */
-	struct bolt_device_report device;
-	struct bolt_port_report port;
-	struct bolt_device_budget budget;
-	struct bolt_device_handle handle;
-	struct bolt_qp_local qp_local;  /* port, GID index, path MTU */
-	union ibv_gid gid;
-	enum ibv_qp_type qp_type;       /* RC where the device has it, else UC */
-	bool rdma_write;                /* the device carries RDMA write (probed at open) */
-	int qp_count;                   /* queue pairs of the domain, within budget.qp_budget */
-	int data_rails;                 /* per connection, for large writes (bolt_data_rail.c) */
+	/*
+	 * The device port behind the domain: the control rail and its data rails,
+	 * each queue pair completing into its handle.cq; and the host's other
+	 * ports, over which large transfers stripe to the peers they reach.
+	 */
+	struct bolt_rail_port primary;
+	struct bolt_rail_port stripe_ports[BOLT_MAX_STRIPE_PORTS];
+	int stripe_port_count;
+	int data_rails;                 /* per connection on primary, for large writes (bolt_data_rail.c) */
 
 	struct bolt_slab_pool control_pool;   /* eager and control messages, both ways */
 	struct bolt_control_buffer *control_buffers;    /* a record per control buffer */
-	struct bolt_mr_cache *mr_cache;       /* device MRs for user memory, under budget */
-	int grants_held;                      /* of which held for regions granted to peers */
+	int grants_held;                      /* primary.mr_cache entries held for regions granted to peers */
 	uint64_t job_key_digest;
 
 	struct bolt_endpoint *endpoints;      /* utlist of enabled endpoints, for progress */
-	uint64_t poll_generation;             /* times the device CQ was polled empty */
+	uint64_t poll_generation;             /* times the device CQs were polled empty */
 	struct bolt_mr *mrs;                  /* without FI_MR_ENDPOINT: enabled MRs by key */
 	uint64_t next_mr_key;                 /* FI_MR_PROV_KEY: the next key bolt gives */
 };
@@ -89,7 +87,7 @@ static inline void bolt_domain_unlock(struct bolt_domain *domain)
 
 /* Moves every endpoint of the domain forward: device completions, side channels, queues. */
 void bolt_domain_progress(struct bolt_domain *domain);
-/* Handles device completions until the device CQ is empty. */
+/* Handles device completions until the CQs of every port of the domain are empty. */
 void bolt_domain_poll_device(struct bolt_domain *domain);
 
 int bolt_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,

@@ -46,24 +46,24 @@ static int bolt_connection_create_qp(struct bolt_connection *connection)
 	struct bolt_verbs *verbs = &domain->fabric->verbs;
 	int ret;
 
-	if (domain->qp_count >= domain->budget.qp_budget) {
+	if (domain->primary.qp_count >= domain->primary.budget.qp_budget) {
 		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
 			"%s allows %d queue pairs and this domain uses them all: no connection to one more peer\n",
-			domain->device.name, domain->budget.qp_budget);
+			domain->primary.device.name, domain->primary.budget.qp_budget);
 		return -FI_ENOSPC;
 	}
-	connection->qp = bolt_qp_create(verbs, domain->handle.pd, domain->handle.cq, domain->qp_type,
-					(uint32_t) domain->budget.queue_depth, 0);
+	connection->qp = bolt_qp_create(verbs, domain->primary.handle.pd, domain->primary.handle.cq, domain->primary.qp_type,
+					(uint32_t) domain->primary.budget.queue_depth, 0);
 	if (!connection->qp) {
 		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
 			"%s refused a queue pair (%s): its limit is %d queue pairs, shared by every process on it\n",
-			domain->device.name, strerror(errno), domain->budget.qp_budget);
+			domain->primary.device.name, strerror(errno), domain->primary.budget.qp_budget);
 		return -FI_ENOSPC;
 	}
-	domain->qp_count++;
+	domain->primary.qp_count++;
 	connection->psn = (uint32_t) rand() & 0xffffff;
 	connection->receive_depth = BOLT_CONNECTION_RECEIVE_DEPTH;
-	ret = bolt_qp_init(verbs, connection->qp, domain->qp_local.port_num);
+	ret = bolt_qp_init(verbs, connection->qp, domain->primary.qp_local.port_num);
 	if (ret)
 		return ret;
 	return bolt_receive_post_initial(connection);
@@ -78,11 +78,11 @@ static void bolt_connection_handshake_fill(const struct bolt_connection *connect
 	handshake->sender = connection->endpoint->address;
 	handshake->receiver = connection->peer;
 	handshake->byte_order = BOLT_HANDSHAKE_BYTE_ORDER;
-	handshake->qp_type = domain->qp_type;
+	handshake->qp_type = domain->primary.qp_type;
 	handshake->qpn = connection->qp->qp_num;
 	handshake->psn = connection->psn;
 	handshake->receive_depth = connection->receive_depth;
-	memcpy(handshake->gid, domain->gid.raw, sizeof(handshake->gid));
+	memcpy(handshake->gid, domain->primary.gid.raw, sizeof(handshake->gid));
 }
 
 /* Why a handshake from the peer cannot be used, or NULL. */
@@ -98,7 +98,7 @@ static const char *bolt_connection_handshake_check(const struct bolt_endpoint *e
 		return "malformed sender address";
 	if (!bolt_connection_same_address(&handshake->receiver, &endpoint->address))
 		return "handshake meant for another endpoint";
-	if (handshake->qp_type != endpoint->domain->qp_type)
+	if (handshake->qp_type != endpoint->domain->primary.qp_type)
 		return "peer uses another queue pair type";
 	if (handshake->qpn == 0 || handshake->qpn > 0xffffff || handshake->psn > 0xffffff)
 		return "queue pair number or PSN out of range";
@@ -112,7 +112,7 @@ static int bolt_connection_connect_qp(struct bolt_connection *connection,
 				      const struct bolt_handshake *handshake)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
-	struct bolt_qp_local local = domain->qp_local;
+	struct bolt_qp_local local = domain->primary.qp_local;
 	struct bolt_qp_remote remote = { .qpn = handshake->qpn, .psn = handshake->psn };
 
 	local.psn = connection->psn;
@@ -223,7 +223,7 @@ static void bolt_connection_release_device(struct bolt_connection *connection)
 	if (connection->qp) {
 		domain->fabric->verbs.destroy_qp(connection->qp);
 		connection->qp = NULL;
-		domain->qp_count--;
+		domain->primary.qp_count--;
 	}
 	if (connection->has_stream) {
 		bolt_side_channel_stream_close(&connection->stream);

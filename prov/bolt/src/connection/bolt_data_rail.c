@@ -27,21 +27,21 @@ static bool bolt_data_rail_create_qp(struct bolt_connection *connection, struct 
 	struct bolt_domain *domain = connection->endpoint->domain;
 	struct bolt_verbs *verbs = &domain->fabric->verbs;
 
-	if (domain->qp_count + 1 >= domain->budget.qp_budget)
+	if (domain->primary.qp_count + 1 >= domain->primary.budget.qp_budget)
 		return false;
-	rail->qp = bolt_qp_create(verbs, domain->handle.pd, domain->handle.cq, domain->qp_type,
-				  (uint32_t) domain->budget.queue_depth, 0);
+	rail->qp = bolt_qp_create(verbs, domain->primary.handle.pd, domain->primary.handle.cq, domain->primary.qp_type,
+				  (uint32_t) domain->primary.budget.queue_depth, 0);
 	if (!rail->qp) {
 		FI_INFO(&bolt_prov, FI_LOG_EP_CTRL, "%s has no queue pair for a data rail (%s)\n",
-			domain->device.name, strerror(errno));
+			domain->primary.device.name, strerror(errno));
 		return false;
 	}
-	domain->qp_count++;
+	domain->primary.qp_count++;
 	rail->psn = (uint32_t) rand() & 0xffffff;
-	if (bolt_qp_init(verbs, rail->qp, domain->qp_local.port_num)) {
+	if (bolt_qp_init(verbs, rail->qp, domain->primary.qp_local.port_num)) {
 		verbs->destroy_qp(rail->qp);
 		rail->qp = NULL;
-		domain->qp_count--;
+		domain->primary.qp_count--;
 		return false;
 	}
 	return true;
@@ -54,7 +54,7 @@ static void bolt_data_rail_destroy(struct bolt_connection *connection, struct bo
 	if (rail->qp) {
 		domain->fabric->verbs.destroy_qp(rail->qp);
 		rail->qp = NULL;
-		domain->qp_count--;
+		domain->primary.qp_count--;
 	}
 }
 
@@ -63,7 +63,7 @@ static int bolt_data_rail_connect(struct bolt_connection *connection, struct bol
 				  const struct bolt_wire_header *header)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
-	struct bolt_qp_local local = domain->qp_local;
+	struct bolt_qp_local local = domain->primary.qp_local;
 	struct bolt_qp_remote remote = {
 		.qpn = (uint32_t) header->address,
 		.psn = (uint32_t) header->key,
@@ -186,7 +186,7 @@ uint32_t bolt_data_rail_ready(const struct bolt_connection *connection, bool wit
 		const struct bolt_data_rail *rail = &connection->data_rails[index];
 
 		if (rail->state == BOLT_DATA_RAIL_READY &&
-		    (!with_room || rail->outstanding_sends < (int) domain->budget.queue_depth))
+		    (!with_room || rail->outstanding_sends < (int) domain->primary.budget.queue_depth))
 			mask |= 1u << index;
 	}
 	return mask;

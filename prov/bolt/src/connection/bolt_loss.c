@@ -80,7 +80,7 @@ void bolt_loss_check(struct bolt_connection *connection, uint64_t now_ns)
 
 	/* RC retransmits, and reports what it cannot deliver. */
 	if (connection->state != BOLT_CONNECTION_ESTABLISHED || connection->loopback ||
-	    !connection->has_stream || connection->endpoint->domain->qp_type != IBV_QPT_UC)
+	    !connection->has_stream || connection->endpoint->domain->primary.qp_type != IBV_QPT_UC)
 		return;
 	if (connection->receive_sequence != watch->seen_received ||
 	    connection->stripes_received != watch->seen_stripes || !watch->quiet_since_ns) {

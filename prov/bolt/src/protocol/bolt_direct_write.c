@@ -30,7 +30,7 @@
 /* Direct writes' registrations held per domain, at most: half the budget, the rest for transfers. */
 static bool bolt_direct_write_may_hold(const struct bolt_domain *domain)
 {
-	return domain->grants_held < domain->budget.user_mr_budget / 2;
+	return domain->grants_held < domain->primary.budget.user_mr_budget / 2;
 }
 
 /* The whole of mr registered and held for as long as it is open; false if it cannot be. */
@@ -43,7 +43,7 @@ static bool bolt_direct_write_hold(struct bolt_domain *domain, struct bolt_mr *m
 	if (!(mr->access & FI_REMOTE_WRITE) || !mr->length || mr->length > BOLT_MAX_MSG_SIZE ||
 	    !bolt_direct_write_may_hold(domain))
 		return false;
-	ret = bolt_mr_cache_acquire(domain->mr_cache, mr->address, mr->length, &mr->grant);
+	ret = bolt_mr_cache_acquire(domain->primary.mr_cache, mr->address, mr->length, &mr->grant);
 	if (ret) {
 		FI_INFO(&bolt_prov, FI_LOG_MR, "no registration to grant a region of %zu bytes: %s\n",
 			mr->length, fi_strerror(-ret));
@@ -68,7 +68,7 @@ void bolt_direct_write_grant(struct bolt_connection *connection, const struct bo
 	struct bolt_mr *mr;
 	struct bolt_transmit *grant;
 
-	if (!domain->rdma_write || (header->flags & BOLT_WIRE_FLAG_GRANTED))
+	if (!domain->primary.rdma_write || (header->flags & BOLT_WIRE_FLAG_GRANTED))
 		return;
 	mr = bolt_mr_find(endpoint, key);
 	if (!mr || !bolt_direct_write_hold(domain, mr))
@@ -132,7 +132,7 @@ void bolt_direct_write_revoke(struct bolt_mr *mr)
 		DL_FOREACH(domain->endpoints, endpoint)
 			bolt_direct_write_revoke_on(endpoint, mr->mr_fid.key);
 	}
-	bolt_mr_cache_release(domain->mr_cache, mr->grant);
+	bolt_mr_cache_release(domain->primary.mr_cache, mr->grant);
 	mr->grant = NULL;
 	domain->grants_held--;
 }
@@ -226,7 +226,7 @@ bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
 
 	/* A peer may grant what this end's device cannot write: it only knows its own. */
 	if (!connection->grants || connection->state != BOLT_CONNECTION_ESTABLISHED ||
-	    !connection->endpoint->domain->rdma_write || !bolt_direct_write_suits(transmit))
+	    !connection->endpoint->domain->primary.rdma_write || !bolt_direct_write_suits(transmit))
 		return false;
 	grant = bolt_direct_write_find(transmit);
 	/* Out of bounds: the target answers with the error. */

@@ -27,7 +27,7 @@ bool bolt_rendezvous_wanted(const struct bolt_transmit *transmit)
 {
 	const struct bolt_domain *domain = transmit->connection->endpoint->domain;
 
-	return domain->rdma_write && (transmit->op == BOLT_WIRE_MESSAGE || transmit->op == BOLT_WIRE_WRITE) &&
+	return domain->primary.rdma_write && (transmit->op == BOLT_WIRE_MESSAGE || transmit->op == BOLT_WIRE_WRITE) &&
 	       !transmit->internal &&
 	       !transmit->inject_copy && transmit->iov_count == 1 &&
 	       transmit->length >= (size_t) domain->fabric->params.rendezvous_threshold;
@@ -46,16 +46,16 @@ void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_mr_cache
 	mr = bolt_mr_cache_entry_mr(*registration);
 	address = mr->addr;
 	length = mr->length;
-	bolt_mr_cache_release(domain->mr_cache, *registration);
+	bolt_mr_cache_release(domain->primary.mr_cache, *registration);
 	if (!covered)
-		bolt_mr_cache_invalidate(domain->mr_cache, address, length);
+		bolt_mr_cache_invalidate(domain->primary.mr_cache, address, length);
 	*registration = NULL;
 }
 
 bool bolt_rendezvous_register(struct bolt_domain *domain, void *address, size_t length,
 			      struct bolt_mr_cache_entry **registration)
 {
-	int ret = bolt_mr_cache_acquire(domain->mr_cache, address, length, registration);
+	int ret = bolt_mr_cache_acquire(domain->primary.mr_cache, address, length, registration);
 
 	if (ret) {
 		FI_INFO(&bolt_prov, FI_LOG_EP_DATA,
@@ -396,7 +396,7 @@ bool bolt_rendezvous_read_prepare(struct bolt_transmit *read)
 {
 	struct bolt_domain *domain = read->connection->endpoint->domain;
 
-	if (!domain->rdma_write || !bolt_rendezvous_registration_pays(read) ||
+	if (!domain->primary.rdma_write || !bolt_rendezvous_registration_pays(read) ||
 	    !bolt_rendezvous_register(domain, read->iov[0].iov_base, read->length,
 				      &read->registration))
 		return false;
@@ -411,7 +411,7 @@ void bolt_rendezvous_read_answer(struct bolt_connection *connection,
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
 
-	if (!(header->flags & BOLT_WIRE_FLAG_WRITE_BACK) || !domain->rdma_write ||
+	if (!(header->flags & BOLT_WIRE_FLAG_WRITE_BACK) || !domain->primary.rdma_write ||
 	    !response->length ||
 	    !bolt_rendezvous_register(domain, response->iov[0].iov_base, response->length,
 				      &response->registration))

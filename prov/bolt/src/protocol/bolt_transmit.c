@@ -32,7 +32,7 @@ static bool bolt_transmit_can_send(const struct bolt_connection *connection, boo
 	const struct bolt_domain *domain = connection->endpoint->domain;
 
 	return connection->state == BOLT_CONNECTION_ESTABLISHED &&
-	       connection->outstanding_sends + slots <= (int) domain->budget.queue_depth &&
+	       connection->outstanding_sends + slots <= (int) domain->primary.budget.queue_depth &&
 	       connection->send_credits > (credit_only ? 0u : 1u);
 }
 

@@ -1,0 +1,65 @@
+/*
+ * bolt_rail_port.c: opening and closing a device port for rails (see
+ * bolt_rail_port.h): handle, probe, registration cache, in that order.
+ */
+#include <string.h>
+
+#include "bolt.h"
+#include "rails/bolt_rail_port.h"
+
+/* RC where the device has it, for its retries; UC otherwise (Thunderbolt). */
+static int bolt_rail_port_probe(struct bolt_rail_port *rail_port)
+{
+	bolt_device_probe_qp_types(&rail_port->handle, &rail_port->device);
+	if (!rail_port->device.rc_supported && !rail_port->device.uc_supported) {
+		FI_WARN(&bolt_prov, FI_LOG_DOMAIN, "%s accepts neither RC nor UC queue pairs\n",
+			rail_port->device.name);
+		return -FI_ENODEV;
+	}
+	rail_port->qp_type = rail_port->device.rc_supported ? IBV_QPT_RC : IBV_QPT_UC;
+	bolt_device_probe_rdma_write(&rail_port->handle, &rail_port->device, &rail_port->port,
+				     rail_port->qp_type);
+	rail_port->rdma_write = rail_port->device.rdma_write_supported;
+	return 0;
+}
+
+int bolt_rail_port_open(struct bolt_verbs *verbs, const struct bolt_device_report *device,
+			const struct bolt_port_report *port, int cq_size,
+			struct bolt_rail_port *rail_port)
+{
+	int ret;
+
+	memset(rail_port, 0, sizeof(*rail_port));
+	rail_port->device = *device;
+	rail_port->port = *port;
+	bolt_device_budget(device, &rail_port->budget);
+	rail_port->qp_local.port_num = port->port_num;
+	rail_port->qp_local.gid_index = port->gid_choice.index;
+	rail_port->qp_local.path_mtu = port->attr.active_mtu;
+	rail_port->gid = port->gids[port->gid_choice.index].gid;
+
+	ret = bolt_device_handle_open(verbs, device->name, cq_size, &rail_port->handle);
+	if (ret)
+		return ret;
+	ret = bolt_rail_port_probe(rail_port);
+	if (!ret)
+		ret = bolt_mr_cache_create(verbs, rail_port->handle.pd, rail_port->budget.user_mr_budget,
+					   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					   (rail_port->qp_type == IBV_QPT_RC ?
+					    IBV_ACCESS_REMOTE_READ : 0),
+					   &rail_port->mr_cache);
+	if (ret)
+		bolt_device_handle_close(&rail_port->handle);
+	return ret;
+}
+
+void bolt_rail_port_close(struct bolt_rail_port *rail_port)
+{
+	bolt_mr_cache_destroy(rail_port->mr_cache);
+	bolt_device_handle_close(&rail_port->handle);
+}
+
+bool bolt_rail_port_has_qp(const struct bolt_rail_port *rail_port, int reserve)
+{
+	return rail_port->qp_count + reserve < rail_port->budget.qp_budget;
+}
