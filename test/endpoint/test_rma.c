@@ -215,7 +215,7 @@ static uint64_t striped_bytes(struct rdm_endpoint *endpoint)
 	uint64_t bytes = 0;
 
 	HASH_ITER(hh, bolt->connections, connection, next)
-		for (int rail = 0; rail < BOLT_MAX_DATA_RAILS; rail++)
+		for (int rail = 0; rail < BOLT_MAX_CONNECTION_RAILS; rail++)
 			bytes += connection->data_rails[rail].bytes_written;
 	return bytes;
 }

@@ -253,6 +253,7 @@ int bolt_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 	pthread_mutex_init(&domain->lock, NULL);
 	domain->job_key_digest = bolt_job_key_digest(fabric->params.job_key);
 	domain->data_rails = bolt_device_data_rails(&domain->primary.budget, fabric->params.data_rails);
+	bolt_data_rail_domain_init(domain);
 	domain->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
 	domain->domain_fid.fid.context = context;
 	domain->domain_fid.fid.ops = &bolt_domain_fi_ops;

@@ -69,16 +69,32 @@ struct bolt_region_grant {
 enum bolt_data_rail_state {
 	BOLT_DATA_RAIL_NONE,            /* not asked for */
 	BOLT_DATA_RAIL_REQUESTED,       /* our queue pair made, the peer asked to connect it */
+	BOLT_DATA_RAIL_PROBING,         /* stripe rail, asker: connected, probe sent */
+	BOLT_DATA_RAIL_AWAITING_PROBE,  /* stripe rail, answerer: connected, a receive posted for it */
+	BOLT_DATA_RAIL_PROBED,          /* stripe rail, answerer: the probe came; the asker's READY not */
 	BOLT_DATA_RAIL_READY,           /* connected at both ends */
-	BOLT_DATA_RAIL_UNAVAILABLE,     /* no queue pair to spare: writes take the control rail */
+	BOLT_DATA_RAIL_UNAVAILABLE,     /* no queue pair to spare, no port reached: writes go elsewhere */
 };
 
 struct bolt_data_rail {
 	enum bolt_data_rail_state state;
+	struct bolt_rail_port *port;    /* where its queue pair is */
 	struct ibv_qp *qp;
 	uint32_t psn;
+	int candidate;                  /* stripe rail, asker: the peer's stripe port it tries */
+	uint32_t probe_nonce;           /* stripe rail: what the current attempt's probe carries */
+	uint64_t probe_deadline_ns;     /* stripe rail, asker: when to try the next port */
 	int outstanding_sends;          /* stripes posted, completion pending */
 	uint64_t bytes_written;         /* by the stripes of this end's writes */
+};
+
+/*
+ * A buffer's device registrations for one transfer: on the domain's port,
+ * and on each stripe port its stripes cross, made when a stripe needs one.
+ */
+struct bolt_registration {
+	struct bolt_mr_cache_entry *primary;
+	struct bolt_mr_cache_entry *stripe[BOLT_MAX_STRIPE_PORTS];
 };
 
 /* An operation this endpoint started, or a reply it owes a peer (internal). */
@@ -97,9 +113,10 @@ struct bolt_transmit {
 	int in_flight;                  /* segments posted whose send has not completed */
 	bool posted_last;               /* every segment is posted */
 	enum bolt_rendezvous_phase rendezvous;  /* a large message written by RDMA */
-	struct bolt_mr_cache_entry *registration;   /* its buffer, while written from */
+	struct bolt_registration registration;      /* its buffer, while written from */
 	bool covered;                   /* the buffer lies in an open MR: its registration may stay */
 	uint32_t rail_mask;             /* WRITE phase: the data rails to stripe across, or none */
+	uint32_t rail_rkeys[BOLT_MAX_CONNECTION_RAILS];     /* and the target's key on each */
 	uint64_t target_address;        /* WRITE, DIRECT phases: where to write */
 	bool plain_write;               /* DIRECT phase: no immediate data, no receive consumed */
 	uint32_t target_rkey;
@@ -190,7 +207,7 @@ struct bolt_inbound {
 	size_t length;
 	bool rendezvous;                /* the data comes by RDMA write, then DONE */
 	uint64_t request_id;            /* the sender's, for the rendezvous answer */
-	struct bolt_mr_cache_entry *registration;   /* the receive buffer, while written to */
+	struct bolt_registration registration;      /* the receive buffer, while written to */
 	bool covered;                   /* that buffer lies in an open MR: the registration may stay */
 	uint32_t stripes_pending;       /* data rail stripes still to arrive */
 	struct bolt_inbound *prev, *next;       /* connection->rendezvous */
@@ -209,7 +226,7 @@ struct bolt_connection {
 	struct ibv_qp *qp;
 	uint32_t psn;
 	union ibv_gid peer_gid;
-	struct bolt_data_rail data_rails[BOLT_MAX_DATA_RAILS];
+	struct bolt_data_rail data_rails[BOLT_MAX_CONNECTION_RAILS];
 	uint32_t receive_depth;         /* receives posted for the peer, and its credits */
 	uint32_t peer_receive_depth;    /* what the peer posted for us at the start */
 	uint32_t send_credits;          /* receives the peer has posted for us */
@@ -341,6 +358,8 @@ struct bolt_connection *bolt_connection_get(struct bolt_endpoint *endpoint,
 void bolt_connection_progress_all(struct bolt_endpoint *endpoint);
 /* Whether operations wait on the connection: transmits, replies, or data coming in. */
 bool bolt_connection_busy(const struct bolt_connection *connection);
+/* CLOCK_MONOTONIC in nanoseconds, the clock of connection timeouts. */
+uint64_t bolt_connection_now_ns(void);
 /* Fails the connection: every operation on it completes with error. */
 void bolt_connection_fail(struct bolt_connection *connection, int error, const char *why);
 void bolt_connection_destroy(struct bolt_connection *connection);
@@ -353,9 +372,19 @@ void bolt_connection_destroy_all(struct bolt_endpoint *endpoint);
 /* Asks the peer for the data rails not asked for yet, where queue pairs can be spared. */
 void bolt_data_rail_request(struct bolt_connection *connection);
 /* The peer asks for a data rail: connect one to its queue pair, or refuse. */
-void bolt_data_rail_requested(struct bolt_connection *connection, const struct bolt_wire_header *header);
+void bolt_data_rail_requested(struct bolt_connection *connection, const struct bolt_wire_header *header,
+			      const char *payload);
 /* The peer answered our request. */
-void bolt_data_rail_answered(struct bolt_connection *connection, const struct bolt_wire_header *header);
+void bolt_data_rail_answered(struct bolt_connection *connection, const struct bolt_wire_header *header,
+			     const char *payload);
+/* Asker: the peer's stripe port took our probe. */
+void bolt_data_rail_probed(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/* Answerer: the asker uses the probed stripe rail from now on. */
+void bolt_data_rail_peer_ready(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/* Asker: stripe rails whose probe found nothing in time try the peer's next port. */
+void bolt_data_rail_check_probes(struct bolt_connection *connection, uint64_t now_ns);
+/* Sets up domain->rail_probe, the wr_id of every probe and its receive. */
+void bolt_data_rail_domain_init(struct bolt_domain *domain);
 /* The ready rails (a mask) with room for one more stripe each. */
 uint32_t bolt_data_rail_ready(const struct bolt_connection *connection, bool with_room);
 /* Posts a stripe as RDMA write with immediate data on rail; 0 or an errno. */
@@ -395,6 +424,8 @@ void bolt_transmit_free(struct bolt_transmit *transmit);
 int bolt_transmit_detach(struct bolt_transmit *transmit);
 /* Its last message is posted: it leaves the queue for the list that waits for completions. */
 void bolt_transmit_posted_all(struct bolt_transmit *transmit);
+/* Gives an internal message a payload of its own: a copy of length bytes. 0 or -FI_ENOMEM. */
+int bolt_transmit_attach(struct bolt_transmit *transmit, const void *payload, size_t length);
 /*
  * A message of the protocol's own (a reply, an answer) to request_id, with
  * status in cq_data; NULL, the connection failed, when out of memory.
@@ -424,7 +455,8 @@ struct bolt_inbound *bolt_rendezvous_take(struct bolt_connection *connection, ui
 /* Gives back a record's registration and the record. */
 void bolt_rendezvous_record_free(struct bolt_connection *connection, struct bolt_inbound *record);
 /* Sender: the receiver answered; write, or fall back to segments. */
-void bolt_rendezvous_answered(struct bolt_connection *connection, const struct bolt_wire_header *header);
+void bolt_rendezvous_answered(struct bolt_connection *connection, const struct bolt_wire_header *header,
+			      const char *payload);
 /* The immediate data that names request_id's transfer (write_back: a read's data written back). */
 uint32_t bolt_rendezvous_immediate(uint64_t request_id, bool write_back);
 /* Whether the connection's queue pair may lose messages (UC): then every write carries immediate data. */
@@ -468,15 +500,23 @@ void bolt_rendezvous_write_request(struct bolt_connection *connection,
  * what its peer's transfers held; a failure completes their receives with it.
  */
 void bolt_rendezvous_release(struct bolt_connection *connection, int error);
-/* Registers length bytes at address for one transfer; false if it cannot now. */
+/* Registers length bytes at address for one transfer on the domain's port; false if it cannot now. */
 bool bolt_rendezvous_register(struct bolt_domain *domain, void *address, size_t length,
-			      struct bolt_mr_cache_entry **registration);
+			      struct bolt_registration *registration);
+/*
+ * The device MR of registration's buffer (length bytes at address) on the
+ * port of the connection's data rail: the domain's own, or one registered
+ * now on a stripe port. NULL if that port cannot register it now.
+ */
+struct ibv_mr *bolt_rendezvous_rail_mr(struct bolt_connection *connection, int rail,
+				       struct bolt_registration *registration, void *address,
+				       size_t length);
 /*
  * Gives back a registration made for one transfer. It stays in the cache only
  * if covered: memory in an open MR stays valid until the MR closes, which
  * drops it; other memory may be freed as soon as the transfer completes.
  */
-void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_mr_cache_entry **registration,
+void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_registration *registration,
 				bool covered);
 
 /* Direct writes into regions the target granted (protocol/bolt_direct_write.c). */

@@ -63,6 +63,8 @@ static int bolt_mr_close(struct fid *fid)
 	bolt_direct_write_revoke(mr);
 	/* Registrations kept for transfers in this region: its memory may go now. */
 	bolt_mr_cache_invalidate(domain->primary.mr_cache, mr->address, mr->length);
+	for (int index = 0; index < domain->stripe_port_count; index++)
+		bolt_mr_cache_invalidate(domain->stripe_ports[index].mr_cache, mr->address, mr->length);
 	if (mr->endpoint)
 		mr->endpoint->bound_mr_count--;
 	bolt_domain_unlock(domain);

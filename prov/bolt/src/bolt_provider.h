@@ -62,6 +62,7 @@ struct bolt_domain {
 	struct bolt_rail_port stripe_ports[BOLT_MAX_STRIPE_PORTS];
 	int stripe_port_count;
 	int data_rails;                 /* per connection on primary, for large writes (bolt_data_rail.c) */
+	struct bolt_work_completion rail_probe;        /* the wr_id of stripe rails' probes */
 
 	struct bolt_slab_pool control_pool;   /* eager and control messages, both ways */
 	struct bolt_control_buffer *control_buffers;    /* a record per control buffer */

@@ -26,7 +26,7 @@
  */
 #define BOLT_CONNECTION_WATCH_INTERVAL_NS 1000000ULL
 
-static uint64_t bolt_connection_now_ns(void)
+uint64_t bolt_connection_now_ns(void)
 {
 	struct timespec now;
 
@@ -479,6 +479,7 @@ void bolt_connection_progress_all(struct bolt_endpoint *endpoint)
 		if (connection->has_stream && watch) {
 			bolt_connection_progress_stream(connection);
 			bolt_loss_check(connection, now);
+			bolt_data_rail_check_probes(connection, now);
 		}
 		if (connection->state == BOLT_CONNECTION_CONNECTING ||
 		    connection->state == BOLT_CONNECTION_WAITING_READY)

@@ -5,43 +5,73 @@
  * for them over the control rail (its queue pair number and PSN); the peer
  * connects one of its own and answers. Both may ask at once: the end whose
  * address is lower keeps its request, the other answers it with the queue
- * pair it had made. A rail is only made while the device has a queue pair
- * to spare beyond the next connection's: rails speed transfers up, a
+ * pair it had made. A rail is only made while its port has a queue pair to
+ * spare beyond the next connection's: rails speed transfers up, a
  * connection to one more peer is what the application asked for.
+ *
+ * Rails 0 to BOLT_MAX_DATA_RAILS - 1 are on the domain's own port, which
+ * reaches the peer's own. Rail BOLT_MAX_DATA_RAILS + k is a stripe rail, on
+ * the asker's stripe port k; which of the peer's ports that one reaches (its
+ * cable's far end, on a mesh of cables) nothing in verbs says. So the asker
+ * tries the peer's stripe ports in turn: the peer connects a queue pair on
+ * the one named and posts a receive; the asker sends a probe carrying the
+ * nonce of the attempt. If it arrives, the peer says PROBED and the asker
+ * READY, and both use the rail from then on; if not within
+ * FI_BOLT_RAIL_PROBE_TIMEOUT, the asker tries the next port, and once the
+ * peer has no more, the rail is unavailable.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utlist.h>
 
 #include "bolt_endpoint.h"
 #include "rails/bolt_qp.h"
+
+#define BOLT_DATA_RAIL_NS_PER_MS 1000000ULL
+
+static bool bolt_data_rail_is_stripe(uint64_t index)
+{
+	return index >= BOLT_MAX_DATA_RAILS;
+}
 
 static bool bolt_data_rail_we_win(const struct bolt_connection *connection)
 {
 	return memcmp(&connection->peer, &connection->endpoint->address, sizeof(connection->peer)) > 0;
 }
 
-/* Our queue pair for rail, in INIT; false when none can be spared. */
-static bool bolt_data_rail_create_qp(struct bolt_connection *connection, struct bolt_data_rail *rail)
+/* The port rail number index of this end's own asking would use. */
+static struct bolt_rail_port *bolt_data_rail_own_port(struct bolt_domain *domain, uint64_t index)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
-	struct bolt_verbs *verbs = &domain->fabric->verbs;
+	if (!bolt_data_rail_is_stripe(index))
+		return &domain->primary;
+	index -= BOLT_MAX_DATA_RAILS;
+	return index < (uint64_t) domain->stripe_port_count ? &domain->stripe_ports[index] : NULL;
+}
 
-	if (domain->primary.qp_count + 1 >= domain->primary.budget.qp_budget)
+/* Our queue pair for rail on port, in INIT; false when none can be spared. */
+static bool bolt_data_rail_create_qp(struct bolt_connection *connection, struct bolt_data_rail *rail,
+				     struct bolt_rail_port *port)
+{
+	struct bolt_verbs *verbs = &connection->endpoint->domain->fabric->verbs;
+	/* A stripe rail's probe takes a send queue entry ahead of the stripes. */
+	uint32_t depth = (uint32_t) port->budget.queue_depth + 1;
+
+	if (!bolt_rail_port_has_qp(port, 1))
 		return false;
-	rail->qp = bolt_qp_create(verbs, domain->primary.handle.pd, domain->primary.handle.cq, domain->primary.qp_type,
-				  (uint32_t) domain->primary.budget.queue_depth, 0);
+	rail->qp = bolt_qp_create(verbs, port->handle.pd, port->handle.cq, port->qp_type, depth, 0);
 	if (!rail->qp) {
 		FI_INFO(&bolt_prov, FI_LOG_EP_CTRL, "%s has no queue pair for a data rail (%s)\n",
-			domain->primary.device.name, strerror(errno));
+			port->device.name, strerror(errno));
 		return false;
 	}
-	domain->primary.qp_count++;
+	port->qp_count++;
+	rail->port = port;
 	rail->psn = (uint32_t) rand() & 0xffffff;
-	if (bolt_qp_init(verbs, rail->qp, domain->primary.qp_local.port_num)) {
+	if (bolt_qp_init(verbs, rail->qp, port->qp_local.port_num)) {
 		verbs->destroy_qp(rail->qp);
 		rail->qp = NULL;
-		domain->primary.qp_count--;
+		port->qp_count--;
 		return false;
 	}
 	return true;
@@ -49,84 +79,164 @@ static bool bolt_data_rail_create_qp(struct bolt_connection *connection, struct 
 
 static void bolt_data_rail_destroy(struct bolt_connection *connection, struct bolt_data_rail *rail)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
-
 	if (rail->qp) {
-		domain->fabric->verbs.destroy_qp(rail->qp);
+		connection->endpoint->domain->fabric->verbs.destroy_qp(rail->qp);
 		rail->qp = NULL;
-		domain->primary.qp_count--;
+		rail->port->qp_count--;
 	}
 }
 
-/* RTR and RTS towards the peer's queue pair for the rail. */
+/* RTR and RTS towards the peer's queue pair for the rail, at gid. */
 static int bolt_data_rail_connect(struct bolt_connection *connection, struct bolt_data_rail *rail,
-				  const struct bolt_wire_header *header)
+				  const struct bolt_wire_header *header, const union ibv_gid *gid)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
-	struct bolt_qp_local local = domain->primary.qp_local;
+	struct bolt_qp_local local = rail->port->qp_local;
 	struct bolt_qp_remote remote = {
 		.qpn = (uint32_t) header->address,
 		.psn = (uint32_t) header->key,
-		.gid = connection->peer_gid,
+		.gid = *gid,
 	};
 
 	local.psn = rail->psn;
-	return bolt_qp_connect(&domain->fabric->verbs, rail->qp, &local, &remote);
+	return bolt_qp_connect(&connection->endpoint->domain->fabric->verbs, rail->qp, &local, &remote);
 }
 
-/* A request or answer about rail number index; status refuses. */
+/*
+ * A message about rail number index: a request or answer (status refuses),
+ * with our queue pair and, on a stripe rail, our port's GID; or PROBED, READY.
+ */
 static void bolt_data_rail_send(struct bolt_connection *connection, enum bolt_wire_op op,
 				uint64_t index, uint32_t status)
 {
 	struct bolt_data_rail *rail = &connection->data_rails[index];
 	/* request_id names the rail. */
 	struct bolt_transmit *transmit = bolt_transmit_internal(connection, op, index, status);
+	bool carries_qp = op == BOLT_WIRE_RAIL_REQUEST || op == BOLT_WIRE_RAIL_ANSWER;
 
 	if (!transmit)
 		return;
-	if (!status) {
+	if (carries_qp && !status) {
 		transmit->remote_address = rail->qp->qp_num;
 		transmit->remote_key = rail->psn;
+	}
+	if (bolt_data_rail_is_stripe(index)) {
+		transmit->tag = op == BOLT_WIRE_RAIL_REQUEST ? (uint64_t) rail->candidate + 1 :
+			       rail->probe_nonce;
+		if (carries_qp && !status &&
+		    bolt_transmit_attach(transmit, rail->port->gid.raw, sizeof(rail->port->gid.raw))) {
+			bolt_transmit_free(transmit);
+			bolt_connection_fail(connection, FI_ENOMEM, "no memory for a protocol message");
+			return;
+		}
 	}
 	bolt_transmit_start(transmit);
 }
 
+/* Asks for rail index on port: makes our queue pair, sends the request. */
+static void bolt_data_rail_ask(struct bolt_connection *connection, uint64_t index,
+			       struct bolt_rail_port *port)
+{
+	struct bolt_data_rail *rail = &connection->data_rails[index];
+
+	if (!bolt_data_rail_create_qp(connection, rail, port)) {
+		rail->state = BOLT_DATA_RAIL_UNAVAILABLE;
+		return;
+	}
+	rail->state = BOLT_DATA_RAIL_REQUESTED;
+	bolt_data_rail_send(connection, BOLT_WIRE_RAIL_REQUEST, index, 0);
+}
+
 void bolt_data_rail_request(struct bolt_connection *connection)
 {
-	int wanted = connection->endpoint->domain->data_rails;
+	struct bolt_domain *domain = connection->endpoint->domain;
 
 	if (connection->loopback || connection->state == BOLT_CONNECTION_FAILED)
 		return;
-	for (int index = 0; index < wanted; index++) {
+	for (int index = 0; index < BOLT_MAX_CONNECTION_RAILS; index++) {
 		struct bolt_data_rail *rail = &connection->data_rails[index];
+		struct bolt_rail_port *port = bolt_data_rail_own_port(domain, (uint64_t) index);
 
-		if (rail->state != BOLT_DATA_RAIL_NONE)
+		if (rail->state != BOLT_DATA_RAIL_NONE || !port ||
+		    (!bolt_data_rail_is_stripe((uint64_t) index) && index >= domain->data_rails))
 			continue;
-		if (!bolt_data_rail_create_qp(connection, rail)) {
-			rail->state = BOLT_DATA_RAIL_UNAVAILABLE;
-			continue;
-		}
-		rail->state = BOLT_DATA_RAIL_REQUESTED;
-		bolt_data_rail_send(connection, BOLT_WIRE_RAIL_REQUEST, (uint64_t) index, 0);
+		rail->candidate = 0;
+		bolt_data_rail_ask(connection, (uint64_t) index, port);
 	}
 }
 
-/* Why a rail request or answer cannot be used, or NULL. */
-static const char *bolt_data_rail_check(const struct bolt_wire_header *header)
+/* Asker: the attempt failed; the peer's next stripe port, with a new queue pair. */
+static void bolt_data_rail_try_next(struct bolt_connection *connection, uint64_t index)
 {
-	if (header->request_id >= BOLT_MAX_DATA_RAILS)
+	struct bolt_data_rail *rail = &connection->data_rails[index];
+	struct bolt_rail_port *port = rail->port;
+
+	bolt_data_rail_destroy(connection, rail);
+	rail->candidate++;
+	bolt_data_rail_ask(connection, index, port);
+}
+
+/* Why a rail message cannot be used, or NULL. */
+static const char *bolt_data_rail_check(const struct bolt_wire_header *header, bool carries_qp)
+{
+	bool stripe = bolt_data_rail_is_stripe(header->request_id);
+
+	if (header->request_id >= BOLT_MAX_CONNECTION_RAILS)
 		return "data rail number out of range";
-	if (!header->cq_data && (header->address == 0 || header->address > 0xffffff ||
-				 header->key > 0xffffff))
+	if (!stripe && header->tag)
+		return "a data rail of the domain's port naming another";
+	if (!carries_qp || header->cq_data)
+		return NULL;
+	if (header->address == 0 || header->address > 0xffffff || header->key > 0xffffff)
 		return "data rail queue pair number or PSN out of range";
+	if (stripe && header->payload_length != sizeof(union ibv_gid))
+		return "a stripe rail message without its port's GID";
 	return NULL;
 }
 
-void bolt_data_rail_requested(struct bolt_connection *connection, const struct bolt_wire_header *header)
+/* The GID a rail message names: the payload's on a stripe rail, else the peer's own. */
+static union ibv_gid bolt_data_rail_peer_gid(const struct bolt_connection *connection,
+					     const struct bolt_wire_header *header, const char *payload)
 {
-	int wanted = connection->endpoint->domain->data_rails;
-	const char *problem = bolt_data_rail_check(header);
+	union ibv_gid gid = connection->peer_gid;
+
+	if (bolt_data_rail_is_stripe(header->request_id))
+		memcpy(gid.raw, payload, sizeof(gid.raw));
+	return gid;
+}
+
+/* Answerer: the port a request names, or NULL (none such: the asker has tried them all). */
+static struct bolt_rail_port *bolt_data_rail_answer_port(struct bolt_connection *connection,
+							 const struct bolt_wire_header *header)
+{
+	struct bolt_domain *domain = connection->endpoint->domain;
+
+	if (!bolt_data_rail_is_stripe(header->request_id))
+		return header->request_id < (uint64_t) domain->data_rails ? &domain->primary : NULL;
+	if (header->tag < 1 || header->tag > (uint64_t) domain->stripe_port_count)
+		return NULL;
+	return &domain->stripe_ports[header->tag - 1];
+}
+
+/* Answerer, stripe rail: a receive for the probe, and the nonce it must carry. */
+static int bolt_data_rail_await_probe(struct bolt_connection *connection, struct bolt_data_rail *rail)
+{
+	struct bolt_domain *domain = connection->endpoint->domain;
+	struct ibv_recv_wr wr = { .wr_id = (uintptr_t) &domain->rail_probe };
+	struct ibv_recv_wr *bad_wr;
+
+	do
+		rail->probe_nonce = (uint32_t) rand();
+	while (!rail->probe_nonce);
+	return domain->fabric->verbs.post_recv(rail->qp, &wr, &bad_wr);
+}
+
+void bolt_data_rail_requested(struct bolt_connection *connection, const struct bolt_wire_header *header,
+			      const char *payload)
+{
+	const char *problem = bolt_data_rail_check(header, true);
+	struct bolt_rail_port *port;
 	struct bolt_data_rail *rail;
+	union ibv_gid gid;
 
 	if (!problem && header->cq_data)
 		problem = "a data rail request without a queue pair";
@@ -137,27 +247,55 @@ void bolt_data_rail_requested(struct bolt_connection *connection, const struct b
 	rail = &connection->data_rails[header->request_id];
 	if (rail->state == BOLT_DATA_RAIL_REQUESTED && bolt_data_rail_we_win(connection))
 		return;         /* both asked at once: the peer answers ours */
-	if (rail->state == BOLT_DATA_RAIL_READY) {
+	if (rail->state == BOLT_DATA_RAIL_READY || rail->state == BOLT_DATA_RAIL_PROBING) {
 		bolt_connection_fail(connection, FI_EIO, "a second request for a data rail");
 		return;
 	}
-	if (rail->state == BOLT_DATA_RAIL_NONE && header->request_id < (uint64_t) wanted &&
-	    bolt_data_rail_create_qp(connection, rail))
-		rail->state = BOLT_DATA_RAIL_REQUESTED;
-	if (rail->state != BOLT_DATA_RAIL_REQUESTED || bolt_data_rail_connect(connection, rail, header)) {
+	/* A stripe rail's earlier attempt, or our own request the peer's overrides. */
+	port = bolt_data_rail_answer_port(connection, header);
+	if (rail->qp && (rail->port != port || bolt_data_rail_is_stripe(header->request_id)))
+		bolt_data_rail_destroy(connection, rail);
+	gid = bolt_data_rail_peer_gid(connection, header, payload);
+	if (!port || (!rail->qp && !bolt_data_rail_create_qp(connection, rail, port)) ||
+	    bolt_data_rail_connect(connection, rail, header, &gid) ||
+	    (bolt_data_rail_is_stripe(header->request_id) &&
+	     bolt_data_rail_await_probe(connection, rail))) {
 		bolt_data_rail_destroy(connection, rail);
 		rail->state = BOLT_DATA_RAIL_UNAVAILABLE;
-		bolt_data_rail_send(connection, BOLT_WIRE_RAIL_ANSWER, header->request_id, FI_ENOSPC);
+		bolt_data_rail_send(connection, BOLT_WIRE_RAIL_ANSWER, header->request_id,
+				    port ? FI_ENOSPC : FI_ENODEV);
 		return;
 	}
-	rail->state = BOLT_DATA_RAIL_READY;
+	rail->state = bolt_data_rail_is_stripe(header->request_id) ? BOLT_DATA_RAIL_AWAITING_PROBE :
+		      BOLT_DATA_RAIL_READY;
 	bolt_data_rail_send(connection, BOLT_WIRE_RAIL_ANSWER, header->request_id, 0);
 }
 
-void bolt_data_rail_answered(struct bolt_connection *connection, const struct bolt_wire_header *header)
+/* Asker, stripe rail: the probe, a SEND of no bytes whose immediate data is the nonce. */
+static int bolt_data_rail_probe(struct bolt_connection *connection, struct bolt_data_rail *rail)
 {
-	const char *problem = bolt_data_rail_check(header);
+	struct bolt_domain *domain = connection->endpoint->domain;
+	struct ibv_send_wr wr = {
+		.wr_id = (uintptr_t) &domain->rail_probe,
+		.opcode = IBV_WR_SEND_WITH_IMM,
+		.send_flags = IBV_SEND_SIGNALED,
+		.imm_data = rail->probe_nonce,
+	};
+	struct ibv_send_wr *bad_wr;
+
+	rail->probe_deadline_ns = bolt_connection_now_ns() +
+				  (uint64_t) domain->fabric->params.rail_probe_timeout *
+				  BOLT_DATA_RAIL_NS_PER_MS;
+	return domain->fabric->verbs.post_send(rail->qp, &wr, &bad_wr);
+}
+
+void bolt_data_rail_answered(struct bolt_connection *connection, const struct bolt_wire_header *header,
+			     const char *payload)
+{
+	const char *problem = bolt_data_rail_check(header, true);
+	bool stripe = bolt_data_rail_is_stripe(header->request_id);
 	struct bolt_data_rail *rail;
+	union ibv_gid gid;
 
 	if (!problem && connection->data_rails[header->request_id].state != BOLT_DATA_RAIL_REQUESTED)
 		problem = "an answer for a data rail never asked for";
@@ -166,27 +304,133 @@ void bolt_data_rail_answered(struct bolt_connection *connection, const struct bo
 		return;
 	}
 	rail = &connection->data_rails[header->request_id];
-	if (header->cq_data || bolt_data_rail_connect(connection, rail, header)) {
+	/* The peer has no port left to try, or refused one of its stripe ports: try the next. */
+	if (stripe && header->cq_data && header->cq_data != FI_ENODEV) {
+		bolt_data_rail_try_next(connection, header->request_id);
+		return;
+	}
+	gid = bolt_data_rail_peer_gid(connection, header, payload);
+	if (stripe && !header->cq_data && header->tag && header->tag <= UINT32_MAX) {
+		rail->probe_nonce = (uint32_t) header->tag;
+		if (!bolt_data_rail_connect(connection, rail, header, &gid) &&
+		    !bolt_data_rail_probe(connection, rail)) {
+			rail->state = BOLT_DATA_RAIL_PROBING;
+			return;
+		}
+	} else if (!stripe && !header->cq_data && !bolt_data_rail_connect(connection, rail, header, &gid)) {
+		rail->state = BOLT_DATA_RAIL_READY;
+		return;
+	}
+	if (stripe)
+		FI_INFO(&bolt_prov, FI_LOG_EP_CTRL,
+			"stripe rail %u: no port of the peer's took its probe; %s:%u carries no stripes to it\n",
+			(unsigned int) header->request_id, rail->port->device.name,
+			rail->port->port.port_num);
+	else
 		FI_INFO(&bolt_prov, FI_LOG_EP_CTRL,
 			"data rail %u: the peer has none (%s); the control rail carries large writes\n",
 			(unsigned int) header->request_id, fi_strerror((int) header->cq_data));
-		bolt_data_rail_destroy(connection, rail);
-		rail->state = BOLT_DATA_RAIL_UNAVAILABLE;
+	bolt_data_rail_destroy(connection, rail);
+	rail->state = BOLT_DATA_RAIL_UNAVAILABLE;
+}
+
+/* Answerer: the stripe rail of the connections of domain waiting for the probe wc brought. */
+static void bolt_data_rail_probe_arrived(struct bolt_domain *domain, const struct ibv_wc *wc)
+{
+	struct bolt_endpoint *endpoint;
+
+	DL_FOREACH(domain->endpoints, endpoint) {
+		struct bolt_connection *connection, *next;
+
+		HASH_ITER(hh, endpoint->connections, connection, next)
+			for (int index = BOLT_MAX_DATA_RAILS; index < BOLT_MAX_CONNECTION_RAILS; index++) {
+				struct bolt_data_rail *rail = &connection->data_rails[index];
+
+				if (rail->state != BOLT_DATA_RAIL_AWAITING_PROBE ||
+				    rail->qp->qp_num != wc->qp_num || rail->probe_nonce != wc->imm_data)
+					continue;
+				rail->state = BOLT_DATA_RAIL_PROBED;
+				bolt_data_rail_send(connection, BOLT_WIRE_RAIL_PROBED, (uint64_t) index, 0);
+				return;
+			}
+	}
+}
+
+/*
+ * Probes and their receives carry no record: an attempt may be given up
+ * (its queue pair destroyed) with a completion of it still in the CQ. What
+ * comes is matched to a rail waiting for it, by queue pair and nonce; sends,
+ * and probes that failed to reach (RC), are left to the asker's timeout.
+ */
+static void bolt_data_rail_probe_completed(struct bolt_work_completion *work, const struct ibv_wc *wc)
+{
+	struct bolt_domain *domain = bolt_container_of(work, struct bolt_domain, rail_probe);
+
+	if (wc->status == IBV_WC_SUCCESS && (wc->opcode & IBV_WC_RECV) &&
+	    (wc->wc_flags & IBV_WC_WITH_IMM))
+		bolt_data_rail_probe_arrived(domain, wc);
+}
+
+void bolt_data_rail_domain_init(struct bolt_domain *domain)
+{
+	domain->rail_probe.handle = bolt_data_rail_probe_completed;
+}
+
+void bolt_data_rail_probed(struct bolt_connection *connection, const struct bolt_wire_header *header)
+{
+	const char *problem = bolt_data_rail_check(header, false);
+	struct bolt_data_rail *rail;
+
+	if (!problem && !bolt_data_rail_is_stripe(header->request_id))
+		problem = "a probe answer for a data rail of the domain's port";
+	if (problem) {
+		bolt_connection_fail(connection, FI_EIO, problem);
 		return;
 	}
+	rail = &connection->data_rails[header->request_id];
+	/* An attempt given up already: its successor is on the way. */
+	if (rail->state != BOLT_DATA_RAIL_PROBING || rail->probe_nonce != header->tag)
+		return;
 	rail->state = BOLT_DATA_RAIL_READY;
+	bolt_data_rail_send(connection, BOLT_WIRE_RAIL_READY, header->request_id, 0);
+}
+
+void bolt_data_rail_peer_ready(struct bolt_connection *connection, const struct bolt_wire_header *header)
+{
+	const char *problem = bolt_data_rail_check(header, false);
+
+	if (!problem && (!bolt_data_rail_is_stripe(header->request_id) ||
+			 connection->data_rails[header->request_id].state != BOLT_DATA_RAIL_PROBED ||
+			 connection->data_rails[header->request_id].probe_nonce != header->tag))
+		problem = "a data rail made ready that was not probed";
+	if (problem) {
+		bolt_connection_fail(connection, FI_EIO, problem);
+		return;
+	}
+	connection->data_rails[header->request_id].state = BOLT_DATA_RAIL_READY;
+}
+
+void bolt_data_rail_check_probes(struct bolt_connection *connection, uint64_t now_ns)
+{
+	for (int index = BOLT_MAX_DATA_RAILS; index < BOLT_MAX_CONNECTION_RAILS; index++) {
+		struct bolt_data_rail *rail = &connection->data_rails[index];
+
+		if (connection->state != BOLT_CONNECTION_ESTABLISHED)
+			return;
+		if (rail->state == BOLT_DATA_RAIL_PROBING && now_ns > rail->probe_deadline_ns)
+			bolt_data_rail_try_next(connection, (uint64_t) index);
+	}
 }
 
 uint32_t bolt_data_rail_ready(const struct bolt_connection *connection, bool with_room)
 {
-	const struct bolt_domain *domain = connection->endpoint->domain;
 	uint32_t mask = 0;
 
-	for (int index = 0; index < BOLT_MAX_DATA_RAILS; index++) {
+	for (int index = 0; index < BOLT_MAX_CONNECTION_RAILS; index++) {
 		const struct bolt_data_rail *rail = &connection->data_rails[index];
 
 		if (rail->state == BOLT_DATA_RAIL_READY &&
-		    (!with_room || rail->outstanding_sends < (int) domain->primary.budget.queue_depth))
+		    (!with_room || rail->outstanding_sends < rail->port->budget.queue_depth))
 			mask |= 1u << index;
 	}
 	return mask;
@@ -242,6 +486,6 @@ int bolt_data_rail_post_receive(struct bolt_connection *connection, int index,
 
 void bolt_data_rail_destroy_all(struct bolt_connection *connection)
 {
-	for (int index = 0; index < BOLT_MAX_DATA_RAILS; index++)
+	for (int index = 0; index < BOLT_MAX_CONNECTION_RAILS; index++)
 		bolt_data_rail_destroy(connection, &connection->data_rails[index]);
 }

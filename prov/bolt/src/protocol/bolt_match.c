@@ -275,7 +275,7 @@ void bolt_match_arrival(struct bolt_connection *connection, const struct bolt_wi
 			return;
 		}
 		*inbound = *record;
-		inbound->registration = NULL;
+		memset(&inbound->registration, 0, sizeof(inbound->registration));
 		inbound->rendezvous = false;
 		inbound->prev = inbound->next = NULL;
 		bolt_rendezvous_record_free(connection, record);

@@ -77,7 +77,8 @@ static const char *bolt_receive_check(const struct bolt_connection *connection,
 	if ((uint64_t) connection->send_credits + header->credits > connection->peer_receive_depth)
 		return "more credits than the peer has receives";
 	if (header->total_length > BOLT_MAX_MSG_SIZE ||
-	    header->offset + header->payload_length > header->total_length)
+	    (bolt_wire_op_carries_data((enum bolt_wire_op) header->op) &&
+	     header->offset + header->payload_length > header->total_length))
 		return "segment outside its message";
 	return NULL;
 }
@@ -128,16 +129,22 @@ static void bolt_receive_dispatch(struct bolt_connection *connection,
 			bolt_rendezvous_arrival(connection, header);
 		break;
 	case BOLT_WIRE_RENDEZVOUS_READY:
-		bolt_rendezvous_answered(connection, header);
+		bolt_rendezvous_answered(connection, header, payload);
 		break;
 	case BOLT_WIRE_RENDEZVOUS_DONE:
 		bolt_rendezvous_done(connection, header);
 		break;
 	case BOLT_WIRE_RAIL_REQUEST:
-		bolt_data_rail_requested(connection, header);
+		bolt_data_rail_requested(connection, header, payload);
 		break;
 	case BOLT_WIRE_RAIL_ANSWER:
-		bolt_data_rail_answered(connection, header);
+		bolt_data_rail_answered(connection, header, payload);
+		break;
+	case BOLT_WIRE_RAIL_PROBED:
+		bolt_data_rail_probed(connection, header);
+		break;
+	case BOLT_WIRE_RAIL_READY:
+		bolt_data_rail_peer_ready(connection, header);
 		break;
 	case BOLT_WIRE_REGION_GRANT:
 		bolt_direct_write_granted(connection, header);

@@ -33,61 +33,103 @@ bool bolt_rendezvous_wanted(const struct bolt_transmit *transmit)
 	       transmit->length >= (size_t) domain->fabric->params.rendezvous_threshold;
 }
 
-void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_mr_cache_entry **registration,
-				bool covered)
+/* Gives back one port's registration; outside an open MR it may not stay cached. */
+static void bolt_rendezvous_release_entry(struct bolt_mr_cache *cache,
+					  struct bolt_mr_cache_entry **entry, bool covered)
 {
 	struct ibv_mr *mr;
 	void *address;
 	size_t length;
 
-	if (!*registration)
+	if (!*entry)
 		return;
 	/* Release may deregister at once (an entry merged into a larger one): read first. */
-	mr = bolt_mr_cache_entry_mr(*registration);
+	mr = bolt_mr_cache_entry_mr(*entry);
 	address = mr->addr;
 	length = mr->length;
-	bolt_mr_cache_release(domain->primary.mr_cache, *registration);
+	bolt_mr_cache_release(cache, *entry);
 	if (!covered)
-		bolt_mr_cache_invalidate(domain->primary.mr_cache, address, length);
-	*registration = NULL;
+		bolt_mr_cache_invalidate(cache, address, length);
+	*entry = NULL;
 }
 
-bool bolt_rendezvous_register(struct bolt_domain *domain, void *address, size_t length,
-			      struct bolt_mr_cache_entry **registration)
+void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_registration *registration,
+				bool covered)
 {
-	int ret = bolt_mr_cache_acquire(domain->primary.mr_cache, address, length, registration);
+	for (int index = domain->stripe_port_count - 1; index >= 0; index--)
+		bolt_rendezvous_release_entry(domain->stripe_ports[index].mr_cache,
+					      &registration->stripe[index], covered);
+	bolt_rendezvous_release_entry(domain->primary.mr_cache, &registration->primary, covered);
+}
+
+/* Registers length bytes at address in cache; false, logged, if it cannot now. */
+static bool bolt_rendezvous_acquire(struct bolt_mr_cache *cache, void *address, size_t length,
+				    struct bolt_mr_cache_entry **entry)
+{
+	int ret = bolt_mr_cache_acquire(cache, address, length, entry);
 
 	if (ret) {
 		FI_INFO(&bolt_prov, FI_LOG_EP_DATA,
 			"no registration for %zu bytes (%s): segments instead\n", length, fi_strerror(-ret));
-		*registration = NULL;
+		*entry = NULL;
 	}
 	return !ret;
 }
 
+bool bolt_rendezvous_register(struct bolt_domain *domain, void *address, size_t length,
+			      struct bolt_registration *registration)
+{
+	return bolt_rendezvous_acquire(domain->primary.mr_cache, address, length,
+				       &registration->primary);
+}
+
+struct ibv_mr *bolt_rendezvous_rail_mr(struct bolt_connection *connection, int rail,
+				       struct bolt_registration *registration, void *address,
+				       size_t length)
+{
+	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_rail_port *port = connection->data_rails[rail].port;
+	struct bolt_mr_cache_entry **entry;
+
+	if (port == &domain->primary)
+		entry = &registration->primary;
+	else
+		entry = &registration->stripe[port - domain->stripe_ports];
+	if (!*entry && !bolt_rendezvous_acquire(port->mr_cache, address, length, entry))
+		return NULL;
+	return bolt_mr_cache_entry_mr(*entry);
+}
+
 /*
  * One receive on each ready data rail for the stripes of record's transfer,
- * which arrive as writes with immediate data; the mask of those rails.
+ * which arrive as writes with immediate data, and the key of its buffer on
+ * each rail's port in keys; the mask of those rails.
  */
 static uint32_t bolt_rendezvous_post_stripe_receives(struct bolt_connection *connection,
-						     struct bolt_inbound *record)
+						     struct bolt_inbound *record, void *address,
+						     size_t length, struct bolt_wire_rail_keys *keys)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
 	uint32_t ready = bolt_data_rail_ready(connection, false), mask = 0;
 
-	for (int rail = 0; rail < BOLT_MAX_DATA_RAILS; rail++) {
+	for (int rail = 0; rail < BOLT_MAX_CONNECTION_RAILS; rail++) {
 		struct bolt_control_buffer *buffer;
+		struct ibv_mr *mr;
 
 		/* Every stripe carries at least a byte. */
 		if (record->stripes_pending >= record->length)
 			break;
-		if (!(ready & (1u << rail)) || !(buffer = bolt_control_buffer_get(domain)))
+		if (!(ready & (1u << rail)) ||
+		    !(mr = bolt_rendezvous_rail_mr(connection, rail, &record->registration, address,
+						   length)) ||
+		    !(buffer = bolt_control_buffer_get(domain)))
 			continue;
 		buffer->work.handle = bolt_rendezvous_stripe_arrived;
 		if (bolt_data_rail_post_receive(connection, rail, buffer)) {
 			bolt_control_buffer_put(domain, buffer);
 			continue;
 		}
+		keys->rkey[rail] = mr->rkey;
 		mask |= 1u << rail;
 		record->stripes_pending++;
 	}
@@ -103,20 +145,27 @@ static void bolt_rendezvous_send_answer(struct bolt_connection *connection, uint
 					struct bolt_inbound *record, void *address,
 					size_t length, uint32_t status)
 {
-	struct bolt_mr_cache_entry *registration = record ? record->registration : NULL;
+	bool registered = record && record->registration.primary;
 	struct bolt_transmit *answer = bolt_transmit_internal(connection, BOLT_WIRE_RENDEZVOUS_READY,
-							      request_id, registration ? 0 : status);
+							      request_id, registered ? 0 : status);
+	struct bolt_wire_rail_keys keys = { 0 };
 
 	if (!answer)
 		return;
-	if (registration) {
+	if (registered) {
 		answer->length = length;
 		answer->remote_address = (uintptr_t) address;
-		answer->remote_key = bolt_mr_cache_entry_mr(registration)->rkey;
-		answer->tag = bolt_rendezvous_post_stripe_receives(connection, record);
+		answer->remote_key = bolt_mr_cache_entry_mr(record->registration.primary)->rkey;
+		answer->tag = bolt_rendezvous_post_stripe_receives(connection, record, address, length,
+								   &keys);
 		/* On UC the write comes on the control rail as a stripe of its own, not before a DONE. */
 		if (!answer->tag && bolt_rendezvous_unreliable(connection) && length)
 			record->stripes_pending = 1;
+		if (answer->tag && bolt_transmit_attach(answer, &keys, sizeof(keys))) {
+			bolt_transmit_free(answer);
+			bolt_connection_fail(connection, FI_ENOMEM, "no memory for a rendezvous answer");
+			return;
+		}
 	}
 	bolt_transmit_start(answer);
 }
@@ -233,7 +282,7 @@ void bolt_rendezvous_describe_write(const struct bolt_transmit *transmit, struct
 {
 	sge->addr = (uintptr_t) transmit->iov[0].iov_base;
 	sge->length = (uint32_t) transmit->target_length;
-	sge->lkey = bolt_mr_cache_entry_mr(transmit->registration)->lkey;
+	sge->lkey = bolt_mr_cache_entry_mr(transmit->registration.primary)->lkey;
 	wr->sg_list = sge;
 	wr->num_sge = 1;
 	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
@@ -260,11 +309,36 @@ int bolt_rendezvous_write(struct bolt_connection *connection, struct bolt_transm
 	return 0;
 }
 
-void bolt_rendezvous_answered(struct bolt_connection *connection, const struct bolt_wire_header *header)
+/*
+ * Sender: registers the buffer on the port of every rail of mask and takes
+ * the target's key on each from keys; false (registrations given back) if a
+ * port cannot register it now.
+ */
+static bool bolt_rendezvous_prepare_stripes(struct bolt_connection *connection,
+					    struct bolt_transmit *transmit, uint32_t mask,
+					    const struct bolt_wire_rail_keys *keys)
+{
+	for (int rail = 0; rail < BOLT_MAX_CONNECTION_RAILS; rail++) {
+		if (!(mask & (1u << rail)))
+			continue;
+		if (!bolt_rendezvous_rail_mr(connection, rail, &transmit->registration,
+					     transmit->iov[0].iov_base, transmit->target_length)) {
+			bolt_rendezvous_unregister(connection->endpoint->domain, &transmit->registration,
+						   transmit->covered);
+			return false;
+		}
+		transmit->rail_rkeys[rail] = keys->rkey[rail];
+	}
+	return true;
+}
+
+void bolt_rendezvous_answered(struct bolt_connection *connection, const struct bolt_wire_header *header,
+			      const char *payload)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
 	struct bolt_transmit *transmit = NULL, *candidate;
 	uint32_t rails = (uint32_t) header->tag;
+	struct bolt_wire_rail_keys keys;
 
 	DL_FOREACH(connection->transmits, candidate)
 		if (candidate->rendezvous == BOLT_RENDEZVOUS_WAIT &&
@@ -275,10 +349,16 @@ void bolt_rendezvous_answered(struct bolt_connection *connection, const struct b
 		return;
 	}
 	/* The peer's answer to our rail request came first on this queue pair. */
-	if (rails & ~bolt_data_rail_ready(connection, false)) {
+	if (header->tag > UINT32_MAX || (rails & ~bolt_data_rail_ready(connection, false))) {
 		bolt_connection_fail(connection, FI_EIO, "rendezvous answer names a data rail not ready");
 		return;
 	}
+	if (rails && header->payload_length != sizeof(keys)) {
+		bolt_connection_fail(connection, FI_EIO, "rendezvous answer without its rails' keys");
+		return;
+	}
+	if (rails)
+		memcpy(&keys, payload, sizeof(keys));
 	transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
 	if (header->cq_data && header->cq_data != BOLT_RENDEZVOUS_USE_SEGMENTS) {
 		/* The target refused the write (key, bounds, rights): it ends here. */
@@ -291,12 +371,13 @@ void bolt_rendezvous_answered(struct bolt_connection *connection, const struct b
 	 * Receives the target posted for stripes that will not come stay on their
 	 * rails: stripes are told apart by their immediate data, not by receive.
 	 */
+	transmit->target_length = header->total_length;
 	if (!header->cq_data && header->total_length &&
 	    bolt_rendezvous_register(domain, transmit->iov[0].iov_base, header->total_length,
-				     &transmit->registration)) {
+				     &transmit->registration) &&
+	    bolt_rendezvous_prepare_stripes(connection, transmit, rails, &keys)) {
 		transmit->target_address = header->address;
 		transmit->target_rkey = (uint32_t) header->key;
-		transmit->target_length = header->total_length;
 		transmit->rail_mask = rails;
 		transmit->rendezvous = BOLT_RENDEZVOUS_WRITE;
 		/* The target acks the write only when asked to (bolt_rendezvous_request_ack). */
@@ -401,7 +482,7 @@ bool bolt_rendezvous_read_prepare(struct bolt_transmit *read)
 				      &read->registration))
 		return false;
 	read->tag = (uintptr_t) read->iov[0].iov_base;
-	read->cq_data = bolt_mr_cache_entry_mr(read->registration)->rkey;
+	read->cq_data = bolt_mr_cache_entry_mr(read->registration.primary)->rkey;
 	read->wire_flags |= BOLT_WIRE_FLAG_WRITE_BACK;
 	return true;
 }

@@ -11,11 +11,6 @@
 
 #include "bolt_endpoint.h"
 
-static bool bolt_transmit_has_payload(enum bolt_wire_op op)
-{
-	return op == BOLT_WIRE_MESSAGE || op == BOLT_WIRE_WRITE || op == BOLT_WIRE_READ_RESPONSE;
-}
-
 void bolt_transmit_posted_all(struct bolt_transmit *transmit)
 {
 	struct bolt_connection *connection = transmit->connection;
@@ -255,18 +250,22 @@ static bool bolt_transmit_segment(struct bolt_connection *connection, struct bol
 		bolt_transmit_rendezvous_header(connection, transmit, record, header);
 		return true;
 	}
-	if (bolt_transmit_has_payload(transmit->op)) {
+	if (bolt_wire_op_carries_data(transmit->op)) {
 		payload = transmit->length - transmit->sent;
 		if (payload > BOLT_SEGMENT_PAYLOAD)
 			payload = BOLT_SEGMENT_PAYLOAD;
 		bolt_iov_copy_out(transmit->iov, transmit->iov_count, transmit->sent,
 				  data + sizeof(*header), payload);
+	} else if (transmit->internal && transmit->iov_count) {
+		/* A protocol message's own payload (bolt_transmit_attach): whole, in one. */
+		payload = transmit->iov[0].iov_len;
+		memcpy(data + sizeof(*header), transmit->iov[0].iov_base, payload);
 	}
 	bolt_transmit_header(connection, header, transmit->op, payload);
 	bolt_transmit_describe(header, transmit);
 	header->offset = transmit->sent;
 	transmit->sent += payload;
-	if (transmit->sent == transmit->length || !bolt_transmit_has_payload(transmit->op)) {
+	if (transmit->sent == transmit->length || !bolt_wire_op_carries_data(transmit->op)) {
 		header->flags |= BOLT_WIRE_FLAG_LAST;
 		bolt_transmit_posted_all(transmit);
 	}
@@ -344,12 +343,11 @@ bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_trans
 	struct bolt_domain *domain = connection->endpoint->domain;
 	uint32_t mask = transmit->rail_mask;
 	size_t count = (size_t) __builtin_popcount(mask), offset = 0, stripe = 0;
-	uint32_t lkey = bolt_mr_cache_entry_mr(transmit->registration)->lkey;
 
 	if ((bolt_data_rail_ready(connection, true) & mask) != mask ||
 	    domain->control_pool.free_count < count)
 		return false;
-	for (int rail = 0; rail < BOLT_MAX_DATA_RAILS; rail++) {
+	for (int rail = 0; rail < BOLT_MAX_CONNECTION_RAILS; rail++) {
 		struct bolt_control_buffer *record;
 		struct ibv_sge sge;
 		int ret;
@@ -359,12 +357,14 @@ bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_trans
 		sge.addr = (uintptr_t) transmit->iov[0].iov_base + offset;
 		sge.length = (uint32_t) (transmit->target_length / count +
 					 (stripe < transmit->target_length % count));
-		sge.lkey = lkey;
+		/* Registered on the rail's port when the answer came. */
+		sge.lkey = bolt_rendezvous_rail_mr(connection, rail, &transmit->registration,
+						   transmit->iov[0].iov_base, transmit->target_length)->lkey;
 		record = bolt_control_buffer_get(domain);
 		record->work.handle = bolt_transmit_send_completed;
 		record->transmit = transmit;
 		ret = bolt_data_rail_post_write(connection, rail, record, &sge,
-						transmit->target_address + offset, transmit->target_rkey,
+						transmit->target_address + offset, transmit->rail_rkeys[rail],
 						bolt_rendezvous_immediate(transmit->request_id, false));
 		if (ret) {
 			bolt_control_buffer_put(domain, record);
@@ -396,6 +396,20 @@ struct bolt_transmit *bolt_transmit_internal(struct bolt_connection *connection,
 	transmit->request_id = request_id;
 	transmit->cq_data = status;
 	return transmit;
+}
+
+int bolt_transmit_attach(struct bolt_transmit *transmit, const void *payload, size_t length)
+{
+	if (length > BOLT_SEGMENT_PAYLOAD)
+		return -FI_EINVAL;
+	transmit->inject_copy = malloc(length ? length : 1);
+	if (!transmit->inject_copy)
+		return -FI_ENOMEM;
+	memcpy(transmit->inject_copy, payload, length);
+	transmit->iov[0].iov_base = transmit->inject_copy;
+	transmit->iov[0].iov_len = length;
+	transmit->iov_count = 1;
+	return 0;
 }
 
 int bolt_transmit_detach(struct bolt_transmit *transmit)

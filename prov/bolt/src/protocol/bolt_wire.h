@@ -14,6 +14,8 @@
 
 #include <stdint.h>
 
+#include "bolt.h"
+
 enum bolt_wire_op {
 	BOLT_WIRE_MESSAGE = 1,      /* a segment of fi_send / fi_tsend data */
 	BOLT_WIRE_WRITE,            /* a segment of fi_write data, placed at key + address */
@@ -23,15 +25,27 @@ enum bolt_wire_op {
 	BOLT_WIRE_CREDIT,           /* only returns credits */
 	BOLT_WIRE_RENDEZVOUS,       /* a large message: where may its data be written? */
 	BOLT_WIRE_RENDEZVOUS_READY, /* at address and key, total_length bytes (or status: segments);
-				     * tag: the data rails with a receive posted for its stripes */
+				     * tag: the data rails with a receive posted for its stripes;
+				     * payload: the key on each rail (struct bolt_wire_rail_keys) */
 	BOLT_WIRE_RENDEZVOUS_DONE,  /* the data is written: it preceded this on the queue pair */
-	BOLT_WIRE_RAIL_REQUEST,     /* data rail request_id: our queue pair is address, PSN key */
-	BOLT_WIRE_RAIL_ANSWER,      /* the same for the answerer's, or status in cq_data: none */
+	BOLT_WIRE_RAIL_REQUEST,     /* data rail request_id: our queue pair is address, PSN key;
+				     * a stripe rail: tag names the answerer's stripe port to try
+				     * (1: its first), the payload our port's GID */
+	BOLT_WIRE_RAIL_ANSWER,      /* the same for the answerer's, or status in cq_data: none;
+				     * a stripe rail: tag is the nonce its probe must carry */
 	BOLT_WIRE_REGION_GRANT,     /* key's region, total_length bytes from address tag, may be
 				     * written directly: it is at address, device rkey in cq_data */
 	BOLT_WIRE_REGION_REVOKE,    /* key's region is closing: no more direct writes to it */
-	BOLT_WIRE_OP_LAST = BOLT_WIRE_REGION_REVOKE,
+	BOLT_WIRE_RAIL_PROBED,      /* stripe rail request_id: the probe with nonce tag arrived */
+	BOLT_WIRE_RAIL_READY,       /* stripe rail request_id (nonce tag): use it from now on */
+	BOLT_WIRE_OP_LAST = BOLT_WIRE_RAIL_READY,
 };
+
+/* Ops whose payload is a segment of data, at offset within total_length. */
+static inline int bolt_wire_op_carries_data(enum bolt_wire_op op)
+{
+	return op == BOLT_WIRE_MESSAGE || op == BOLT_WIRE_WRITE || op == BOLT_WIRE_READ_RESPONSE;
+}
 
 enum bolt_wire_flag {
 	BOLT_WIRE_FLAG_TAGGED = 1 << 0,
@@ -61,5 +75,14 @@ struct bolt_wire_header {
 };
 
 _Static_assert(sizeof(struct bolt_wire_header) == 64, "the wire header has no padding");
+
+/*
+ * A rendezvous answer's payload: the device key of the receive buffer on the
+ * port of each data rail it names (ports register apart: a key of one means
+ * nothing on another).
+ */
+struct bolt_wire_rail_keys {
+	uint32_t rkey[BOLT_MAX_CONNECTION_RAILS];
+};
 
 #endif /* BOLT_WIRE_H */

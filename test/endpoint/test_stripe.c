@@ -1,0 +1,199 @@
+/*
+ * test_stripe.c: large transfers striped over several cables. On a mesh of
+ * two hosts joined by two cables, each process's domain has the other
+ * cable's port as a stripe port; the first large message makes a data rail
+ * there, found by probing, and the messages after it go in stripes over
+ * both cables, both ways, and arrive intact. On three hosts with two cables
+ * between each pair, the two ports that lead to the third host reach no port
+ * of the peer: their rails end up unavailable, the one that does reach it
+ * carries stripes.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <criterion/criterion.h>
+
+#include "bolt_endpoint.h"
+#include "rdm_fixture.h"
+
+#define MR_MODE (FI_MR_ENDPOINT | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_LOCAL | FI_MR_ALLOCATED)
+#define MESSAGE_SIZE (1024 * 1024 + 7)
+#define MESSAGES 6
+#define SETTLE_MS 10000
+
+struct stripe_case {
+	const char *topology;
+	int ready_stripe_rails;         /* expected at host 0, once probing settles */
+	int unavailable_stripe_rails;
+};
+
+static struct bolt_connection *only_connection(struct rdm_endpoint *endpoint)
+{
+	struct bolt_endpoint *bolt = bolt_container_of(endpoint->ep, struct bolt_endpoint, ep_fid);
+
+	return bolt->connections;
+}
+
+static struct bolt_domain *endpoint_domain(struct rdm_endpoint *endpoint)
+{
+	return bolt_container_of(endpoint->domain, struct bolt_domain, domain_fid);
+}
+
+static bool rail_is_stripe(int index)
+{
+	return index >= BOLT_MAX_DATA_RAILS;
+}
+
+/* Stripe rails of connection in state. */
+static int stripe_rails_in(const struct bolt_connection *connection, enum bolt_data_rail_state state)
+{
+	int count = 0;
+
+	for (int index = BOLT_MAX_DATA_RAILS; index < BOLT_MAX_CONNECTION_RAILS; index++)
+		count += connection->data_rails[index].state == state;
+	return count;
+}
+
+/* Whether every rail asked for is ready or given up. */
+static bool rails_settled(const struct bolt_connection *connection)
+{
+	for (int index = 0; index < BOLT_MAX_CONNECTION_RAILS; index++) {
+		enum bolt_data_rail_state state = connection->data_rails[index].state;
+
+		if (state != BOLT_DATA_RAIL_NONE && state != BOLT_DATA_RAIL_READY &&
+		    state != BOLT_DATA_RAIL_UNAVAILABLE)
+			return false;
+	}
+	return true;
+}
+
+/* Bytes this end's stripes carried on stripe rails (stripe true) or on the domain's port. */
+static uint64_t striped_bytes(const struct bolt_connection *connection, bool stripe)
+{
+	uint64_t bytes = 0;
+
+	for (int index = 0; index < BOLT_MAX_CONNECTION_RAILS; index++)
+		if (rail_is_stripe(index) == stripe)
+			bytes += connection->data_rails[index].bytes_written;
+	return bytes;
+}
+
+static int send_message(struct rdm_endpoint *endpoint, char *buffer, uint32_t seed)
+{
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	int ret;
+
+	rdm_fill(buffer, MESSAGE_SIZE, seed);
+	ret = (int) fi_send(endpoint->ep, buffer, MESSAGE_SIZE, NULL, endpoint->peer, buffer);
+	return ret ? ret : rdm_wait(endpoint, &entry, &error);
+}
+
+/* 0 when a message of seed arrives intact. */
+static int receive_message(struct rdm_endpoint *endpoint, char *buffer, uint32_t seed)
+{
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	int ret;
+
+	memset(buffer, 0, MESSAGE_SIZE);
+	ret = (int) fi_recv(endpoint->ep, buffer, MESSAGE_SIZE, NULL, endpoint->peer, buffer);
+	if (!ret)
+		ret = rdm_wait(endpoint, &entry, &error);
+	if (!ret && (entry.len != MESSAGE_SIZE || !rdm_check(buffer, MESSAGE_SIZE, seed)))
+		ret = -FI_EIO;
+	return ret;
+}
+
+/* Host 1: takes the warm-up and MESSAGES messages, sends MESSAGES back. */
+static int stripe_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	uint64_t done;
+	char *buffer;
+	int ret;
+
+	setenv("FI_BOLT_SOFT_HOST", "1", 1);
+	ret = rdm_open_connected(&endpoint, options, socket);
+	buffer = malloc(MESSAGE_SIZE);
+	if (!buffer)
+		ret = -FI_ENOMEM;
+	for (int i = 0; !ret && i <= MESSAGES; i++)
+		ret = receive_message(&endpoint, buffer, 100 + (uint32_t) i);
+	for (int i = 0; !ret && i < MESSAGES; i++)
+		ret = send_message(&endpoint, buffer, 200 + (uint32_t) i);
+	if (!ret && striped_bytes(only_connection(&endpoint), true) == 0)
+		ret = -FI_EOTHER;       /* its messages too went over the second cable */
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &done);
+	free(buffer);
+	rdm_close(&endpoint);
+	return ret;
+}
+
+static void striped_messages(const char *profile, const struct stripe_case *stripe, const char *tag)
+{
+	struct rdm_options options = { .profile = profile, .mr_mode = MR_MODE, .software_device_only = true };
+	struct rdm_endpoint endpoint;
+	struct bolt_connection *connection;
+	char *buffer;
+	int socket;
+	pid_t peer;
+
+	setenv("FI_BOLT_SOFT_TOPOLOGY", stripe->topology, 1);
+	setenv("FI_BOLT_DATA_RAILS", "1", 1);
+	peer = rdm_pair_start(&options, tag, stripe_peer, &options, &endpoint, &socket);
+	cr_assert(peer > 0);
+	buffer = malloc(MESSAGE_SIZE);
+	cr_assert(buffer);
+	/* The first large message asks for the rails; probing settles behind it. */
+	cr_assert_eq(send_message(&endpoint, buffer, 100), 0);
+	connection = only_connection(&endpoint);
+	for (int waited = 0; waited < SETTLE_MS && !rails_settled(connection); waited += 10)
+		rdm_progress_for(&endpoint, 10);
+	cr_assert(rails_settled(connection), "data rails still probing after %d ms", SETTLE_MS);
+	cr_assert_eq(connection->data_rails[0].state, BOLT_DATA_RAIL_READY);
+	cr_assert_eq(stripe_rails_in(connection, BOLT_DATA_RAIL_READY), stripe->ready_stripe_rails);
+	cr_assert_eq(stripe_rails_in(connection, BOLT_DATA_RAIL_UNAVAILABLE),
+		     stripe->unavailable_stripe_rails);
+	for (int index = BOLT_MAX_DATA_RAILS; index < BOLT_MAX_CONNECTION_RAILS; index++)
+		if (connection->data_rails[index].state == BOLT_DATA_RAIL_READY)
+			cr_assert_neq(connection->data_rails[index].port, &endpoint_domain(&endpoint)->primary);
+
+	for (int i = 1; i <= MESSAGES; i++)
+		cr_assert_eq(send_message(&endpoint, buffer, 100 + (uint32_t) i), 0);
+	cr_assert_gt(striped_bytes(connection, true), 0, "nothing went over the second cable");
+	cr_assert_gt(striped_bytes(connection, false), 0, "nothing went over the first cable");
+	for (int i = 0; i < MESSAGES; i++)
+		cr_assert_eq(receive_message(&endpoint, buffer, 200 + (uint32_t) i), 0,
+			     "message %d back from the peer", i);
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	free(buffer);
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the peer failed");
+	unsetenv("FI_BOLT_DATA_RAILS");
+	unsetenv("FI_BOLT_SOFT_TOPOLOGY");
+}
+
+static const struct stripe_case two_hosts = { "mesh:2x2", 1, 0 };
+static const struct stripe_case three_hosts = { "mesh:3x2", 1, 2 };
+
+Test(stripe, rocev2_two_cables)
+{
+	striped_messages("rocev2", &two_hosts, "stripe-rocev2");
+}
+
+Test(stripe, thunderbolt_two_cables)
+{
+	striped_messages("thunderbolt", &two_hosts, "stripe-tb");
+}
+
+Test(stripe, thunderbolt_ports_to_another_host_are_given_up)
+{
+	striped_messages("thunderbolt", &three_hosts, "stripe-tb3");
+}
+
+Test(stripe, rocev2_ports_to_another_host_are_given_up)
+{
+	striped_messages("rocev2", &three_hosts, "stripe-rocev3");
+}
