@@ -242,17 +242,20 @@ static int collective_rank_main(struct collective_rank *rank, const struct colle
 /*
  * The software device's single topology stands for every rank's host: on real
  * Thunderbolt each host has its own device, so the limits scale with the ranks.
+ * A mesh has a host per rank, each with devices of its own.
  */
 static void collective_environment(const struct collective_options *options, const char *tag)
 {
 	struct rdm_options rdm = { .profile = options->profile };
+	bool scaled = !options->topology && !strcmp(options->profile, "thunderbolt");
 	char value[32];
 
 	rdm_environment(&rdm, tag);
+	setenv("FI_BOLT_SOFT_TOPOLOGY", options->topology ? options->topology : "single", 1);
 	snprintf(value, sizeof(value), "%d", 10 * options->size);
-	setenv("FI_BOLT_SOFT_MAX_QP", strcmp(options->profile, "thunderbolt") ? "0" : value, 1);
+	setenv("FI_BOLT_SOFT_MAX_QP", scaled ? value : "0", 1);
 	snprintf(value, sizeof(value), "%d", 100 * options->size);
-	setenv("FI_BOLT_SOFT_MAX_MR", strcmp(options->profile, "thunderbolt") ? "0" : value, 1);
+	setenv("FI_BOLT_SOFT_MAX_MR", scaled ? value : "0", 1);
 	if (options->ring_threshold)
 		setenv("FI_BOLT_COLLECTIVE_RING_THRESHOLD", options->ring_threshold, 1);
 	else
@@ -285,6 +288,10 @@ int collective_run(const struct collective_options *options, const char *tag,
 				.rank = index, .size = options->size, .shared = shared,
 			};
 
+			char host[16];
+
+			snprintf(host, sizeof(host), "%d", index);
+			setenv("FI_BOLT_SOFT_HOST", options->topology ? host : "0", 1);
 			alarm(COLLECTIVE_TIMEOUT_MS / 1000 + 60);
 			_exit(collective_rank_main(&rank, options, body, argument) ? 1 : 0);
 		}

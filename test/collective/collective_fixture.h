@@ -45,6 +45,7 @@ struct collective_options {
 	const char *segment_size;       /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE, NULL: default */
 	bool no_join;                   /* the body joins by itself */
 	bool last_rank_dies;            /* the last rank's body kills it (collective_die) */
+	const char *topology;           /* FI_BOLT_SOFT_TOPOLOGY, rank r on host r; NULL: single */
 };
 
 /*
