@@ -6,7 +6,8 @@
  * forks (the target). The two exchange endpoint names, memory keys and
  * requests over a socket pair. Only the public libfabric API is used; bolt is
  * found through FI_PROVIDER_PATH like any provider, and the software device's
- * profile comes from FI_BOLT_SOFT. util/bolt_bench_compare.sh puts these
+ * profile comes from FI_BOLT_SOFT (with FI_BOLT_SOFT_TOPOLOGY=mesh:2x2, the
+ * target is host 1, two cables away). util/bolt_bench_compare.sh puts these
  * figures next to the raw device's (util/softrdma_bench).
  */
 #include <errno.h>
@@ -1000,8 +1001,13 @@ int main(int argc, char **argv)
 	if (target < 0)
 		return bench_fail("fork", -errno) ? 1 : 0;
 	if (target == 0) {
+		const char *topology = getenv("FI_BOLT_SOFT_TOPOLOGY");
+
 		close(sockets[0]);
 		bench_role = "target";
+		/* On a mesh of the software device's hosts, the target is on the next one. */
+		if (topology && !strncmp(topology, "mesh:", 5))
+			setenv("FI_BOLT_SOFT_HOST", "1", 1);
 		_exit(bench_run(&options, sockets[1], false) ? 1 : 0);
 	}
 	close(sockets[1]);

@@ -735,6 +735,13 @@ static int bench_start(const struct bench_options *options)
 		pids[index] = fork();
 		if (pids[index] == 0) {
 			struct bench_rank rank = { .rank = index, .ranks = options->ranks, .shared = shared };
+			const char *topology = getenv("FI_BOLT_SOFT_TOPOLOGY");
+			char host[16];
+
+			/* On a mesh of the software device's hosts, rank r is host r. */
+			snprintf(host, sizeof(host), "%d", index);
+			if (topology && !strncmp(topology, "mesh:", 5))
+				setenv("FI_BOLT_SOFT_HOST", host, 1);
 
 			_exit(bench_rank_main(&rank, options) ? 1 : 0);
 		}
