@@ -15,7 +15,7 @@ static void clear_environment(void)
 		"FI_BOLT_SOFT_MAX_MR", "FI_BOLT_SOFT_MAX_QP", "FI_BOLT_SOFT_MAX_WR",
 		"FI_BOLT_SOFT_SEND_ONLY", "FI_BOLT_SOFT_DROP_EVERY", "FI_BOLT_SOFT_DROP_PPM",
 		"FI_BOLT_SOFT_SEED", "FI_BOLT_SOFT_COPY", "FI_BOLT_JOB_KEY", "FI_BOLT_SIDE_CHANNEL_ADDRESS",
-		"FI_BOLT_RENDEZVOUS_THRESHOLD",
+		"FI_BOLT_RENDEZVOUS_THRESHOLD", "FI_BOLT_STRIPE_PORTS", "FI_BOLT_RAIL_PROBE_TIMEOUT",
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -39,6 +39,8 @@ Test(params, defaults)
 	cr_expect_eq(params.soft_send_only, false);
 	cr_expect_eq(params.soft_seed, 1);
 	cr_expect_eq(params.rendezvous_threshold, 16384);
+	cr_expect_eq(params.stripe_ports, -1);
+	cr_expect_eq(params.rail_probe_timeout, 200);
 }
 
 Test(params, values_are_read)
@@ -52,6 +54,8 @@ Test(params, values_are_read)
 	setenv("FI_BOLT_SOFT_MAX_MR", "0x20", 1);
 	setenv("FI_BOLT_SOFT_SEND_ONLY", "yes", 1);
 	setenv("FI_BOLT_RENDEZVOUS_THRESHOLD", "65536", 1);
+	setenv("FI_BOLT_STRIPE_PORTS", "2", 1);
+	setenv("FI_BOLT_RAIL_PROBE_TIMEOUT", "50", 1);
 	cr_assert_eq(bolt_params_read(&params), 0);
 	cr_expect_str_eq(params.soft_profile, "thunderbolt");
 	cr_expect_eq(params.gid_index, 1);
@@ -60,6 +64,8 @@ Test(params, values_are_read)
 	cr_expect_eq(params.soft_max_mr, 32);
 	cr_expect_eq(params.soft_send_only, true);
 	cr_expect_eq(params.rendezvous_threshold, 65536);
+	cr_expect_eq(params.stripe_ports, 2);
+	cr_expect_eq(params.rail_probe_timeout, 50);
 }
 
 Test(params, rocev2_profile_is_accepted)
@@ -85,6 +91,8 @@ Test(params, invalid_values_are_rejected)
 		{ "FI_BOLT_SOFT_DROP_PPM", "1000001" },
 		{ "FI_BOLT_SOFT_SEND_ONLY", "perhaps" },
 		{ "FI_BOLT_RENDEZVOUS_THRESHOLD", "4095" },     /* less than one segment */
+		{ "FI_BOLT_STRIPE_PORTS", "5" },
+		{ "FI_BOLT_RAIL_PROBE_TIMEOUT", "0" },
 		{ "FI_BOLT_SOFT_TOPOLOGY",
 		  "a-topology-name-that-is-far-longer-than-the-sixty-three-characters-allowed" },
 	};
