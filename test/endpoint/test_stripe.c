@@ -6,7 +6,8 @@
  * both cables, both ways, and arrive intact. On three hosts with two cables
  * between each pair, the two ports that lead to the third host reach no port
  * of the peer: their rails end up unavailable, the one that does reach it
- * carries stripes.
+ * carries stripes. A port that another domain of the process has as its own
+ * is left to that domain.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,13 @@ struct stripe_case {
 	const char *topology;
 	int ready_stripe_rails;         /* expected at host 0, once probing settles */
 	int unavailable_stripe_rails;
+	const char *claimed_port;       /* host 0 opens a domain on this port too, or NULL */
+};
+
+/* What the peer needs: the endpoint's options, and whether its messages must stripe. */
+struct stripe_peer_argument {
+	const struct rdm_options *options;
+	bool striped;
 };
 
 static struct bolt_connection *only_connection(struct rdm_endpoint *endpoint)
@@ -108,7 +116,8 @@ static int receive_message(struct rdm_endpoint *endpoint, char *buffer, uint32_t
 /* Host 1: takes the warm-up and MESSAGES messages, sends MESSAGES back. */
 static int stripe_peer(int socket, void *argument)
 {
-	const struct rdm_options *options = argument;
+	const struct stripe_peer_argument *peer = argument;
+	const struct rdm_options *options = peer->options;
 	struct rdm_endpoint endpoint;
 	uint64_t done;
 	char *buffer;
@@ -123,8 +132,9 @@ static int stripe_peer(int socket, void *argument)
 		ret = receive_message(&endpoint, buffer, 100 + (uint32_t) i);
 	for (int i = 0; !ret && i < MESSAGES; i++)
 		ret = send_message(&endpoint, buffer, 200 + (uint32_t) i);
-	if (!ret && striped_bytes(only_connection(&endpoint), true) == 0)
-		ret = -FI_EOTHER;       /* its messages too went over the second cable */
+	/* Its messages went over the second cable too, where that was not taken. */
+	if (!ret && (striped_bytes(only_connection(&endpoint), true) > 0) != peer->striped)
+		ret = -FI_EOTHER;
 	if (!ret)
 		ret = rdm_serve_until_told(&endpoint, socket, &done);
 	free(buffer);
@@ -135,7 +145,10 @@ static int stripe_peer(int socket, void *argument)
 static void striped_messages(const char *profile, const struct stripe_case *stripe, const char *tag)
 {
 	struct rdm_options options = { .profile = profile, .mr_mode = MR_MODE, .software_device_only = true };
-	struct rdm_endpoint endpoint;
+	struct stripe_peer_argument argument = {
+		.options = &options, .striped = stripe->ready_stripe_rails > 0,
+	};
+	struct rdm_endpoint endpoint, other = { 0 };
 	struct bolt_connection *connection;
 	char *buffer;
 	int socket;
@@ -143,8 +156,16 @@ static void striped_messages(const char *profile, const struct stripe_case *stri
 
 	setenv("FI_BOLT_SOFT_TOPOLOGY", stripe->topology, 1);
 	setenv("FI_BOLT_DATA_RAILS", "1", 1);
-	peer = rdm_pair_start(&options, tag, stripe_peer, &options, &endpoint, &socket);
+	peer = rdm_pair_start(&options, tag, stripe_peer, &argument, &endpoint, &socket);
 	cr_assert(peer > 0);
+	if (stripe->claimed_port) {
+		struct fi_info *hints = rdm_hints(&options);
+
+		cr_assert(hints);
+		hints->domain_attr->name = strdup(stripe->claimed_port);
+		cr_assert_eq(rdm_open_domain(&other, hints, &options), 0);
+		fi_freeinfo(hints);
+	}
 	buffer = malloc(MESSAGE_SIZE);
 	cr_assert(buffer);
 	/* The first large message asks for the rails; probing settles behind it. */
@@ -163,20 +184,25 @@ static void striped_messages(const char *profile, const struct stripe_case *stri
 
 	for (int i = 1; i <= MESSAGES; i++)
 		cr_assert_eq(send_message(&endpoint, buffer, 100 + (uint32_t) i), 0);
-	cr_assert_gt(striped_bytes(connection, true), 0, "nothing went over the second cable");
+	cr_assert_eq(striped_bytes(connection, true) > 0, argument.striped,
+		     "%llu bytes went over the second cable",
+		     (unsigned long long) striped_bytes(connection, true));
 	cr_assert_gt(striped_bytes(connection, false), 0, "nothing went over the first cable");
 	for (int i = 0; i < MESSAGES; i++)
 		cr_assert_eq(receive_message(&endpoint, buffer, 200 + (uint32_t) i), 0,
 			     "message %d back from the peer", i);
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 	free(buffer);
+	if (stripe->claimed_port)
+		rdm_close(&other);
 	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the peer failed");
 	unsetenv("FI_BOLT_DATA_RAILS");
 	unsetenv("FI_BOLT_SOFT_TOPOLOGY");
 }
 
-static const struct stripe_case two_hosts = { "mesh:2x2", 1, 0 };
-static const struct stripe_case three_hosts = { "mesh:3x2", 1, 2 };
+static const struct stripe_case two_hosts = { "mesh:2x2", 1, 0, NULL };
+static const struct stripe_case three_hosts = { "mesh:3x2", 1, 2, NULL };
+static const struct stripe_case second_port_claimed = { "mesh:2x2", 0, 1, "rdma_en1" };
 
 Test(stripe, rocev2_two_cables)
 {
@@ -196,4 +222,10 @@ Test(stripe, thunderbolt_ports_to_another_host_are_given_up)
 Test(stripe, rocev2_ports_to_another_host_are_given_up)
 {
 	striped_messages("rocev2", &three_hosts, "stripe-rocev3");
+}
+
+/* A domain of the process on the second cable's port keeps its queue pairs: no stripes there. */
+Test(stripe, thunderbolt_port_of_another_domain_is_left_alone)
+{
+	striped_messages("thunderbolt", &second_port_claimed, "stripe-claimed");
 }

@@ -127,10 +127,19 @@ static int bolt_domain_open_ports(struct bolt_domain *domain, const char *name)
 	else
 		ret = bolt_rail_port_open(&fabric->verbs, &device, &port, BOLT_DOMAIN_CQ_SIZE,
 					  &domain->primary);
-	if (!ret)
+	if (!ret) {
+		bolt_rail_port_claim(&domain->primary);
 		bolt_domain_open_stripe_ports(domain, devices, count);
+	}
 	bolt_device_reports_destroy(devices);
 	return ret;
+}
+
+static void bolt_domain_close_ports(struct bolt_domain *domain)
+{
+	bolt_domain_close_stripe_ports(domain);
+	bolt_rail_port_unclaim(&domain->primary);
+	bolt_rail_port_close(&domain->primary);
 }
 
 static void bolt_domain_log(const struct bolt_domain *domain)
@@ -164,8 +173,7 @@ static int bolt_domain_close(struct fid *fid)
 	}
 	free(domain->control_buffers);
 	bolt_slab_pool_destroy(&domain->control_pool);
-	bolt_domain_close_stripe_ports(domain);
-	bolt_rail_port_close(&domain->primary);
+	bolt_domain_close_ports(domain);
 	fi_freeinfo(domain->info);
 	pthread_mutex_destroy(&domain->lock);
 	atomic_fetch_sub(&domain->fabric->child_count, 1);
@@ -221,8 +229,7 @@ static int bolt_domain_open_device(struct bolt_domain *domain)
 destroy_pool:
 	bolt_slab_pool_destroy(&domain->control_pool);
 close_ports:
-	bolt_domain_close_stripe_ports(domain);
-	bolt_rail_port_close(&domain->primary);
+	bolt_domain_close_ports(domain);
 	return ret;
 }
 

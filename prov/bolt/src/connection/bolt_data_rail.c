@@ -159,6 +159,11 @@ void bolt_data_rail_request(struct bolt_connection *connection)
 		if (rail->state != BOLT_DATA_RAIL_NONE || !port ||
 		    (!bolt_data_rail_is_stripe((uint64_t) index) && index >= domain->data_rails))
 			continue;
+		/* Another domain's own port: its queue pairs are for that domain's connections. */
+		if (port != &domain->primary && bolt_rail_port_claimed(port)) {
+			rail->state = BOLT_DATA_RAIL_UNAVAILABLE;
+			continue;
+		}
 		rail->candidate = 0;
 		bolt_data_rail_ask(connection, (uint64_t) index, port);
 	}
@@ -256,7 +261,8 @@ void bolt_data_rail_requested(struct bolt_connection *connection, const struct b
 	if (rail->qp && (rail->port != port || bolt_data_rail_is_stripe(header->request_id)))
 		bolt_data_rail_destroy(connection, rail);
 	gid = bolt_data_rail_peer_gid(connection, header, payload);
-	if (!port || (!rail->qp && !bolt_data_rail_create_qp(connection, rail, port)) ||
+	if (!port || (port != &connection->endpoint->domain->primary && bolt_rail_port_claimed(port)) ||
+	    (!rail->qp && !bolt_data_rail_create_qp(connection, rail, port)) ||
 	    bolt_data_rail_connect(connection, rail, header, &gid) ||
 	    (bolt_data_rail_is_stripe(header->request_id) &&
 	     bolt_data_rail_await_probe(connection, rail))) {

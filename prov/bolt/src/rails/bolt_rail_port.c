@@ -1,8 +1,11 @@
 /*
  * bolt_rail_port.c: opening and closing a device port for rails (see
- * bolt_rail_port.h): handle, probe, registration cache, in that order.
+ * bolt_rail_port.h): handle, probe, registration cache, in that order; and
+ * the process-wide list of ports that are some domain's own.
  */
+#include <pthread.h>
 #include <string.h>
+#include <utlist.h>
 
 #include "bolt.h"
 #include "rails/bolt_rail_port.h"
@@ -62,4 +65,35 @@ void bolt_rail_port_close(struct bolt_rail_port *rail_port)
 bool bolt_rail_port_has_qp(const struct bolt_rail_port *rail_port, int reserve)
 {
 	return rail_port->qp_count + reserve < rail_port->budget.qp_budget;
+}
+
+static pthread_mutex_t bolt_rail_port_claims_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct bolt_rail_port *bolt_rail_port_claims;
+
+void bolt_rail_port_claim(struct bolt_rail_port *rail_port)
+{
+	pthread_mutex_lock(&bolt_rail_port_claims_lock);
+	LL_PREPEND2(bolt_rail_port_claims, rail_port, next_claimed);
+	pthread_mutex_unlock(&bolt_rail_port_claims_lock);
+}
+
+void bolt_rail_port_unclaim(struct bolt_rail_port *rail_port)
+{
+	pthread_mutex_lock(&bolt_rail_port_claims_lock);
+	LL_DELETE2(bolt_rail_port_claims, rail_port, next_claimed);
+	pthread_mutex_unlock(&bolt_rail_port_claims_lock);
+}
+
+bool bolt_rail_port_claimed(const struct bolt_rail_port *rail_port)
+{
+	struct bolt_rail_port *claimed;
+	bool found = false;
+
+	pthread_mutex_lock(&bolt_rail_port_claims_lock);
+	LL_FOREACH2(bolt_rail_port_claims, claimed, next_claimed)
+		if (claimed != rail_port && claimed->port.port_num == rail_port->port.port_num &&
+		    !strcmp(claimed->device.name, rail_port->device.name))
+			found = true;
+	pthread_mutex_unlock(&bolt_rail_port_claims_lock);
+	return found;
 }

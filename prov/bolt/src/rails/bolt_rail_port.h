@@ -28,6 +28,7 @@ struct bolt_rail_port {
 	bool rdma_write;                /* the device carries RDMA write (probed at open) */
 	int qp_count;                   /* queue pairs made on it, within budget.qp_budget */
 	struct bolt_mr_cache *mr_cache; /* device MRs for user memory, under budget */
+	struct bolt_rail_port *next_claimed;    /* the process's claimed ports */
 };
 
 /*
@@ -40,6 +41,17 @@ int bolt_rail_port_open(struct bolt_verbs *verbs, const struct bolt_device_repor
 			const struct bolt_port_report *port, int cq_size,
 			struct bolt_rail_port *rail_port);
 void bolt_rail_port_close(struct bolt_rail_port *rail_port);
+
+/*
+ * A domain's own port is claimed while the domain is open: no other domain
+ * of the process stripes over it, since its queue pairs (Thunderbolt has
+ * 10) are that domain's connections'. An application that opens a domain
+ * per cable keeps each to its own.
+ */
+void bolt_rail_port_claim(struct bolt_rail_port *rail_port);
+void bolt_rail_port_unclaim(struct bolt_rail_port *rail_port);
+/* Whether another open domain of the process has this device port as its own. */
+bool bolt_rail_port_claimed(const struct bolt_rail_port *rail_port);
 
 /* Whether the port has a queue pair to spare beyond reserve more. */
 bool bolt_rail_port_has_qp(const struct bolt_rail_port *rail_port, int reserve);
