@@ -63,6 +63,8 @@ void rdm_environment(const struct rdm_options *options, const char *tag)
 	setenv("FI_BOLT_SOFT", options->profile, 1);
 	setenv("FI_BOLT_SOFT_NAMESPACE", rdm_namespace, 1);
 	setenv("FI_BOLT_SOFT_SEND_ONLY", options->send_only ? "1" : "0", 1);
+	setenv("FI_BOLT_SOFT_TOPOLOGY", options->topology ? options->topology : "single", 1);
+	setenv("FI_BOLT_SOFT_HOST", "0", 1);
 }
 
 void rdm_environment_cleanup(const struct rdm_options *options)
@@ -383,7 +385,11 @@ pid_t rdm_pair_start(const struct rdm_options *options, const char *tag,
 	int ret;
 
 	rdm_environment(options, tag);
+	/* On a mesh, the peer is the next host. */
+	if (options->topology)
+		setenv("FI_BOLT_SOFT_HOST", "1", 1);
 	pid = rdm_fork(peer, argument, socket);
+	setenv("FI_BOLT_SOFT_HOST", "0", 1);
 	if (pid <= 0)
 		return pid < 0 ? pid : -FI_EOTHER;
 	ret = rdm_open_connected(endpoint, options, *socket);

@@ -49,6 +49,8 @@ struct rdm_options {
 	uint64_t tx_op_flags;           /* hints->tx_attr->op_flags */
 	size_t tx_size;                 /* hints->tx_attr->size */
 	bool count_remote_writes;       /* a counter bound to the endpoint for FI_REMOTE_WRITE */
+	const char *topology;           /* FI_BOLT_SOFT_TOPOLOGY (NULL: single); rdm_pair_start's
+					 * peer is then host 1 */
 };
 
 /*

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <criterion/criterion.h>
 
+#include "bolt_endpoint.h"
 #include "rdm_fixture.h"
 
 #define LARGE (4 << 20)
@@ -189,9 +190,23 @@ static int receiving_peer(int socket, void *argument)
 	return ret == -FI_EAVAIL ? 0 : ret;
 }
 
-Test(liveness, some_packets_lost_thunderbolt_uc)
+/* Bytes the stripes of endpoint's writes carried on rails of other ports than the domain's. */
+static uint64_t stripe_port_bytes(struct rdm_endpoint *endpoint)
 {
-	struct rdm_options options = { .profile = "thunderbolt", .software_device_only = true };
+	struct bolt_endpoint *bolt = bolt_container_of(endpoint->ep, struct bolt_endpoint, ep_fid);
+	uint64_t bytes = 0;
+
+	for (int index = BOLT_MAX_DATA_RAILS; index < BOLT_MAX_CONNECTION_RAILS; index++)
+		bytes += bolt->connections->data_rails[index].bytes_written;
+	return bytes;
+}
+
+/* drop_every: FI_BOLT_SOFT_DROP_EVERY; a topology with two cables must have used the second. */
+static void some_packets_lost(const char *topology, const char *drop_every, const char *tag)
+{
+	struct rdm_options options = {
+		.profile = "thunderbolt", .software_device_only = true, .topology = topology,
+	};
 	struct rdm_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
@@ -199,9 +214,8 @@ Test(liveness, some_packets_lost_thunderbolt_uc)
 	char *buffer;
 	pid_t peer;
 
-	/* Every 300th packet: a 128 KiB write is 128 packets, its header one. */
-	setenv("FI_BOLT_SOFT_DROP_EVERY", "300", 1);
-	peer = rdm_pair_start(&options, "live-some", receiving_peer, &options, &endpoint, &socket);
+	setenv("FI_BOLT_SOFT_DROP_EVERY", drop_every, 1);
+	peer = rdm_pair_start(&options, tag, receiving_peer, &options, &endpoint, &socket);
 	cr_assert(peer > 0);
 	buffer = malloc(SOME_LOST_LENGTH);      /* after the fork: the peer has no copy to leak */
 	cr_assert(buffer);
@@ -210,10 +224,24 @@ Test(liveness, some_packets_lost_thunderbolt_uc)
 		cr_assert_eq(fi_send(endpoint.ep, buffer, SOME_LOST_LENGTH, NULL, endpoint.peer, NULL), 0);
 		failed = rdm_wait(&endpoint, &entry, &error) != 0;
 	}
+	if (topology)
+		cr_assert_gt(stripe_port_bytes(&endpoint), 0, "nothing went over the second cable");
 	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0,
 		     "a receive completed with data its lost write never brought");
 	unsetenv("FI_BOLT_SOFT_DROP_EVERY");
 	free(buffer);
+}
+
+/* Every 300th packet: a 128 KiB write is 128 packets, its header one. */
+Test(liveness, some_packets_lost_thunderbolt_uc)
+{
+	some_packets_lost(NULL, "300", "live-some");
+}
+
+/* Two cables: stripes on the second one's rail are lost too; fewer, so that some go first. */
+Test(liveness, some_packets_lost_thunderbolt_uc_two_cables)
+{
+	some_packets_lost("mesh:2x2", "1000", "live-cables");
 }
 
 /* Offers a region of SOME_LOST_LENGTH bytes filled with seed 7, and serves reads of it. */

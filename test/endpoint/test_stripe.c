@@ -123,7 +123,6 @@ static int stripe_peer(int socket, void *argument)
 	char *buffer;
 	int ret;
 
-	setenv("FI_BOLT_SOFT_HOST", "1", 1);
 	ret = rdm_open_connected(&endpoint, options, socket);
 	buffer = malloc(MESSAGE_SIZE);
 	if (!buffer)
@@ -144,7 +143,10 @@ static int stripe_peer(int socket, void *argument)
 
 static void striped_messages(const char *profile, const struct stripe_case *stripe, const char *tag)
 {
-	struct rdm_options options = { .profile = profile, .mr_mode = MR_MODE, .software_device_only = true };
+	struct rdm_options options = {
+		.profile = profile, .mr_mode = MR_MODE, .software_device_only = true,
+		.topology = stripe->topology,
+	};
 	struct stripe_peer_argument argument = {
 		.options = &options, .striped = stripe->ready_stripe_rails > 0,
 	};
@@ -154,7 +156,6 @@ static void striped_messages(const char *profile, const struct stripe_case *stri
 	int socket;
 	pid_t peer;
 
-	setenv("FI_BOLT_SOFT_TOPOLOGY", stripe->topology, 1);
 	setenv("FI_BOLT_DATA_RAILS", "1", 1);
 	peer = rdm_pair_start(&options, tag, stripe_peer, &argument, &endpoint, &socket);
 	cr_assert(peer > 0);
@@ -197,7 +198,6 @@ static void striped_messages(const char *profile, const struct stripe_case *stri
 		rdm_close(&other);
 	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the peer failed");
 	unsetenv("FI_BOLT_DATA_RAILS");
-	unsetenv("FI_BOLT_SOFT_TOPOLOGY");
 }
 
 static const struct stripe_case two_hosts = { "mesh:2x2", 1, 0, NULL };
