@@ -7,7 +7,8 @@
  * between each pair, the two ports that lead to the third host reach no port
  * of the peer: their rails end up unavailable, the one that does reach it
  * carries stripes. A port that another domain of the process has as its own
- * is left to that domain.
+ * is left to that domain. Writes into a granted region from
+ * FI_BOLT_STRIPE_THRESHOLD on ask again, to stripe; smaller ones stay direct.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -198,6 +199,104 @@ static void striped_messages(const char *profile, const struct stripe_case *stri
 		rdm_close(&other);
 	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the peer failed");
 	unsetenv("FI_BOLT_DATA_RAILS");
+}
+
+/* Progress until the rails settle and the connection holds a grant; false after SETTLE_MS. */
+static bool wait_for_rails_and_grant(struct rdm_endpoint *endpoint)
+{
+	struct bolt_connection *connection = only_connection(endpoint);
+
+	for (int waited = 0; waited < SETTLE_MS; waited += 10) {
+		if (rails_settled(connection) && connection->grants)
+			return true;
+		rdm_progress_for(endpoint, 10);
+	}
+	return false;
+}
+
+#define REGION_SIZE (4 * 1024 * 1024)
+#define FIRST_WRITE (64 * 1024)                 /* asks, and brings the grant */
+#define DIRECT_WRITE (512 * 1024)               /* below FI_BOLT_STRIPE_THRESHOLD */
+#define STRIPED_WRITE (REGION_SIZE - FIRST_WRITE - DIRECT_WRITE)
+
+/* Host 1: offers a region, serves until told, then checks it. */
+static int region_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	char *region = calloc(1, REGION_SIZE);
+	struct fid_mr *mr = NULL;
+	uint64_t done;
+	int ret;
+
+	ret = rdm_offer_region(&endpoint, options, socket, region, REGION_SIZE, FI_REMOTE_WRITE, &mr);
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &done);
+	if (!ret && !rdm_check(region, REGION_SIZE, 31))
+		ret = -FI_EIO;
+	return rdm_region_peer_end(&endpoint, mr, region, ret);
+}
+
+/* Writes [offset, offset + length) of local into the peer's region, and waits for it. */
+static void write_range(struct rdm_endpoint *endpoint, char *local, struct fid_mr *mr,
+			uint64_t remote_address, uint64_t remote_key, size_t offset, size_t length)
+{
+	cr_assert_eq(fi_write(endpoint->ep, local + offset, length, fi_mr_desc(mr), endpoint->peer,
+			      remote_address + offset, remote_key, local), 0);
+	rdm_expect_completion(endpoint, local, 0);
+}
+
+static void granted_writes(const char *profile, const char *tag)
+{
+	struct rdm_options options = {
+		.profile = profile, .mr_mode = MR_MODE, .software_device_only = true,
+		.topology = "mesh:2x2",
+	};
+	struct rdm_endpoint endpoint;
+	struct bolt_connection *connection;
+	uint64_t remote_address, remote_key, striped, direct;
+	struct fid_mr *mr;
+	char *local;
+	int socket;
+	pid_t peer;
+
+	peer = rdm_pair_start(&options, tag, region_peer, &options, &endpoint, &socket);
+	cr_assert(peer > 0);
+	local = malloc(REGION_SIZE);
+	cr_assert(local);
+	rdm_fill(local, REGION_SIZE, 31);
+	cr_assert_eq(rdm_register_region(&endpoint, local, REGION_SIZE, FI_WRITE, &mr), 0);
+	cr_assert_eq(rdm_receive_value(socket, &remote_address), 0);
+	cr_assert_eq(rdm_receive_value(socket, &remote_key), 0);
+	write_range(&endpoint, local, mr, remote_address, remote_key, 0, FIRST_WRITE);
+	cr_assert(wait_for_rails_and_grant(&endpoint), "no grant, or rails still probing");
+	connection = only_connection(&endpoint);
+	cr_assert(bolt_data_rail_striping(connection));
+
+	striped = striped_bytes(connection, true);
+	direct = connection->direct_writes;
+	write_range(&endpoint, local, mr, remote_address, remote_key, FIRST_WRITE, DIRECT_WRITE);
+	cr_assert_eq(connection->direct_writes, direct + 1, "a write below the threshold asked");
+	cr_assert_eq(striped_bytes(connection, true), striped);
+	write_range(&endpoint, local, mr, remote_address, remote_key, FIRST_WRITE + DIRECT_WRITE,
+		    STRIPED_WRITE);
+	cr_assert_eq(connection->direct_writes, direct + 1, "a write above the threshold went direct");
+	cr_assert_gt(striped_bytes(connection, true), striped, "nothing went over the second cable");
+
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(fi_close(&mr->fid), 0);
+	free(local);
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the region holds wrong data");
+}
+
+Test(stripe, thunderbolt_large_granted_writes_stripe)
+{
+	granted_writes("thunderbolt", "stripe-granted-tb");
+}
+
+Test(stripe, rocev2_large_granted_writes_stripe)
+{
+	granted_writes("rocev2", "stripe-granted-roce");
 }
 
 static const struct stripe_case two_hosts = { "mesh:2x2", 1, 0, NULL };

@@ -16,6 +16,7 @@ static void clear_environment(void)
 		"FI_BOLT_SOFT_SEND_ONLY", "FI_BOLT_SOFT_DROP_EVERY", "FI_BOLT_SOFT_DROP_PPM",
 		"FI_BOLT_SOFT_SEED", "FI_BOLT_SOFT_COPY", "FI_BOLT_JOB_KEY", "FI_BOLT_SIDE_CHANNEL_ADDRESS",
 		"FI_BOLT_RENDEZVOUS_THRESHOLD", "FI_BOLT_STRIPE_PORTS", "FI_BOLT_RAIL_PROBE_TIMEOUT",
+		"FI_BOLT_STRIPE_THRESHOLD",
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -41,6 +42,7 @@ Test(params, defaults)
 	cr_expect_eq(params.rendezvous_threshold, 16384);
 	cr_expect_eq(params.stripe_ports, -1);
 	cr_expect_eq(params.rail_probe_timeout, 200);
+	cr_expect_eq(params.stripe_threshold, 1 << 20);
 }
 
 Test(params, values_are_read)
@@ -93,6 +95,7 @@ Test(params, invalid_values_are_rejected)
 		{ "FI_BOLT_RENDEZVOUS_THRESHOLD", "4095" },     /* less than one segment */
 		{ "FI_BOLT_STRIPE_PORTS", "5" },
 		{ "FI_BOLT_RAIL_PROBE_TIMEOUT", "0" },
+		{ "FI_BOLT_STRIPE_THRESHOLD", "4095" },
 		{ "FI_BOLT_SOFT_TOPOLOGY",
 		  "a-topology-name-that-is-far-longer-than-the-sixty-three-characters-allowed" },
 	};

@@ -50,6 +50,7 @@ struct bolt_params {
 	int data_rails;             /* FI_BOLT_DATA_RAILS: queue pairs per peer for bulk writes; -1 chooses */
 	int stripe_ports;           /* FI_BOLT_STRIPE_PORTS: other ports to stripe over; -1: all */
 	int rail_probe_timeout;     /* FI_BOLT_RAIL_PROBE_TIMEOUT: milliseconds */
+	int stripe_threshold;       /* FI_BOLT_STRIPE_THRESHOLD: bytes of a granted write striped from */
 	int rendezvous_threshold;   /* FI_BOLT_RENDEZVOUS_THRESHOLD: bytes written by RDMA from */
 	int collective_ring_threshold;  /* FI_BOLT_COLLECTIVE_RING_THRESHOLD: bytes */
 	int collective_segment_size;    /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE: bytes */

@@ -385,6 +385,8 @@ void bolt_data_rail_peer_ready(struct bolt_connection *connection, const struct 
 void bolt_data_rail_check_probes(struct bolt_connection *connection, uint64_t now_ns);
 /* Sets up domain->rail_probe, the wr_id of every probe and its receive. */
 void bolt_data_rail_domain_init(struct bolt_domain *domain);
+/* Whether the connection has a ready rail on another port than the domain's: another cable. */
+bool bolt_data_rail_striping(const struct bolt_connection *connection);
 /* The ready rails (a mask) with room for one more stripe each. */
 uint32_t bolt_data_rail_ready(const struct bolt_connection *connection, bool with_room);
 /* Posts a stripe as RDMA write with immediate data on rail; 0 or an errno. */

@@ -80,6 +80,10 @@ static const struct bolt_param bolt_param_table[] = {
 		"Other ports of this host (cables, NICs) a domain may stripe large transfers over, "
 		"each with a data rail to every peer it is found to reach (default: -1, every "
 		"one up to 4; 0: none)"),
+	BOLT_INT_PARAM("stripe_threshold", stripe_threshold, 4096, 1 << 30,
+		"Writes into a region the target granted of at least this many bytes go by request "
+		"and answer, striped over the data rails, where a peer is reached over more than one "
+		"cable; smaller ones stay one direct write (default: 1048576)"),
 	BOLT_INT_PARAM("rail_probe_timeout", rail_probe_timeout, 1, 60000,
 		"Milliseconds a data rail on a stripe port waits for its probe to reach the peer's "
 		"port before it tries the peer's next one (default: 200)"),
@@ -108,6 +112,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.data_rails = -1,
 	.stripe_ports = -1,
 	.rail_probe_timeout = 200,
+	.stripe_threshold = 1 << 20,
 	.rendezvous_threshold = BOLT_RENDEZVOUS_THRESHOLD,
 	.collective_ring_threshold = 131072,
 	.collective_segment_size = 4 << 20,

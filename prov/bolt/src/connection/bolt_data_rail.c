@@ -442,6 +442,14 @@ uint32_t bolt_data_rail_ready(const struct bolt_connection *connection, bool wit
 	return mask;
 }
 
+bool bolt_data_rail_striping(const struct bolt_connection *connection)
+{
+	for (int index = BOLT_MAX_DATA_RAILS; index < BOLT_MAX_CONNECTION_RAILS; index++)
+		if (connection->data_rails[index].state == BOLT_DATA_RAIL_READY)
+			return true;
+	return false;
+}
+
 int bolt_data_rail_post_write(struct bolt_connection *connection, int index,
 			      struct bolt_control_buffer *record, const struct ibv_sge *sge,
 			      uint64_t remote_address, uint32_t rkey, uint32_t immediate)

@@ -228,6 +228,10 @@ bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
 	if (!connection->grants || connection->state != BOLT_CONNECTION_ESTABLISHED ||
 	    !connection->endpoint->domain->primary.rdma_write || !bolt_direct_write_suits(transmit))
 		return false;
+	/* Worth a request and its answer: stripes over the other cables too. */
+	if (transmit->length >= (size_t) connection->endpoint->domain->fabric->params.stripe_threshold &&
+	    bolt_data_rail_striping(connection))
+		return false;
 	grant = bolt_direct_write_find(transmit);
 	/* Out of bounds: the target answers with the error. */
 	if (!grant || transmit->remote_address < grant->base)
