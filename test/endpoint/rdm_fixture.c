@@ -350,6 +350,15 @@ int rdm_offer_region(struct rdm_endpoint *endpoint, const struct rdm_options *op
 	return ret;
 }
 
+int rdm_serve_region(struct rdm_endpoint *endpoint, const struct rdm_options *options,
+		     int socket, char *region, size_t length, uint64_t access, struct fid_mr **mr)
+{
+	uint64_t done;
+	int ret = rdm_offer_region(endpoint, options, socket, region, length, access, mr);
+
+	return ret ? ret : rdm_serve_until_told(endpoint, socket, &done);
+}
+
 int rdm_region_peer_end(struct rdm_endpoint *endpoint, struct fid_mr *mr, void *region, int ret)
 {
 	if (mr)

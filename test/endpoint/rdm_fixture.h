@@ -104,6 +104,9 @@ int rdm_register_region(struct rdm_endpoint *endpoint, void *buffer, size_t leng
 int rdm_offer_region(struct rdm_endpoint *endpoint, const struct rdm_options *options,
 		     int socket, char *region, size_t length, uint64_t access, struct fid_mr **mr);
 
+/* rdm_offer_region, then serving the initiator until it says it is done. */
+int rdm_serve_region(struct rdm_endpoint *endpoint, const struct rdm_options *options,
+		     int socket, char *region, size_t length, uint64_t access, struct fid_mr **mr);
 /* A target's end: closes its region (if any) and endpoint, frees region; returns ret. */
 int rdm_region_peer_end(struct rdm_endpoint *endpoint, struct fid_mr *mr, void *region, int ret);
 

@@ -70,9 +70,7 @@ static int target_peer(int socket, void *argument)
 	uint64_t told;
 	int ret, data_seen = 0;
 
-	ret = rdm_offer_region(&endpoint, options, socket, region, REGION_SIZE, FI_REMOTE_WRITE, &mr);
-	if (!ret)
-		ret = rdm_serve_until_told(&endpoint, socket, &told);
+	ret = rdm_serve_region(&endpoint, options, socket, region, REGION_SIZE, FI_REMOTE_WRITE, &mr);
 	/* Two writedata: directly with CQ_DATA, then data 0, which asks. */
 	for (int i = 0; !ret && i < 2; i++) {
 		ret = rdm_wait(&endpoint, &entry, &error);

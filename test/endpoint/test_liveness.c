@@ -251,15 +251,12 @@ static int region_peer(int socket, void *argument)
 	struct rdm_endpoint endpoint;
 	char *region = malloc(SOME_LOST_LENGTH);
 	struct fid_mr *mr = NULL;
-	uint64_t done;
 	int ret;
 
 	if (region)
 		rdm_fill(region, SOME_LOST_LENGTH, 7);
-	ret = rdm_offer_region(&endpoint, options, socket, region, SOME_LOST_LENGTH, FI_REMOTE_READ,
+	ret = rdm_serve_region(&endpoint, options, socket, region, SOME_LOST_LENGTH, FI_REMOTE_READ,
 			       &mr);
-	if (!ret)
-		ret = rdm_serve_until_told(&endpoint, socket, &done);
 	return rdm_region_peer_end(&endpoint, mr, region, ret);
 }
 

@@ -240,12 +240,9 @@ static int burst_target_peer(int socket, void *argument)
 	struct rdm_endpoint endpoint;
 	char *region = calloc(1, BURST_REGION);
 	struct fid_mr *mr = NULL;
-	uint64_t done;
 	int ret;
 
-	ret = rdm_offer_region(&endpoint, options, socket, region, BURST_REGION, FI_REMOTE_WRITE, &mr);
-	if (!ret)
-		ret = rdm_serve_until_told(&endpoint, socket, &done);
+	ret = rdm_serve_region(&endpoint, options, socket, region, BURST_REGION, FI_REMOTE_WRITE, &mr);
 	for (int i = 0; !ret && i < BURST_WRITES; i++)
 		if (!rdm_check(region + (size_t) i * BURST_CHUNK, burst_write_length(i), (uint32_t) (40 + i)))
 			ret = 2;

@@ -226,12 +226,9 @@ static int region_peer(int socket, void *argument)
 	struct rdm_endpoint endpoint;
 	char *region = calloc(1, REGION_SIZE);
 	struct fid_mr *mr = NULL;
-	uint64_t done;
 	int ret;
 
-	ret = rdm_offer_region(&endpoint, options, socket, region, REGION_SIZE, FI_REMOTE_WRITE, &mr);
-	if (!ret)
-		ret = rdm_serve_until_told(&endpoint, socket, &done);
+	ret = rdm_serve_region(&endpoint, options, socket, region, REGION_SIZE, FI_REMOTE_WRITE, &mr);
 	if (!ret && !rdm_check(region, REGION_SIZE, 31))
 		ret = -FI_EIO;
 	return rdm_region_peer_end(&endpoint, mr, region, ret);
