@@ -66,7 +66,7 @@ struct bolt_domain {
 
 	struct bolt_slab_pool control_pool;   /* eager and control messages, both ways */
 	struct bolt_control_buffer *control_buffers;    /* a record per control buffer */
-	int grants_held;                      /* primary.mr_cache entries held for regions granted to peers */
+	int grants_held;                      /* primary.mr_cache entries held for peers' grants */
 	uint64_t job_key_digest;
 
 	struct bolt_endpoint *endpoints;      /* utlist of enabled endpoints, for progress */

@@ -52,7 +52,8 @@ static int bolt_connection_create_qp(struct bolt_connection *connection)
 			domain->primary.device.name, domain->primary.budget.qp_budget);
 		return -FI_ENOSPC;
 	}
-	connection->qp = bolt_qp_create(verbs, domain->primary.handle.pd, domain->primary.handle.cq, domain->primary.qp_type,
+	connection->qp = bolt_qp_create(verbs, domain->primary.handle.pd, domain->primary.handle.cq,
+					domain->primary.qp_type,
 					(uint32_t) domain->primary.budget.queue_depth, 0);
 	if (!connection->qp) {
 		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,

@@ -310,22 +310,24 @@ void bolt_data_rail_answered(struct bolt_connection *connection, const struct bo
 		return;
 	}
 	rail = &connection->data_rails[header->request_id];
-	/* The peer has no port left to try, or refused one of its stripe ports: try the next. */
+	/* The peer could not use the stripe port named (FI_ENODEV: it has no more): its next. */
 	if (stripe && header->cq_data && header->cq_data != FI_ENODEV) {
 		bolt_data_rail_try_next(connection, header->request_id);
 		return;
 	}
-	gid = bolt_data_rail_peer_gid(connection, header, payload);
-	if (stripe && !header->cq_data && header->tag && header->tag <= UINT32_MAX) {
-		rail->probe_nonce = (uint32_t) header->tag;
-		if (!bolt_data_rail_connect(connection, rail, header, &gid) &&
-		    !bolt_data_rail_probe(connection, rail)) {
-			rail->state = BOLT_DATA_RAIL_PROBING;
+	if (!header->cq_data) {
+		gid = bolt_data_rail_peer_gid(connection, header, payload);
+		if (stripe && header->tag && header->tag <= UINT32_MAX) {
+			rail->probe_nonce = (uint32_t) header->tag;
+			if (!bolt_data_rail_connect(connection, rail, header, &gid) &&
+			    !bolt_data_rail_probe(connection, rail)) {
+				rail->state = BOLT_DATA_RAIL_PROBING;
+				return;
+			}
+		} else if (!stripe && !bolt_data_rail_connect(connection, rail, header, &gid)) {
+			rail->state = BOLT_DATA_RAIL_READY;
 			return;
 		}
-	} else if (!stripe && !header->cq_data && !bolt_data_rail_connect(connection, rail, header, &gid)) {
-		rail->state = BOLT_DATA_RAIL_READY;
-		return;
 	}
 	if (stripe)
 		FI_INFO(&bolt_prov, FI_LOG_EP_CTRL,

@@ -27,7 +27,8 @@ bool bolt_rendezvous_wanted(const struct bolt_transmit *transmit)
 {
 	const struct bolt_domain *domain = transmit->connection->endpoint->domain;
 
-	return domain->primary.rdma_write && (transmit->op == BOLT_WIRE_MESSAGE || transmit->op == BOLT_WIRE_WRITE) &&
+	return domain->primary.rdma_write &&
+	       (transmit->op == BOLT_WIRE_MESSAGE || transmit->op == BOLT_WIRE_WRITE) &&
 	       !transmit->internal &&
 	       !transmit->inject_copy && transmit->iov_count == 1 &&
 	       transmit->length >= (size_t) domain->fabric->params.rendezvous_threshold;
