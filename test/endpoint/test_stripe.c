@@ -9,6 +9,8 @@
  * carries stripes. A port that another domain of the process has as its own
  * is left to that domain. Writes into a granted region from
  * FI_BOLT_STRIPE_THRESHOLD on ask again, to stripe; smaller ones stay direct.
+ * A peer that stops progressing for longer than FI_BOLT_RAIL_PROBE_TIMEOUT
+ * while a probe is on its way does not lose the cable.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -324,4 +326,89 @@ Test(stripe, rocev2_ports_to_another_host_are_given_up)
 Test(stripe, thunderbolt_port_of_another_domain_is_left_alone)
 {
 	striped_messages("thunderbolt", &second_port_claimed, "stripe-claimed");
+}
+
+/*
+ * The peer answers the stripe rail's request (it arrives ahead of the large
+ * message), takes a small message, and then stops progressing for longer
+ * than the probe timeout; our probe lands in its CQ while it pauses. The
+ * cable is still found: the peer judges the probe when it looks again.
+ */
+#define PAUSE_MS 600
+#define LARGE_TAG 1
+#define SMALL_TAG 2
+#define WARM_UP_TAG 3
+
+static int tagged_wait(struct rdm_endpoint *endpoint, char *buffer, size_t length, uint64_t tag)
+{
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	int ret = (int) fi_trecv(endpoint->ep, buffer, length, NULL, endpoint->peer, tag, 0, buffer);
+
+	return ret ? ret : rdm_wait(endpoint, &entry, &error);
+}
+
+static int pausing_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	char *buffer = calloc(1, MESSAGE_SIZE), small[8];
+	uint64_t done;
+	int ret = buffer ? rdm_open_connected(&endpoint, options, socket) : -FI_ENOMEM;
+
+	if (!ret)
+		ret = tagged_wait(&endpoint, small, sizeof(small), WARM_UP_TAG);
+	if (!ret)
+		ret = tagged_wait(&endpoint, small, sizeof(small), SMALL_TAG);
+	if (!ret)
+		usleep(PAUSE_MS * 1000);
+	if (!ret)
+		ret = tagged_wait(&endpoint, buffer, MESSAGE_SIZE, LARGE_TAG);
+	if (!ret && !rdm_check(buffer, MESSAGE_SIZE, 100))
+		ret = -FI_EIO;
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &done);
+	rdm_close(&endpoint);
+	free(buffer);
+	return ret;
+}
+
+Test(stripe, thunderbolt_peer_pausing_keeps_the_cable)
+{
+	struct rdm_options options = {
+		.profile = "thunderbolt", .mr_mode = MR_MODE, .software_device_only = true,
+		.topology = "mesh:2x2", .caps = FI_MSG | FI_TAGGED | FI_RMA,
+	};
+	struct rdm_endpoint endpoint;
+	struct bolt_connection *connection;
+	char *buffer, small[8] = "small";
+	int socket;
+	pid_t peer;
+
+	peer = rdm_pair_start(&options, "stripe-pause", pausing_peer, &options, &endpoint, &socket);
+	cr_assert(peer > 0);
+	buffer = malloc(MESSAGE_SIZE);
+	cr_assert(buffer);
+	rdm_fill(buffer, MESSAGE_SIZE, 100);
+	/* Connected first, so that what follows goes out at once. */
+	cr_assert_eq(fi_tsend(endpoint.ep, small, sizeof(small), NULL, endpoint.peer, WARM_UP_TAG, small), 0);
+	rdm_expect_completion(&endpoint, small, 0);
+	cr_assert_eq(fi_tsend(endpoint.ep, buffer, MESSAGE_SIZE, NULL, endpoint.peer, LARGE_TAG, buffer), 0);
+	cr_assert_eq(fi_tsend(endpoint.ep, small, sizeof(small), NULL, endpoint.peer, SMALL_TAG, small), 0);
+	/* The peer answers, takes the small message and pauses before we see its answer. */
+	usleep(PAUSE_MS / 3 * 1000);
+	for (int i = 0; i < 2; i++) {
+		struct fi_cq_tagged_entry entry;
+		struct fi_cq_err_entry error;
+
+		cr_assert_eq(rdm_wait(&endpoint, &entry, &error), 0);
+	}
+	connection = only_connection(&endpoint);
+	for (int waited = 0; waited < SETTLE_MS && !rails_settled(connection); waited += 10)
+		rdm_progress_for(&endpoint, 10);
+	cr_assert_eq(stripe_rails_in(connection, BOLT_DATA_RAIL_READY), 1,
+		     "the cable was given up while the peer paused");
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	free(buffer);
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the peer failed");
 }

@@ -83,7 +83,7 @@ struct bolt_data_rail {
 	uint32_t psn;
 	int candidate;                  /* stripe rail, asker: the peer's stripe port it tries */
 	uint32_t probe_nonce;           /* stripe rail: what the current attempt's probe carries */
-	uint64_t probe_deadline_ns;     /* stripe rail, asker: when to try the next port */
+	uint64_t probe_deadline_ns;     /* stripe rail, answerer: when the probe is late; 0: not sent */
 	int outstanding_sends;          /* stripes posted, completion pending */
 	uint64_t bytes_written;         /* by the stripes of this end's writes */
 };
@@ -377,11 +377,13 @@ void bolt_data_rail_requested(struct bolt_connection *connection, const struct b
 /* The peer answered our request. */
 void bolt_data_rail_answered(struct bolt_connection *connection, const struct bolt_wire_header *header,
 			     const char *payload);
-/* Asker: the peer's stripe port took our probe. */
+/* Asker: the peer's stripe port took our probe, or (status) did not. */
 void bolt_data_rail_probed(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/* Answerer: the asker sent its probe; from now on it may be late. */
+void bolt_data_rail_probe_sent(struct bolt_connection *connection, const struct bolt_wire_header *header);
 /* Answerer: the asker uses the probed stripe rail from now on. */
 void bolt_data_rail_peer_ready(struct bolt_connection *connection, const struct bolt_wire_header *header);
-/* Asker: stripe rails whose probe found nothing in time try the peer's next port. */
+/* Answerer: stripe rails whose probe is late are refused; the asker tries our next port. */
 void bolt_data_rail_check_probes(struct bolt_connection *connection, uint64_t now_ns);
 /* Sets up domain->rail_probe, the wr_id of every probe and its receive. */
 void bolt_data_rail_domain_init(struct bolt_domain *domain);

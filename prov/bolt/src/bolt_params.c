@@ -85,8 +85,8 @@ static const struct bolt_param bolt_param_table[] = {
 		"and answer, striped over the data rails, where a peer is reached over more than one "
 		"cable; smaller ones stay one direct write (default: 1048576)"),
 	BOLT_INT_PARAM("rail_probe_timeout", rail_probe_timeout, 1, 60000,
-		"Milliseconds a data rail on a stripe port waits for its probe to reach the peer's "
-		"port before it tries the peer's next one (default: 200)"),
+		"Milliseconds a peer's port waits for a stripe rail's probe, from the asker's word "
+		"that it is sent, before the asker tries the peer's next port (default: 200)"),
 	BOLT_INT_PARAM("rendezvous_threshold", rendezvous_threshold, 4096, 1 << 30,
 		"Messages and writes of at least this many bytes are written by RDMA into the "
 		"receiver's buffer after a request and its answer; smaller ones go in 4 KiB "

@@ -15,10 +15,13 @@
  * cable's far end, on a mesh of cables) nothing in verbs says. So the asker
  * tries the peer's stripe ports in turn: the peer connects a queue pair on
  * the one named and posts a receive; the asker sends a probe carrying the
- * nonce of the attempt. If it arrives, the peer says PROBED and the asker
- * READY, and both use the rail from then on; if not within
- * FI_BOLT_RAIL_PROBE_TIMEOUT, the asker tries the next port, and once the
- * peer has no more, the rail is unavailable.
+ * nonce of the attempt, then says so on the control rail (PROBE_SENT). If
+ * the probe arrives, the peer says PROBED and the asker READY, and both use
+ * the rail from then on. If it has not arrived FI_BOLT_RAIL_PROBE_TIMEOUT
+ * after PROBE_SENT, the peer says PROBED with FI_ETIMEDOUT and the asker
+ * tries the next port; once the peer has no more, the rail is unavailable.
+ * The peer judges, and only from PROBE_SENT on, after looking at its CQs:
+ * so neither end's pause in progress can pass for a port out of reach.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -232,6 +235,7 @@ static int bolt_data_rail_await_probe(struct bolt_connection *connection, struct
 	do
 		rail->probe_nonce = (uint32_t) rand();
 	while (!rail->probe_nonce);
+	rail->probe_deadline_ns = 0;    /* set by the asker's PROBE_SENT */
 	return domain->fabric->verbs.post_recv(rail->qp, &wr, &bad_wr);
 }
 
@@ -289,9 +293,6 @@ static int bolt_data_rail_probe(struct bolt_connection *connection, struct bolt_
 	};
 	struct ibv_send_wr *bad_wr;
 
-	rail->probe_deadline_ns = bolt_connection_now_ns() +
-				  (uint64_t) domain->fabric->params.rail_probe_timeout *
-				  BOLT_DATA_RAIL_NS_PER_MS;
 	return domain->fabric->verbs.post_send(rail->qp, &wr, &bad_wr);
 }
 
@@ -322,6 +323,8 @@ void bolt_data_rail_answered(struct bolt_connection *connection, const struct bo
 			if (!bolt_data_rail_connect(connection, rail, header, &gid) &&
 			    !bolt_data_rail_probe(connection, rail)) {
 				rail->state = BOLT_DATA_RAIL_PROBING;
+				bolt_data_rail_send(connection, BOLT_WIRE_RAIL_PROBE_SENT,
+						    header->request_id, 0);
 				return;
 			}
 		} else if (!stripe && !bolt_data_rail_connect(connection, rail, header, &gid)) {
@@ -396,11 +399,37 @@ void bolt_data_rail_probed(struct bolt_connection *connection, const struct bolt
 		return;
 	}
 	rail = &connection->data_rails[header->request_id];
-	/* An attempt given up already: its successor is on the way. */
-	if (rail->state != BOLT_DATA_RAIL_PROBING || rail->probe_nonce != header->tag)
+	if (rail->state != BOLT_DATA_RAIL_PROBING || rail->probe_nonce != header->tag) {
+		bolt_connection_fail(connection, FI_EIO, "a probe answer for no probe");
 		return;
+	}
+	/* The port named is not at the far end of our cable: the peer's next one. */
+	if (header->cq_data) {
+		bolt_data_rail_try_next(connection, header->request_id);
+		return;
+	}
 	rail->state = BOLT_DATA_RAIL_READY;
 	bolt_data_rail_send(connection, BOLT_WIRE_RAIL_READY, header->request_id, 0);
+}
+
+void bolt_data_rail_probe_sent(struct bolt_connection *connection, const struct bolt_wire_header *header)
+{
+	const char *problem = bolt_data_rail_check(header, false);
+	struct bolt_data_rail *rail;
+
+	if (!problem && !bolt_data_rail_is_stripe(header->request_id))
+		problem = "a probe on a data rail of the domain's port";
+	if (problem) {
+		bolt_connection_fail(connection, FI_EIO, problem);
+		return;
+	}
+	rail = &connection->data_rails[header->request_id];
+	/* The probe came first (PROBED is on its way), or the nonce is another attempt's. */
+	if (rail->state != BOLT_DATA_RAIL_AWAITING_PROBE || rail->probe_nonce != header->tag)
+		return;
+	rail->probe_deadline_ns = bolt_connection_now_ns() +
+				  (uint64_t) connection->endpoint->domain->fabric->params.rail_probe_timeout *
+				  BOLT_DATA_RAIL_NS_PER_MS;
 }
 
 void bolt_data_rail_peer_ready(struct bolt_connection *connection, const struct bolt_wire_header *header)
@@ -425,8 +454,13 @@ void bolt_data_rail_check_probes(struct bolt_connection *connection, uint64_t no
 
 		if (connection->state != BOLT_CONNECTION_ESTABLISHED)
 			return;
-		if (rail->state == BOLT_DATA_RAIL_PROBING && now_ns > rail->probe_deadline_ns)
-			bolt_data_rail_try_next(connection, (uint64_t) index);
+		/* Called after the CQs were polled: a probe that came has been seen. */
+		if (rail->state != BOLT_DATA_RAIL_AWAITING_PROBE || !rail->probe_deadline_ns ||
+		    now_ns <= rail->probe_deadline_ns)
+			continue;
+		bolt_data_rail_destroy(connection, rail);
+		rail->state = BOLT_DATA_RAIL_UNAVAILABLE;
+		bolt_data_rail_send(connection, BOLT_WIRE_RAIL_PROBED, (uint64_t) index, FI_ETIMEDOUT);
 	}
 }
 

@@ -146,6 +146,9 @@ static void bolt_receive_dispatch(struct bolt_connection *connection,
 	case BOLT_WIRE_RAIL_READY:
 		bolt_data_rail_peer_ready(connection, header);
 		break;
+	case BOLT_WIRE_RAIL_PROBE_SENT:
+		bolt_data_rail_probe_sent(connection, header);
+		break;
 	case BOLT_WIRE_REGION_GRANT:
 		bolt_direct_write_granted(connection, header);
 		break;
