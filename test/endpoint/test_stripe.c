@@ -9,8 +9,9 @@
  * carries stripes. A port that another domain of the process has as its own
  * is left to that domain. Writes into a granted region from
  * FI_BOLT_STRIPE_THRESHOLD on ask again, to stripe; smaller ones stay direct.
- * A peer that stops progressing for longer than FI_BOLT_RAIL_PROBE_TIMEOUT
- * while a probe is on its way does not lose the cable.
+ * Large reads are written back in stripes too. A peer that stops progressing
+ * for longer than FI_BOLT_RAIL_PROBE_TIMEOUT while a probe is on its way
+ * does not lose the cable.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -296,6 +297,73 @@ Test(stripe, thunderbolt_large_granted_writes_stripe)
 Test(stripe, rocev2_large_granted_writes_stripe)
 {
 	granted_writes("rocev2", "stripe-granted-roce");
+}
+
+/* Host 1: offers a region of seed 57 to read, serves, and must have written some in stripes. */
+static int read_region_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	char *region = malloc(REGION_SIZE);
+	struct fid_mr *mr = NULL;
+	int ret;
+
+	if (region)
+		rdm_fill(region, REGION_SIZE, 57);
+	ret = rdm_serve_region(&endpoint, options, socket, region, REGION_SIZE, FI_REMOTE_READ, &mr);
+	if (!ret && striped_bytes(only_connection(&endpoint), true) == 0)
+		ret = -FI_EOTHER;
+	return rdm_region_peer_end(&endpoint, mr, region, ret);
+}
+
+static void striped_reads(const char *profile, const char *tag)
+{
+	struct rdm_options options = {
+		.profile = profile, .mr_mode = MR_MODE, .software_device_only = true,
+		.topology = "mesh:2x2",
+	};
+	struct rdm_endpoint endpoint;
+	struct bolt_connection *connection;
+	uint64_t remote_address, remote_key;
+	struct fid_mr *mr;
+	char *local;
+	int socket;
+	pid_t peer;
+
+	peer = rdm_pair_start(&options, tag, read_region_peer, &options, &endpoint, &socket);
+	cr_assert(peer > 0);
+	local = malloc(REGION_SIZE);
+	cr_assert(local);
+	cr_assert_eq(rdm_register_region(&endpoint, local, REGION_SIZE, FI_READ, &mr), 0);
+	cr_assert_eq(rdm_receive_value(socket, &remote_address), 0);
+	cr_assert_eq(rdm_receive_value(socket, &remote_key), 0);
+	/* The first asks for the rails; the second has them. */
+	for (int i = 0; i < 2; i++) {
+		memset(local, 0, REGION_SIZE);
+		cr_assert_eq(fi_read(endpoint.ep, local, REGION_SIZE, fi_mr_desc(mr), endpoint.peer,
+				     remote_address, remote_key, local), 0);
+		rdm_expect_completion(&endpoint, local, 0);
+		cr_assert(rdm_check(local, REGION_SIZE, 57), "read %d brought wrong data", i);
+		connection = only_connection(&endpoint);
+		for (int waited = 0; waited < SETTLE_MS && !rails_settled(connection); waited += 10)
+			rdm_progress_for(&endpoint, 10);
+	}
+	cr_assert_eq(connection->reads_written_back, 2);
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(fi_close(&mr->fid), 0);
+	free(local);
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0,
+		     "the peer wrote nothing over the second cable");
+}
+
+Test(stripe, thunderbolt_large_reads_stripe)
+{
+	striped_reads("thunderbolt", "stripe-read-tb");
+}
+
+Test(stripe, rocev2_large_reads_stripe)
+{
+	striped_reads("rocev2", "stripe-read-roce");
 }
 
 static const struct stripe_case two_hosts = { "mesh:2x2", 1, 0, NULL };

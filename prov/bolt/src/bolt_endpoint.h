@@ -116,7 +116,9 @@ struct bolt_transmit {
 	struct bolt_registration registration;      /* its buffer, while written from */
 	bool covered;                   /* the buffer lies in an open MR: its registration may stay */
 	uint32_t rail_mask;             /* WRITE phase: the data rails to stripe across, or none */
-	uint32_t rail_rkeys[BOLT_MAX_CONNECTION_RAILS];     /* and the target's key on each */
+	uint32_t rail_rkeys[BOLT_MAX_CONNECTION_RAILS];     /* and the target's key on each;
+							     * READ_REQUEST: our buffer's */
+	uint32_t stripes_pending;       /* READ_REQUEST: stripes of its data still to land */
 	uint64_t target_address;        /* WRITE, DIRECT phases: where to write */
 	bool plain_write;               /* DIRECT phase: no immediate data, no receive consumed */
 	uint32_t target_rkey;
@@ -489,9 +491,12 @@ bool bolt_rendezvous_registration_pays(const struct bolt_transmit *transmit);
 void bolt_rendezvous_read_written_back(struct bolt_connection *connection, struct bolt_transmit *read);
 /* Reader: offers the target to write a large read's data back by RDMA; false if it cannot. */
 bool bolt_rendezvous_read_prepare(struct bolt_transmit *read);
-/* Target: makes response a write-back when the reader offered one and this end can. */
+/* Reader: the payload of a read offered in stripes (its rails and keys); its length. */
+size_t bolt_rendezvous_read_rails(const struct bolt_transmit *read, char *payload);
+/* Target: makes response a write-back, striped if asked, when the reader offered one and this end can. */
 void bolt_rendezvous_read_answer(struct bolt_connection *connection,
-				 const struct bolt_wire_header *header, struct bolt_transmit *response);
+				 const struct bolt_wire_header *header, const char *payload,
+				 struct bolt_transmit *response);
 /* Reader on UC: a written-back read's data landed, wc names it; false if no read waits for it. */
 bool bolt_rendezvous_read_landed(struct bolt_connection *connection, const struct ibv_wc *wc);
 /* Receiver: the data is in place. */

@@ -81,9 +81,10 @@ static const struct bolt_param bolt_param_table[] = {
 		"each with a data rail to every peer it is found to reach (default: -1, every "
 		"one up to 4; 0: none)"),
 	BOLT_INT_PARAM("stripe_threshold", stripe_threshold, 4096, 1 << 30,
-		"Writes into a region the target granted of at least this many bytes go by request "
-		"and answer, striped over the data rails, where a peer is reached over more than one "
-		"cable; smaller ones stay one direct write (default: 1048576)"),
+		"Where a peer is reached over more than one cable: writes into a region the target "
+		"granted of at least this many bytes go by request and answer, striped over the data "
+		"rails (smaller ones stay one direct write), and reads of that size are written back "
+		"in stripes (default: 1048576)"),
 	BOLT_INT_PARAM("rail_probe_timeout", rail_probe_timeout, 1, 60000,
 		"Milliseconds a peer's port waits for a stripe rail's probe, from the asker's word "
 		"that it is sent, before the asker tries the peer's next port (default: 200)"),

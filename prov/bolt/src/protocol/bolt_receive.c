@@ -88,7 +88,7 @@ static void bolt_receive_write(struct bolt_connection *connection,
 static void bolt_receive_write_ack(struct bolt_connection *connection,
 				   const struct bolt_wire_header *header);
 static void bolt_receive_read_request(struct bolt_connection *connection,
-				      const struct bolt_wire_header *header);
+				      const struct bolt_wire_header *header, const char *payload);
 static void bolt_receive_read_response(struct bolt_connection *connection,
 				       const struct bolt_wire_header *header, const char *payload);
 
@@ -117,7 +117,7 @@ static void bolt_receive_dispatch(struct bolt_connection *connection,
 		bolt_receive_write_ack(connection, header);
 		break;
 	case BOLT_WIRE_READ_REQUEST:
-		bolt_receive_read_request(connection, header);
+		bolt_receive_read_request(connection, header, payload);
 		break;
 	case BOLT_WIRE_READ_RESPONSE:
 		bolt_receive_read_response(connection, header, payload);
@@ -271,7 +271,7 @@ static void bolt_receive_write_ack(struct bolt_connection *connection,
 }
 
 static void bolt_receive_read_request(struct bolt_connection *connection,
-				      const struct bolt_wire_header *header)
+				      const struct bolt_wire_header *header, const char *payload)
 {
 	struct bolt_endpoint *endpoint = connection->endpoint;
 	struct bolt_transmit *response;
@@ -291,7 +291,7 @@ static void bolt_receive_read_request(struct bolt_connection *connection,
 		response->length = header->total_length;
 		bolt_endpoint_count_remote(endpoint, BOLT_COUNTER_REMOTE_READ, false, 0,
 					   header->total_length);
-		bolt_rendezvous_read_answer(connection, header, response);
+		bolt_rendezvous_read_answer(connection, header, payload, response);
 	}
 	bolt_transmit_start(response);
 }

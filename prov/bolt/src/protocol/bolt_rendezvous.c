@@ -102,13 +102,16 @@ struct ibv_mr *bolt_rendezvous_rail_mr(struct bolt_connection *connection, int r
 }
 
 /*
- * One receive on each ready data rail for the stripes of record's transfer,
- * which arrive as writes with immediate data, and the key of its buffer on
- * each rail's port in keys; the mask of those rails.
+ * One receive on each ready data rail for the stripes of a transfer into
+ * length bytes at address (registration), which arrive as writes with
+ * immediate data, each counted in *stripes_pending; keys gets the rails and
+ * the buffer's key on each rail's port. The mask of those rails.
  */
 static uint32_t bolt_rendezvous_post_stripe_receives(struct bolt_connection *connection,
-						     struct bolt_inbound *record, void *address,
-						     size_t length, struct bolt_wire_rail_keys *keys)
+						     struct bolt_registration *registration,
+						     void *address, size_t length,
+						     uint32_t *stripes_pending,
+						     struct bolt_wire_rail_keys *keys)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
 	uint32_t ready = bolt_data_rail_ready(connection, false), mask = 0;
@@ -118,11 +121,10 @@ static uint32_t bolt_rendezvous_post_stripe_receives(struct bolt_connection *con
 		struct ibv_mr *mr;
 
 		/* Every stripe carries at least a byte. */
-		if (record->stripes_pending >= record->length)
+		if (*stripes_pending >= length)
 			break;
 		if (!(ready & (1u << rail)) ||
-		    !(mr = bolt_rendezvous_rail_mr(connection, rail, &record->registration, address,
-						   length)) ||
+		    !(mr = bolt_rendezvous_rail_mr(connection, rail, registration, address, length)) ||
 		    !(buffer = bolt_control_buffer_get(domain)))
 			continue;
 		buffer->work.handle = bolt_rendezvous_stripe_arrived;
@@ -132,8 +134,9 @@ static uint32_t bolt_rendezvous_post_stripe_receives(struct bolt_connection *con
 		}
 		keys->rkey[rail] = mr->rkey;
 		mask |= 1u << rail;
-		record->stripes_pending++;
+		(*stripes_pending)++;
 	}
+	keys->rails = mask;
 	return mask;
 }
 
@@ -157,8 +160,9 @@ static void bolt_rendezvous_send_answer(struct bolt_connection *connection, uint
 		answer->length = length;
 		answer->remote_address = (uintptr_t) address;
 		answer->remote_key = bolt_mr_cache_entry_mr(record->registration.primary)->rkey;
-		answer->tag = bolt_rendezvous_post_stripe_receives(connection, record, address, length,
-								   &keys);
+		answer->tag = bolt_rendezvous_post_stripe_receives(connection, &record->registration,
+								   address, length,
+								   &record->stripes_pending, &keys);
 		/* On UC the write comes on the control rail as a stripe of its own, not before a DONE. */
 		if (!answer->tag && bolt_rendezvous_unreliable(connection) && length)
 			record->stripes_pending = 1;
@@ -310,6 +314,16 @@ int bolt_rendezvous_write(struct bolt_connection *connection, struct bolt_transm
 	return 0;
 }
 
+/* The rails and keys a message's payload names; false if it has none. */
+static bool bolt_rendezvous_rail_keys(const struct bolt_wire_header *header, const char *payload,
+				      struct bolt_wire_rail_keys *keys)
+{
+	if (header->payload_length != sizeof(*keys))
+		return false;
+	memcpy(keys, payload, sizeof(*keys));
+	return true;
+}
+
 /*
  * Sender: registers the buffer on the port of every rail of mask and takes
  * the target's key on each from keys; false (registrations given back) if a
@@ -354,12 +368,10 @@ void bolt_rendezvous_answered(struct bolt_connection *connection, const struct b
 		bolt_connection_fail(connection, FI_EIO, "rendezvous answer names a data rail not ready");
 		return;
 	}
-	if (rails && header->payload_length != sizeof(keys)) {
+	if (rails && (!bolt_rendezvous_rail_keys(header, payload, &keys) || keys.rails != rails)) {
 		bolt_connection_fail(connection, FI_EIO, "rendezvous answer without its rails' keys");
 		return;
 	}
-	if (rails)
-		memcpy(&keys, payload, sizeof(keys));
 	transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
 	if (header->cq_data && header->cq_data != BOLT_RENDEZVOUS_USE_SEGMENTS) {
 		/* The target refused the write (key, bounds, rights): it ends here. */
@@ -485,23 +497,56 @@ bool bolt_rendezvous_read_prepare(struct bolt_transmit *read)
 	read->tag = (uintptr_t) read->iov[0].iov_base;
 	read->cq_data = bolt_mr_cache_entry_mr(read->registration.primary)->rkey;
 	read->wire_flags |= BOLT_WIRE_FLAG_WRITE_BACK;
+	/* Large reads want the rails too, as large writes do; the next ones get them. */
+	if (read->length >= (size_t) domain->fabric->params.rendezvous_threshold)
+		bolt_data_rail_request(read->connection);
+	/* Worth stripes over the other cables: receives for them on every ready rail. */
+	if (read->length >= (size_t) domain->fabric->params.stripe_threshold &&
+	    bolt_data_rail_striping(read->connection)) {
+		struct bolt_wire_rail_keys keys = { 0 };
+
+		read->rail_mask = bolt_rendezvous_post_stripe_receives(read->connection, &read->registration,
+								       read->iov[0].iov_base, read->length,
+								       &read->stripes_pending, &keys);
+		memcpy(read->rail_rkeys, keys.rkey, sizeof(read->rail_rkeys));
+	}
 	return true;
 }
 
+size_t bolt_rendezvous_read_rails(const struct bolt_transmit *read, char *payload)
+{
+	struct bolt_wire_rail_keys keys = { .rails = read->rail_mask };
+
+	memcpy(keys.rkey, read->rail_rkeys, sizeof(keys.rkey));
+	memcpy(payload, &keys, sizeof(keys));
+	return sizeof(keys);
+}
+
 void bolt_rendezvous_read_answer(struct bolt_connection *connection,
-				 const struct bolt_wire_header *header, struct bolt_transmit *response)
+				 const struct bolt_wire_header *header, const char *payload,
+				 struct bolt_transmit *response)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_wire_rail_keys keys = { 0 };
 
 	if (!(header->flags & BOLT_WIRE_FLAG_WRITE_BACK) || !domain->primary.rdma_write ||
-	    !response->length ||
-	    !bolt_rendezvous_register(domain, response->iov[0].iov_base, response->length,
-				      &response->registration))
+	    !response->length)
 		return;
+	/* Stripes the reader posted receives for: all of them, or segments. */
+	if (bolt_rendezvous_rail_keys(header, payload, &keys) &&
+	    (keys.rails & ~bolt_data_rail_ready(connection, false))) {
+		bolt_connection_fail(connection, FI_EIO, "a read names a data rail not ready");
+		return;
+	}
 	response->covered = true;       /* bolt_mr_translate found the range in an open MR */
 	response->target_address = header->tag;
 	response->target_rkey = header->cq_data;
 	response->target_length = response->length;
+	if (!bolt_rendezvous_register(domain, response->iov[0].iov_base, response->length,
+				      &response->registration) ||
+	    !bolt_rendezvous_prepare_stripes(connection, response, keys.rails, &keys))
+		return;
+	response->rail_mask = keys.rails;
 	response->rendezvous = BOLT_RENDEZVOUS_WRITE;
 }
 
@@ -531,10 +576,12 @@ bool bolt_rendezvous_read_landed(struct bolt_connection *connection, const struc
 	struct bolt_transmit *read = (wc->wc_flags & IBV_WC_WITH_IMM) ?
 				     bolt_rendezvous_find_read(connection, wc->imm_data) : NULL;
 
-	if (!read || wc->byte_len != read->length)
+	/* Written back whole on UC's control rail, or in stripes on the rails it named. */
+	if (!read || (!read->stripes_pending && wc->byte_len != read->length))
 		return false;
 	connection->stripes_received++;
-	bolt_rendezvous_read_written_back(connection, read);
+	if (!read->stripes_pending || --read->stripes_pending == 0)
+		bolt_rendezvous_read_written_back(connection, read);
 	return true;
 }
 
@@ -553,7 +600,7 @@ void bolt_rendezvous_stripe_arrived(struct bolt_work_completion *work, const str
 				     connection->endpoint->domain->fabric->verbs.wc_status_str(wc->status));
 		return;
 	}
-	if (!bolt_rendezvous_stripe_landed(connection, wc))
+	if (!bolt_rendezvous_stripe_landed(connection, wc) && !bolt_rendezvous_read_landed(connection, wc))
 		bolt_connection_fail(connection, FI_EIO, "a data rail stripe for no transfer");
 }
 

@@ -260,6 +260,8 @@ static bool bolt_transmit_segment(struct bolt_connection *connection, struct bol
 		/* A protocol message's own payload (bolt_transmit_attach): whole, in one. */
 		payload = transmit->iov[0].iov_len;
 		memcpy(data + sizeof(*header), transmit->iov[0].iov_base, payload);
+	} else if (transmit->op == BOLT_WIRE_READ_REQUEST && transmit->rail_mask) {
+		payload = bolt_rendezvous_read_rails(transmit, data + sizeof(*header));
 	}
 	bolt_transmit_header(connection, header, transmit->op, payload);
 	bolt_transmit_describe(header, transmit);
@@ -365,7 +367,8 @@ bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_trans
 		record->transmit = transmit;
 		ret = bolt_data_rail_post_write(connection, rail, record, &sge,
 						transmit->target_address + offset, transmit->rail_rkeys[rail],
-						bolt_rendezvous_immediate(transmit->request_id, false));
+						bolt_rendezvous_immediate(transmit->request_id,
+									  transmit->op == BOLT_WIRE_READ_RESPONSE));
 		if (ret) {
 			bolt_control_buffer_put(domain, record);
 			bolt_connection_fail(connection, FI_EIO, strerror(ret));

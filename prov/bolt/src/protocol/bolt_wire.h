@@ -58,7 +58,8 @@ enum bolt_wire_flag {
 	BOLT_WIRE_FLAG_GRANTED = 1 << 5,    /* a write whose initiator holds a grant for its key */
 	BOLT_WIRE_FLAG_QUIET = 1 << 6,      /* a grant whose target needs no word of each write */
 	BOLT_WIRE_FLAG_WRITE_BACK = 1 << 7, /* a read whose data may be written back by RDMA:
-					     * to address tag, rkey cq_data */
+					     * to address tag, rkey cq_data; or in stripes on
+					     * the rails its payload names */
 };
 
 struct bolt_wire_header {
@@ -79,11 +80,13 @@ struct bolt_wire_header {
 _Static_assert(sizeof(struct bolt_wire_header) == 64, "the wire header has no padding");
 
 /*
- * A rendezvous answer's payload: the device key of the receive buffer on the
- * port of each data rail it names (ports register apart: a key of one means
+ * The payload of a rendezvous answer that names data rails, and of a read
+ * whose data may be written back in stripes: those rails, and the device key
+ * of the buffer on each one's port (ports register apart: a key of one means
  * nothing on another).
  */
 struct bolt_wire_rail_keys {
+	uint32_t rails;                 /* a mask; an answer's tag too */
 	uint32_t rkey[BOLT_MAX_CONNECTION_RAILS];
 };
 
