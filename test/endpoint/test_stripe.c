@@ -237,56 +237,76 @@ static int region_peer(int socket, void *argument)
 	return rdm_region_peer_end(&endpoint, mr, region, ret);
 }
 
-/* Writes [offset, offset + length) of local into the peer's region, and waits for it. */
-static void write_range(struct rdm_endpoint *endpoint, char *local, struct fid_mr *mr,
-			uint64_t remote_address, uint64_t remote_key, size_t offset, size_t length)
+/* Host 0's side of a test against the peer's region, on mesh:2x2. */
+struct region_pair {
+	struct rdm_options options;
+	struct rdm_endpoint endpoint;
+	int socket;
+	pid_t peer;
+	char *local;                    /* REGION_SIZE bytes, registered as mr */
+	struct fid_mr *mr;
+	uint64_t remote_address, remote_key;
+};
+
+static void region_pair_start(struct region_pair *pair, const char *profile, const char *tag,
+			      int (*peer)(int socket, void *argument), uint64_t access)
 {
-	cr_assert_eq(fi_write(endpoint->ep, local + offset, length, fi_mr_desc(mr), endpoint->peer,
-			      remote_address + offset, remote_key, local), 0);
-	rdm_expect_completion(endpoint, local, 0);
+	memset(pair, 0, sizeof(*pair));
+	pair->options = (struct rdm_options) {
+		.profile = profile, .mr_mode = MR_MODE, .software_device_only = true,
+		.topology = "mesh:2x2",
+	};
+	pair->peer = rdm_pair_start(&pair->options, tag, peer, &pair->options, &pair->endpoint,
+				    &pair->socket);
+	cr_assert(pair->peer > 0);
+	pair->local = malloc(REGION_SIZE);
+	cr_assert(pair->local);
+	cr_assert_eq(rdm_register_region(&pair->endpoint, pair->local, REGION_SIZE, access, &pair->mr), 0);
+	cr_assert_eq(rdm_receive_value(pair->socket, &pair->remote_address), 0);
+	cr_assert_eq(rdm_receive_value(pair->socket, &pair->remote_key), 0);
+}
+
+/* Tells the peer it is done; peer_failure says what its failure would mean. */
+static void region_pair_finish(struct region_pair *pair, const char *peer_failure)
+{
+	cr_assert_eq(rdm_send_value(pair->socket, 1), 0);
+	cr_assert_eq(fi_close(&pair->mr->fid), 0);
+	free(pair->local);
+	cr_assert_eq(rdm_pair_finish(&pair->options, &pair->endpoint, pair->peer, pair->socket), 0,
+		     "%s", peer_failure);
+}
+
+/* Writes [offset, offset + length) of the local buffer into the peer's region, and waits for it. */
+static void write_range(struct region_pair *pair, size_t offset, size_t length)
+{
+	cr_assert_eq(fi_write(pair->endpoint.ep, pair->local + offset, length, fi_mr_desc(pair->mr),
+			      pair->endpoint.peer, pair->remote_address + offset, pair->remote_key,
+			      pair->local), 0);
+	rdm_expect_completion(&pair->endpoint, pair->local, 0);
 }
 
 static void granted_writes(const char *profile, const char *tag)
 {
-	struct rdm_options options = {
-		.profile = profile, .mr_mode = MR_MODE, .software_device_only = true,
-		.topology = "mesh:2x2",
-	};
-	struct rdm_endpoint endpoint;
+	struct region_pair pair;
 	struct bolt_connection *connection;
-	uint64_t remote_address, remote_key, striped, direct;
-	struct fid_mr *mr;
-	char *local;
-	int socket;
-	pid_t peer;
+	uint64_t striped, direct;
 
-	peer = rdm_pair_start(&options, tag, region_peer, &options, &endpoint, &socket);
-	cr_assert(peer > 0);
-	local = malloc(REGION_SIZE);
-	cr_assert(local);
-	rdm_fill(local, REGION_SIZE, 31);
-	cr_assert_eq(rdm_register_region(&endpoint, local, REGION_SIZE, FI_WRITE, &mr), 0);
-	cr_assert_eq(rdm_receive_value(socket, &remote_address), 0);
-	cr_assert_eq(rdm_receive_value(socket, &remote_key), 0);
-	write_range(&endpoint, local, mr, remote_address, remote_key, 0, FIRST_WRITE);
-	cr_assert(wait_for_rails_and_grant(&endpoint), "no grant, or rails still probing");
-	connection = only_connection(&endpoint);
+	region_pair_start(&pair, profile, tag, region_peer, FI_WRITE);
+	rdm_fill(pair.local, REGION_SIZE, 31);
+	write_range(&pair, 0, FIRST_WRITE);
+	cr_assert(wait_for_rails_and_grant(&pair.endpoint), "no grant, or rails still probing");
+	connection = only_connection(&pair.endpoint);
 	cr_assert(bolt_data_rail_striping(connection));
 
 	striped = striped_bytes(connection, true);
 	direct = connection->direct_writes;
-	write_range(&endpoint, local, mr, remote_address, remote_key, FIRST_WRITE, DIRECT_WRITE);
+	write_range(&pair, FIRST_WRITE, DIRECT_WRITE);
 	cr_assert_eq(connection->direct_writes, direct + 1, "a write below the threshold asked");
 	cr_assert_eq(striped_bytes(connection, true), striped);
-	write_range(&endpoint, local, mr, remote_address, remote_key, FIRST_WRITE + DIRECT_WRITE,
-		    STRIPED_WRITE);
+	write_range(&pair, FIRST_WRITE + DIRECT_WRITE, STRIPED_WRITE);
 	cr_assert_eq(connection->direct_writes, direct + 1, "a write above the threshold went direct");
 	cr_assert_gt(striped_bytes(connection, true), striped, "nothing went over the second cable");
-
-	cr_assert_eq(rdm_send_value(socket, 1), 0);
-	cr_assert_eq(fi_close(&mr->fid), 0);
-	free(local);
-	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the region holds wrong data");
+	region_pair_finish(&pair, "the region holds wrong data");
 }
 
 Test(stripe, thunderbolt_large_granted_writes_stripe)
@@ -318,42 +338,24 @@ static int read_region_peer(int socket, void *argument)
 
 static void striped_reads(const char *profile, const char *tag)
 {
-	struct rdm_options options = {
-		.profile = profile, .mr_mode = MR_MODE, .software_device_only = true,
-		.topology = "mesh:2x2",
-	};
-	struct rdm_endpoint endpoint;
-	struct bolt_connection *connection;
-	uint64_t remote_address, remote_key;
-	struct fid_mr *mr;
-	char *local;
-	int socket;
-	pid_t peer;
+	struct region_pair pair;
+	struct bolt_connection *connection = NULL;
 
-	peer = rdm_pair_start(&options, tag, read_region_peer, &options, &endpoint, &socket);
-	cr_assert(peer > 0);
-	local = malloc(REGION_SIZE);
-	cr_assert(local);
-	cr_assert_eq(rdm_register_region(&endpoint, local, REGION_SIZE, FI_READ, &mr), 0);
-	cr_assert_eq(rdm_receive_value(socket, &remote_address), 0);
-	cr_assert_eq(rdm_receive_value(socket, &remote_key), 0);
+	region_pair_start(&pair, profile, tag, read_region_peer, FI_READ);
 	/* The first asks for the rails; the second has them. */
 	for (int i = 0; i < 2; i++) {
-		memset(local, 0, REGION_SIZE);
-		cr_assert_eq(fi_read(endpoint.ep, local, REGION_SIZE, fi_mr_desc(mr), endpoint.peer,
-				     remote_address, remote_key, local), 0);
-		rdm_expect_completion(&endpoint, local, 0);
-		cr_assert(rdm_check(local, REGION_SIZE, 57), "read %d brought wrong data", i);
-		connection = only_connection(&endpoint);
+		memset(pair.local, 0, REGION_SIZE);
+		cr_assert_eq(fi_read(pair.endpoint.ep, pair.local, REGION_SIZE, fi_mr_desc(pair.mr),
+				     pair.endpoint.peer, pair.remote_address, pair.remote_key,
+				     pair.local), 0);
+		rdm_expect_completion(&pair.endpoint, pair.local, 0);
+		cr_assert(rdm_check(pair.local, REGION_SIZE, 57), "read %d brought wrong data", i);
+		connection = only_connection(&pair.endpoint);
 		for (int waited = 0; waited < SETTLE_MS && !rails_settled(connection); waited += 10)
-			rdm_progress_for(&endpoint, 10);
+			rdm_progress_for(&pair.endpoint, 10);
 	}
 	cr_assert_eq(connection->reads_written_back, 2);
-	cr_assert_eq(rdm_send_value(socket, 1), 0);
-	cr_assert_eq(fi_close(&mr->fid), 0);
-	free(local);
-	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0,
-		     "the peer wrote nothing over the second cable");
+	region_pair_finish(&pair, "the peer wrote nothing over the second cable");
 }
 
 Test(stripe, thunderbolt_large_reads_stripe)

@@ -387,18 +387,27 @@ void bolt_data_rail_domain_init(struct bolt_domain *domain)
 	domain->rail_probe.handle = bolt_data_rail_probe_completed;
 }
 
-void bolt_data_rail_probed(struct bolt_connection *connection, const struct bolt_wire_header *header)
+/* The stripe rail a PROBED, PROBE_SENT or READY names; NULL, the connection failed, if none. */
+static struct bolt_data_rail *bolt_data_rail_probe_subject(struct bolt_connection *connection,
+							   const struct bolt_wire_header *header)
 {
 	const char *problem = bolt_data_rail_check(header, false);
-	struct bolt_data_rail *rail;
 
 	if (!problem && !bolt_data_rail_is_stripe(header->request_id))
-		problem = "a probe answer for a data rail of the domain's port";
+		problem = "a probe message for a data rail of the domain's port";
 	if (problem) {
 		bolt_connection_fail(connection, FI_EIO, problem);
-		return;
+		return NULL;
 	}
-	rail = &connection->data_rails[header->request_id];
+	return &connection->data_rails[header->request_id];
+}
+
+void bolt_data_rail_probed(struct bolt_connection *connection, const struct bolt_wire_header *header)
+{
+	struct bolt_data_rail *rail = bolt_data_rail_probe_subject(connection, header);
+
+	if (!rail)
+		return;
 	if (rail->state != BOLT_DATA_RAIL_PROBING || rail->probe_nonce != header->tag) {
 		bolt_connection_fail(connection, FI_EIO, "a probe answer for no probe");
 		return;
@@ -414,18 +423,10 @@ void bolt_data_rail_probed(struct bolt_connection *connection, const struct bolt
 
 void bolt_data_rail_probe_sent(struct bolt_connection *connection, const struct bolt_wire_header *header)
 {
-	const char *problem = bolt_data_rail_check(header, false);
-	struct bolt_data_rail *rail;
+	struct bolt_data_rail *rail = bolt_data_rail_probe_subject(connection, header);
 
-	if (!problem && !bolt_data_rail_is_stripe(header->request_id))
-		problem = "a probe on a data rail of the domain's port";
-	if (problem) {
-		bolt_connection_fail(connection, FI_EIO, problem);
-		return;
-	}
-	rail = &connection->data_rails[header->request_id];
 	/* The probe came first (PROBED is on its way), or the nonce is another attempt's. */
-	if (rail->state != BOLT_DATA_RAIL_AWAITING_PROBE || rail->probe_nonce != header->tag)
+	if (!rail || rail->state != BOLT_DATA_RAIL_AWAITING_PROBE || rail->probe_nonce != header->tag)
 		return;
 	rail->probe_deadline_ns = bolt_connection_now_ns() +
 				  (uint64_t) connection->endpoint->domain->fabric->params.rail_probe_timeout *
@@ -434,17 +435,15 @@ void bolt_data_rail_probe_sent(struct bolt_connection *connection, const struct 
 
 void bolt_data_rail_peer_ready(struct bolt_connection *connection, const struct bolt_wire_header *header)
 {
-	const char *problem = bolt_data_rail_check(header, false);
+	struct bolt_data_rail *rail = bolt_data_rail_probe_subject(connection, header);
 
-	if (!problem && (!bolt_data_rail_is_stripe(header->request_id) ||
-			 connection->data_rails[header->request_id].state != BOLT_DATA_RAIL_PROBED ||
-			 connection->data_rails[header->request_id].probe_nonce != header->tag))
-		problem = "a data rail made ready that was not probed";
-	if (problem) {
-		bolt_connection_fail(connection, FI_EIO, problem);
+	if (!rail)
+		return;
+	if (rail->state != BOLT_DATA_RAIL_PROBED || rail->probe_nonce != header->tag) {
+		bolt_connection_fail(connection, FI_EIO, "a data rail made ready that was not probed");
 		return;
 	}
-	connection->data_rails[header->request_id].state = BOLT_DATA_RAIL_READY;
+	rail->state = BOLT_DATA_RAIL_READY;
 }
 
 void bolt_data_rail_check_probes(struct bolt_connection *connection, uint64_t now_ns)
