@@ -101,6 +101,79 @@ Test(liveness, rocev2_rc)
 	peer_dies(&options, "live-roce");
 }
 
+/* Takes one large message, progresses until told, then stops progressing until it is killed. */
+static int striping_then_sleeping_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *buffer = malloc(LARGE);
+	uint64_t told;
+	int ret = buffer ? rdm_open_connected(&endpoint, options, socket) : -FI_ENOMEM;
+
+	if (!ret)
+		ret = (int) fi_recv(endpoint.ep, buffer, LARGE, NULL, FI_ADDR_UNSPEC, NULL);
+	if (!ret)
+		ret = rdm_wait(&endpoint, &entry, &error);
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &told);
+	while (!ret)
+		pause();
+	return ret;
+}
+
+/*
+ * Two cables, a data rail ready on the second: the peer dies with large
+ * messages waiting for it. Each ends with an error within 2 seconds, and
+ * so does a new one.
+ */
+#define STRIPED_SENDS 8
+
+Test(liveness, peer_dies_with_a_rail_on_another_cable_thunderbolt_uc)
+{
+	struct rdm_options options = {
+		.profile = "thunderbolt", .software_device_only = true, .topology = "mesh:2x2",
+	};
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	struct bolt_endpoint *bolt;
+	struct timespec killed;
+	char *large;
+	int socket;
+	pid_t peer;
+
+	peer = rdm_pair_start(&options, "live-stripes", striping_then_sleeping_peer, &options,
+			      &endpoint, &socket);
+	cr_assert(peer > 0);
+	large = calloc(1, LARGE);       /* after the fork: the peer has no copy to leak */
+	cr_assert(large);
+	/* The first asks for the rails; then the second cable's is made. */
+	cr_assert_eq(fi_send(endpoint.ep, large, LARGE, NULL, endpoint.peer, NULL), 0);
+	cr_assert_eq(rdm_wait(&endpoint, &entry, &error), 0);
+	bolt = bolt_container_of(endpoint.ep, struct bolt_endpoint, ep_fid);
+	for (int waited = 0; waited < 10000 && !bolt_data_rail_striping(bolt->connections); waited += 10)
+		rdm_progress_for(&endpoint, 10);
+	cr_assert(bolt_data_rail_striping(bolt->connections), "no rail on the second cable");
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+
+	for (int i = 0; i < STRIPED_SENDS; i++)
+		cr_assert_eq(fi_send(endpoint.ep, large, LARGE, NULL, endpoint.peer, large), 0);
+	rdm_progress_for(&endpoint, 50);
+	kill(peer, SIGKILL);
+	clock_gettime(CLOCK_MONOTONIC, &killed);
+	for (int i = 0; i < STRIPED_SENDS; i++) {
+		cr_assert_eq(rdm_wait(&endpoint, &entry, &error), -FI_EAVAIL, "send %d ended well", i);
+		cr_expect_eq(error.op_context, large);
+	}
+	cr_assert_eq(fi_send(endpoint.ep, large, 64, NULL, endpoint.peer, NULL), 0);
+	cr_assert_eq(rdm_wait(&endpoint, &entry, &error), -FI_EAVAIL, "a send to the dead peer ended well");
+	cr_expect_lt(seconds_since(&killed), 2.0, "the sends took %.2f s to end", seconds_since(&killed));
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 128 + SIGKILL);
+	free(large);
+}
+
 /* Progresses (so it answers the side channel) until told to stop. */
 static int serving_peer(int socket, void *argument)
 {
