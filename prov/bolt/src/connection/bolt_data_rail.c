@@ -370,8 +370,9 @@ static void bolt_data_rail_probe_arrived(struct bolt_domain *domain, const struc
 /*
  * Probes and their receives carry no record: an attempt may be given up
  * (its queue pair destroyed) with a completion of it still in the CQ. What
- * comes is matched to a rail waiting for it, by queue pair and nonce; sends,
- * and probes that failed to reach (RC), are left to the asker's timeout.
+ * comes is matched to a rail waiting for it, by queue pair and nonce. Sends,
+ * and probes that failed to reach (RC), need nothing: the peer judges a
+ * probe that does not come.
  */
 static void bolt_data_rail_probe_completed(struct bolt_work_completion *work, const struct ibv_wc *wc)
 {
