@@ -115,9 +115,10 @@ struct bolt_transmit {
 	enum bolt_rendezvous_phase rendezvous;  /* a large message written by RDMA */
 	struct bolt_registration registration;      /* its buffer, while written from */
 	bool covered;                   /* the buffer lies in an open MR: its registration may stay */
-	uint32_t rail_mask;             /* WRITE phase: the data rails to stripe across, or none */
+	uint32_t rail_mask;             /* WRITE phase: the data rails to stripe across, or none;
+					 * READ_REQUEST, RENDEZVOUS_READY: those offered */
 	uint32_t rail_rkeys[BOLT_MAX_CONNECTION_RAILS];     /* and the target's key on each;
-							     * READ_REQUEST: our buffer's */
+							     * offered: our buffer's */
 	uint32_t stripes_pending;       /* READ_REQUEST: stripes of its data still to land */
 	uint64_t target_address;        /* WRITE, DIRECT phases: where to write */
 	bool plain_write;               /* DIRECT phase: no immediate data, no receive consumed */
@@ -491,8 +492,11 @@ bool bolt_rendezvous_registration_pays(const struct bolt_transmit *transmit);
 void bolt_rendezvous_read_written_back(struct bolt_connection *connection, struct bolt_transmit *read);
 /* Reader: offers the target to write a large read's data back by RDMA; false if it cannot. */
 bool bolt_rendezvous_read_prepare(struct bolt_transmit *read);
-/* Reader: the payload of a read offered in stripes (its rails and keys); its length. */
-size_t bolt_rendezvous_read_rails(const struct bolt_transmit *read, char *payload);
+/*
+ * The payload of a rendezvous answer or a read that names data rails: the
+ * rails and the keys on them (transmit's rail_mask, rail_rkeys); its length.
+ */
+size_t bolt_rendezvous_rail_keys_write(const struct bolt_transmit *transmit, char *payload);
 /* Target: makes response a write-back, striped if asked, when the reader offered one and this end can. */
 void bolt_rendezvous_read_answer(struct bolt_connection *connection,
 				 const struct bolt_wire_header *header, const char *payload,

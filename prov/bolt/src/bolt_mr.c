@@ -199,12 +199,13 @@ int bolt_mr_translate(struct bolt_endpoint *endpoint, uint64_t key, uint64_t add
 		      size_t length, uint64_t access, char **local)
 {
 	struct bolt_mr *mr = bolt_mr_find(endpoint, key);
-	uint64_t start;
+	uint64_t base, start;
 
 	if (!mr || !(mr->access & access))
 		return FI_EACCES;
-	start = address - bolt_mr_base(mr);
-	if (address < bolt_mr_base(mr) || start > mr->length || length > mr->length - start)
+	base = bolt_mr_base(mr);
+	start = address - base;
+	if (address < base || start > mr->length || length > mr->length - start)
 		return FI_EINVAL;
 	*local = mr->address + start;
 	return 0;

@@ -480,10 +480,8 @@ uint32_t bolt_data_rail_ready(const struct bolt_connection *connection, bool wit
 
 bool bolt_data_rail_striping(const struct bolt_connection *connection)
 {
-	for (int index = BOLT_MAX_DATA_RAILS; index < BOLT_MAX_CONNECTION_RAILS; index++)
-		if (connection->data_rails[index].state == BOLT_DATA_RAIL_READY)
-			return true;
-	return false;
+	/* The rails from BOLT_MAX_DATA_RAILS on are on stripe ports. */
+	return bolt_data_rail_ready(connection, false) >> BOLT_MAX_DATA_RAILS;
 }
 
 int bolt_data_rail_post_write(struct bolt_connection *connection, int index,

@@ -104,14 +104,13 @@ struct ibv_mr *bolt_rendezvous_rail_mr(struct bolt_connection *connection, int r
 /*
  * One receive on each ready data rail for the stripes of a transfer into
  * length bytes at address (registration), which arrive as writes with
- * immediate data, each counted in *stripes_pending; keys gets the rails and
- * the buffer's key on each rail's port. The mask of those rails.
+ * immediate data, each counted in *stripes_pending; the buffer's key on each
+ * rail's port goes to rkeys. The mask of those rails.
  */
 static uint32_t bolt_rendezvous_post_stripe_receives(struct bolt_connection *connection,
 						     struct bolt_registration *registration,
 						     void *address, size_t length,
-						     uint32_t *stripes_pending,
-						     struct bolt_wire_rail_keys *keys)
+						     uint32_t *stripes_pending, uint32_t *rkeys)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
 	uint32_t ready = bolt_data_rail_ready(connection, false), mask = 0;
@@ -132,12 +131,20 @@ static uint32_t bolt_rendezvous_post_stripe_receives(struct bolt_connection *con
 			bolt_control_buffer_put(domain, buffer);
 			continue;
 		}
-		keys->rkey[rail] = mr->rkey;
+		rkeys[rail] = mr->rkey;
 		mask |= 1u << rail;
 		(*stripes_pending)++;
 	}
-	keys->rails = mask;
 	return mask;
+}
+
+size_t bolt_rendezvous_rail_keys_write(const struct bolt_transmit *transmit, char *payload)
+{
+	struct bolt_wire_rail_keys keys = { .rails = transmit->rail_mask };
+
+	memcpy(keys.rkey, transmit->rail_rkeys, sizeof(keys.rkey));
+	memcpy(payload, &keys, sizeof(keys));
+	return sizeof(keys);
 }
 
 /*
@@ -152,7 +159,6 @@ static void bolt_rendezvous_send_answer(struct bolt_connection *connection, uint
 	bool registered = record && record->registration.primary;
 	struct bolt_transmit *answer = bolt_transmit_internal(connection, BOLT_WIRE_RENDEZVOUS_READY,
 							      request_id, registered ? 0 : status);
-	struct bolt_wire_rail_keys keys = { 0 };
 
 	if (!answer)
 		return;
@@ -160,17 +166,15 @@ static void bolt_rendezvous_send_answer(struct bolt_connection *connection, uint
 		answer->length = length;
 		answer->remote_address = (uintptr_t) address;
 		answer->remote_key = bolt_mr_cache_entry_mr(record->registration.primary)->rkey;
-		answer->tag = bolt_rendezvous_post_stripe_receives(connection, &record->registration,
-								   address, length,
-								   &record->stripes_pending, &keys);
+		/* The rails go in the tag, and with their keys in the payload. */
+		answer->rail_mask = bolt_rendezvous_post_stripe_receives(connection, &record->registration,
+									 address, length,
+									 &record->stripes_pending,
+									 answer->rail_rkeys);
+		answer->tag = answer->rail_mask;
 		/* On UC the write comes on the control rail as a stripe of its own, not before a DONE. */
 		if (!answer->tag && bolt_rendezvous_unreliable(connection) && length)
 			record->stripes_pending = 1;
-		if (answer->tag && bolt_transmit_attach(answer, &keys, sizeof(keys))) {
-			bolt_transmit_free(answer);
-			bolt_connection_fail(connection, FI_ENOMEM, "no memory for a rendezvous answer");
-			return;
-		}
 	}
 	bolt_transmit_start(answer);
 }
@@ -502,24 +506,12 @@ bool bolt_rendezvous_read_prepare(struct bolt_transmit *read)
 		bolt_data_rail_request(read->connection);
 	/* Worth stripes over the other cables: receives for them on every ready rail. */
 	if (read->length >= (size_t) domain->fabric->params.stripe_threshold &&
-	    bolt_data_rail_striping(read->connection)) {
-		struct bolt_wire_rail_keys keys = { 0 };
-
+	    bolt_data_rail_striping(read->connection))
 		read->rail_mask = bolt_rendezvous_post_stripe_receives(read->connection, &read->registration,
 								       read->iov[0].iov_base, read->length,
-								       &read->stripes_pending, &keys);
-		memcpy(read->rail_rkeys, keys.rkey, sizeof(read->rail_rkeys));
-	}
+								       &read->stripes_pending,
+								       read->rail_rkeys);
 	return true;
-}
-
-size_t bolt_rendezvous_read_rails(const struct bolt_transmit *read, char *payload)
-{
-	struct bolt_wire_rail_keys keys = { .rails = read->rail_mask };
-
-	memcpy(keys.rkey, read->rail_rkeys, sizeof(keys.rkey));
-	memcpy(payload, &keys, sizeof(keys));
-	return sizeof(keys);
 }
 
 void bolt_rendezvous_read_answer(struct bolt_connection *connection,

@@ -260,8 +260,9 @@ static bool bolt_transmit_segment(struct bolt_connection *connection, struct bol
 		/* A protocol message's own payload (bolt_transmit_attach): whole, in one. */
 		payload = transmit->iov[0].iov_len;
 		memcpy(data + sizeof(*header), transmit->iov[0].iov_base, payload);
-	} else if (transmit->op == BOLT_WIRE_READ_REQUEST && transmit->rail_mask) {
-		payload = bolt_rendezvous_read_rails(transmit, data + sizeof(*header));
+	} else if (transmit->rail_mask) {
+		/* A read or a rendezvous answer offering data rails: their keys. */
+		payload = bolt_rendezvous_rail_keys_write(transmit, data + sizeof(*header));
 	}
 	bolt_transmit_header(connection, header, transmit->op, payload);
 	bolt_transmit_describe(header, transmit);
