@@ -17,8 +17,9 @@
 
 #include <rdma/fi_tagged.h>
 
-#include "bolt_endpoint.h"
+#include "bolt.h"
 #include "collective_fixture.h"
+#include "rdm_fixture.h"
 
 #define TEST_SEGMENT_SIZE 256           /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE for the matrix */
 
@@ -609,19 +610,6 @@ Test(collective_large, thunderbolt_2)
 	cr_assert_eq(collective_run(&options, "coll-large", test_large, NULL), 0);
 }
 
-/* Stripe rail bytes this rank's writes carried, to every peer. */
-static uint64_t collective_striped_bytes(struct collective_rank *rank)
-{
-	struct bolt_endpoint *endpoint = bolt_container_of(rank->ep, struct bolt_endpoint, ep_fid);
-	struct bolt_connection *connection, *next;
-	uint64_t bytes = 0;
-
-	HASH_ITER(hh, endpoint->connections, connection, next)
-		for (int index = BOLT_MAX_DATA_RAILS; index < BOLT_MAX_CONNECTION_RAILS; index++)
-			bytes += connection->data_rails[index].bytes_written;
-	return bytes;
-}
-
 /* Twice (the first asks for the stripe rail), then the second cable has carried stripes. */
 static int test_large_striped(struct collective_rank *rank, void *argument)
 {
@@ -629,7 +617,7 @@ static int test_large_striped(struct collective_rank *rank, void *argument)
 
 	if (!ret)
 		ret = test_large(rank, argument);
-	if (!ret && collective_striped_bytes(rank) == 0)
+	if (!ret && rdm_striped_bytes(rank->ep, BOLT_MAX_DATA_RAILS, BOLT_MAX_CONNECTION_RAILS) == 0)
 		ret = -FI_EOTHER;
 	return ret;
 }

@@ -17,6 +17,7 @@
 #include <criterion/criterion.h>
 
 #include "rdm_fixture.h"
+#include "bolt_endpoint.h"
 #include "bolt_fabric.h"
 #include "bolt_getinfo.h"
 #include "softrdma/softrdma.h"
@@ -440,6 +441,18 @@ int rdm_join(pid_t pid)
 	if (waitpid(pid, &status, 0) != pid)
 		return -1;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+uint64_t rdm_striped_bytes(struct fid_ep *ep, int first_rail, int end_rail)
+{
+	struct bolt_endpoint *endpoint = bolt_container_of(ep, struct bolt_endpoint, ep_fid);
+	struct bolt_connection *connection, *next;
+	uint64_t bytes = 0;
+
+	HASH_ITER(hh, endpoint->connections, connection, next)
+		for (int rail = first_rail; rail < end_rail; rail++)
+			bytes += connection->data_rails[rail].bytes_written;
+	return bytes;
 }
 
 void rdm_fill(void *buffer, size_t length, uint32_t seed)

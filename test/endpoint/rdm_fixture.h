@@ -130,6 +130,13 @@ pid_t rdm_fork(int (*peer)(int socket, void *argument), void *argument, int *soc
 /* 0 when the peer exited with 0. */
 int rdm_join(pid_t pid);
 
+/*
+ * Bytes ep's stripes carried to every peer on data rails first_rail to
+ * end_rail - 1, by bolt's own count (rails from BOLT_MAX_DATA_RAILS on are on
+ * other cables than the domain's).
+ */
+uint64_t rdm_striped_bytes(struct fid_ep *ep, int first_rail, int end_rail);
+
 void rdm_fill(void *buffer, size_t length, uint32_t seed);
 bool rdm_check(const void *buffer, size_t length, uint32_t seed);
 

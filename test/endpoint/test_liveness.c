@@ -263,17 +263,6 @@ static int receiving_peer(int socket, void *argument)
 	return ret == -FI_EAVAIL ? 0 : ret;
 }
 
-/* Bytes the stripes of endpoint's writes carried on rails of other ports than the domain's. */
-static uint64_t stripe_port_bytes(struct rdm_endpoint *endpoint)
-{
-	struct bolt_endpoint *bolt = bolt_container_of(endpoint->ep, struct bolt_endpoint, ep_fid);
-	uint64_t bytes = 0;
-
-	for (int index = BOLT_MAX_DATA_RAILS; index < BOLT_MAX_CONNECTION_RAILS; index++)
-		bytes += bolt->connections->data_rails[index].bytes_written;
-	return bytes;
-}
-
 /* drop_every: FI_BOLT_SOFT_DROP_EVERY; a topology with two cables must have used the second. */
 static void some_packets_lost(const char *topology, const char *drop_every, const char *tag)
 {
@@ -298,7 +287,7 @@ static void some_packets_lost(const char *topology, const char *drop_every, cons
 		failed = rdm_wait(&endpoint, &entry, &error) != 0;
 	}
 	if (topology)
-		cr_assert_gt(stripe_port_bytes(&endpoint), 0, "nothing went over the second cable");
+		cr_assert_gt(rdm_striped_bytes(endpoint.ep, BOLT_MAX_DATA_RAILS, BOLT_MAX_CONNECTION_RAILS), 0, "nothing went over the second cable");
 	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0,
 		     "a receive completed with data its lost write never brought");
 	unsetenv("FI_BOLT_SOFT_DROP_EVERY");

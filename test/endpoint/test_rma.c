@@ -210,14 +210,7 @@ static int cached_registrations(struct rdm_endpoint *endpoint)
 /* Bytes this endpoint's writes sent as stripes on data rails, to every peer. */
 static uint64_t striped_bytes(struct rdm_endpoint *endpoint)
 {
-	struct bolt_endpoint *bolt = bolt_container_of(endpoint->ep, struct bolt_endpoint, ep_fid);
-	struct bolt_connection *connection, *next;
-	uint64_t bytes = 0;
-
-	HASH_ITER(hh, bolt->connections, connection, next)
-		for (int rail = 0; rail < BOLT_MAX_CONNECTION_RAILS; rail++)
-			bytes += connection->data_rails[rail].bytes_written;
-	return bytes;
+	return rdm_striped_bytes(endpoint->ep, 0, BOLT_MAX_CONNECTION_RAILS);
 }
 
 /*

@@ -51,11 +51,6 @@ static struct bolt_domain *endpoint_domain(struct rdm_endpoint *endpoint)
 	return bolt_container_of(endpoint->domain, struct bolt_domain, domain_fid);
 }
 
-static bool rail_is_stripe(int index)
-{
-	return index >= BOLT_MAX_DATA_RAILS;
-}
-
 /* Stripe rails of connection in state. */
 static int stripe_rails_in(const struct bolt_connection *connection, enum bolt_data_rail_state state)
 {
@@ -80,14 +75,10 @@ static bool rails_settled(const struct bolt_connection *connection)
 }
 
 /* Bytes this end's stripes carried on stripe rails (stripe true) or on the domain's port. */
-static uint64_t striped_bytes(const struct bolt_connection *connection, bool stripe)
+static uint64_t striped_bytes(struct rdm_endpoint *endpoint, bool stripe)
 {
-	uint64_t bytes = 0;
-
-	for (int index = 0; index < BOLT_MAX_CONNECTION_RAILS; index++)
-		if (rail_is_stripe(index) == stripe)
-			bytes += connection->data_rails[index].bytes_written;
-	return bytes;
+	return stripe ? rdm_striped_bytes(endpoint->ep, BOLT_MAX_DATA_RAILS, BOLT_MAX_CONNECTION_RAILS) :
+			rdm_striped_bytes(endpoint->ep, 0, BOLT_MAX_DATA_RAILS);
 }
 
 static int send_message(struct rdm_endpoint *endpoint, char *buffer, uint32_t seed)
@@ -136,7 +127,7 @@ static int stripe_peer(int socket, void *argument)
 	for (int i = 0; !ret && i < MESSAGES; i++)
 		ret = send_message(&endpoint, buffer, 200 + (uint32_t) i);
 	/* Its messages went over the second cable too, where that was not taken. */
-	if (!ret && (striped_bytes(only_connection(&endpoint), true) > 0) != peer->striped)
+	if (!ret && (striped_bytes(&endpoint, true) > 0) != peer->striped)
 		ret = -FI_EOTHER;
 	if (!ret)
 		ret = rdm_serve_until_told(&endpoint, socket, &done);
@@ -189,10 +180,10 @@ static void striped_messages(const char *profile, const struct stripe_case *stri
 
 	for (int i = 1; i <= MESSAGES; i++)
 		cr_assert_eq(send_message(&endpoint, buffer, 100 + (uint32_t) i), 0);
-	cr_assert_eq(striped_bytes(connection, true) > 0, argument.striped,
+	cr_assert_eq(striped_bytes(&endpoint, true) > 0, argument.striped,
 		     "%llu bytes went over the second cable",
-		     (unsigned long long) striped_bytes(connection, true));
-	cr_assert_gt(striped_bytes(connection, false), 0, "nothing went over the first cable");
+		     (unsigned long long) striped_bytes(&endpoint, true));
+	cr_assert_gt(striped_bytes(&endpoint, false), 0, "nothing went over the first cable");
 	for (int i = 0; i < MESSAGES; i++)
 		cr_assert_eq(receive_message(&endpoint, buffer, 200 + (uint32_t) i), 0,
 			     "message %d back from the peer", i);
@@ -298,14 +289,14 @@ static void granted_writes(const char *profile, const char *tag)
 	connection = only_connection(&pair.endpoint);
 	cr_assert(bolt_data_rail_striping(connection));
 
-	striped = striped_bytes(connection, true);
+	striped = striped_bytes(&pair.endpoint, true);
 	direct = connection->direct_writes;
 	write_range(&pair, FIRST_WRITE, DIRECT_WRITE);
 	cr_assert_eq(connection->direct_writes, direct + 1, "a write below the threshold asked");
-	cr_assert_eq(striped_bytes(connection, true), striped);
+	cr_assert_eq(striped_bytes(&pair.endpoint, true), striped);
 	write_range(&pair, FIRST_WRITE + DIRECT_WRITE, STRIPED_WRITE);
 	cr_assert_eq(connection->direct_writes, direct + 1, "a write above the threshold went direct");
-	cr_assert_gt(striped_bytes(connection, true), striped, "nothing went over the second cable");
+	cr_assert_gt(striped_bytes(&pair.endpoint, true), striped, "nothing went over the second cable");
 	region_pair_finish(&pair, "the region holds wrong data");
 }
 
@@ -331,7 +322,7 @@ static int read_region_peer(int socket, void *argument)
 	if (region)
 		rdm_fill(region, REGION_SIZE, 57);
 	ret = rdm_serve_region(&endpoint, options, socket, region, REGION_SIZE, FI_REMOTE_READ, &mr);
-	if (!ret && striped_bytes(only_connection(&endpoint), true) == 0)
+	if (!ret && striped_bytes(&endpoint, true) == 0)
 		ret = -FI_EOTHER;
 	return rdm_region_peer_end(&endpoint, mr, region, ret);
 }
