@@ -19,6 +19,9 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+/* The MR mode of tests that register regions as NCCL plugins do: keys per endpoint. */
+#define RDM_MR_MODE (FI_MR_ENDPOINT | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_LOCAL | FI_MR_ALLOCATED)
+
 /* Generous: CI runs several busy-polling tests at once on two cores. */
 #define RDM_TIMEOUT_MS 30000
 #define RDM_SERVE_TIMEOUT_MS 120000

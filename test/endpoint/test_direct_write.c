@@ -16,7 +16,6 @@
 #include "rdm_fixture.h"
 
 #define REGION_SIZE (1024 * 1024)
-#define MR_MODE (FI_MR_ENDPOINT | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_LOCAL | FI_MR_ALLOCATED)
 #define SEED 21
 #define CQ_DATA 0x1234
 #define CQ_DATA_LENGTH 8192
@@ -203,14 +202,14 @@ static void writes_into_a_granted_region(struct rdm_options *options, const char
 
 Test(direct_write, thunderbolt)
 {
-	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE };
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = RDM_MR_MODE };
 
 	writes_into_a_granted_region(&options, "direct-tb");
 }
 
 Test(direct_write, rocev2)
 {
-	struct rdm_options options = { .profile = "rocev2", .mr_mode = MR_MODE };
+	struct rdm_options options = { .profile = "rocev2", .mr_mode = RDM_MR_MODE };
 
 	writes_into_a_granted_region(&options, "direct-roce");
 }
@@ -218,7 +217,7 @@ Test(direct_write, rocev2)
 /* A target that counts remote writes must see each: no plain ones, even on RC. */
 Test(direct_write, rocev2_counting_target)
 {
-	struct rdm_options options = { .profile = "rocev2", .mr_mode = MR_MODE,
+	struct rdm_options options = { .profile = "rocev2", .mr_mode = RDM_MR_MODE,
 				       .count_remote_writes = true };
 
 	writes_into_a_granted_region(&options, "direct-roce-count");
@@ -226,7 +225,7 @@ Test(direct_write, rocev2_counting_target)
 
 Test(direct_write, thunderbolt_counting_target)
 {
-	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE,
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = RDM_MR_MODE,
 				       .count_remote_writes = true };
 
 	writes_into_a_granted_region(&options, "direct-tb-count");
@@ -235,7 +234,7 @@ Test(direct_write, thunderbolt_counting_target)
 /* Without RDMA write nothing is granted: every write goes in segments, with the same results. */
 Test(direct_write, thunderbolt_send_only)
 {
-	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE, .send_only = true };
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = RDM_MR_MODE, .send_only = true };
 
 	writes_into_a_granted_region(&options, "direct-tb-so");
 }
@@ -300,7 +299,7 @@ static void writes_to_own_address(uint64_t mr_mode, const char *tag)
 
 Test(direct_write, own_address)
 {
-	writes_to_own_address(MR_MODE, "direct-self");
+	writes_to_own_address(RDM_MR_MODE, "direct-self");
 }
 
 /* Domain-wide keys, and offsets for addresses. */

@@ -11,11 +11,10 @@
 #include "bolt_attr.h"
 #include "rdm_fixture.h"
 
-#define MR_MODE (FI_MR_ENDPOINT | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_LOCAL | FI_MR_ALLOCATED)
 
 static struct rdm_endpoint endpoint;
 static struct rdm_options options = {
-	.profile = "thunderbolt", .mr_mode = MR_MODE, .tx_op_flags = FI_INJECT,
+	.profile = "thunderbolt", .mr_mode = RDM_MR_MODE, .tx_op_flags = FI_INJECT,
 };
 
 static void open_self(void)

@@ -16,7 +16,6 @@
 #include "rdm_fixture.h"
 
 #define REGION_SIZE (256 * 1024)
-#define MR_MODE (FI_MR_ENDPOINT | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_LOCAL | FI_MR_ALLOCATED)
 
 /*
  * The target: registers a region for remote write and read, tells its
@@ -152,21 +151,21 @@ static void rma_between_processes(struct rdm_options *options, const char *tag)
 
 Test(rma, thunderbolt)
 {
-	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE };
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = RDM_MR_MODE };
 
 	rma_between_processes(&options, "rma-tb");
 }
 
 Test(rma, thunderbolt_send_only)
 {
-	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE, .send_only = true };
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = RDM_MR_MODE, .send_only = true };
 
 	rma_between_processes(&options, "rma-tb-so");
 }
 
 Test(rma, rocev2)
 {
-	struct rdm_options options = { .profile = "rocev2", .mr_mode = MR_MODE };
+	struct rdm_options options = { .profile = "rocev2", .mr_mode = RDM_MR_MODE };
 
 	rma_between_processes(&options, "rma-roce");
 }
@@ -174,7 +173,7 @@ Test(rma, rocev2)
 /* FI_MR_ENDPOINT misuse: enable before bind, bind twice, a disabled region as a descriptor. */
 Test(rma, mr_endpoint_misuse)
 {
-	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE };
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = RDM_MR_MODE };
 	struct rdm_endpoint endpoint;
 	struct fid_mr *mr;
 	char buffer[256];
@@ -310,7 +309,7 @@ static void burst_of_writes(struct rdm_options *options, const char *tag, const 
 
 Test(rma, burst_thunderbolt)
 {
-	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE };
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = RDM_MR_MODE };
 
 	burst_of_writes(&options, "rma-burst-tb", "1", true);
 }
@@ -319,7 +318,7 @@ Test(rma, burst_thunderbolt)
 Test(rma, burst_thunderbolt_default_data_rails)
 {
 	/* The Thunderbolt profile's 10 queue pairs. */
-	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE,
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = RDM_MR_MODE,
 				       .software_device_only = true };
 
 	burst_of_writes(&options, "rma-burst-tb-d", "-1", false);
@@ -327,28 +326,28 @@ Test(rma, burst_thunderbolt_default_data_rails)
 
 Test(rma, burst_rocev2_default_data_rails)
 {
-	struct rdm_options options = { .profile = "rocev2", .mr_mode = MR_MODE };
+	struct rdm_options options = { .profile = "rocev2", .mr_mode = RDM_MR_MODE };
 
 	burst_of_writes(&options, "rma-burst-roce-d", "-1", true);
 }
 
 Test(rma, burst_thunderbolt_without_data_rails)
 {
-	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE };
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = RDM_MR_MODE };
 
 	burst_of_writes(&options, "rma-burst-tb-0", "0", false);
 }
 
 Test(rma, burst_rocev2_four_data_rails)
 {
-	struct rdm_options options = { .profile = "rocev2", .mr_mode = MR_MODE };
+	struct rdm_options options = { .profile = "rocev2", .mr_mode = RDM_MR_MODE };
 
 	burst_of_writes(&options, "rma-burst-roce", "4", true);
 }
 
 Test(rma, burst_thunderbolt_send_only)
 {
-	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE, .send_only = true };
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = RDM_MR_MODE, .send_only = true };
 
 	burst_of_writes(&options, "rma-burst-tb-so", "1", false);
 }
@@ -360,7 +359,7 @@ Test(rma, burst_thunderbolt_send_only)
  */
 Test(rma, descriptor_of_another_endpoint_of_the_domain)
 {
-	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = MR_MODE };
+	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = RDM_MR_MODE };
 	struct rdm_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
