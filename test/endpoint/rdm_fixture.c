@@ -245,7 +245,7 @@ int rdm_connect(struct rdm_endpoint *endpoint, int socket)
 	return ret == 1 ? 0 : -FI_EINVAL;
 }
 
-static long rdm_elapsed_ms(const struct timespec *start)
+long rdm_elapsed_ms(const struct timespec *start)
 {
 	struct timespec now;
 

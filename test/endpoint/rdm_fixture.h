@@ -10,6 +10,7 @@
 #define RDM_FIXTURE_H
 
 #include <stdbool.h>
+#include <time.h>
 #include <sys/types.h>
 
 #include <rdma/fabric.h>
@@ -88,6 +89,9 @@ int rdm_connect(struct rdm_endpoint *endpoint, int socket);
 /* rdm_open, then rdm_connect: either side's start of a two-process test. */
 int rdm_open_connected(struct rdm_endpoint *endpoint, const struct rdm_options *options,
 		       int socket);
+
+/* Milliseconds since start, on CLOCK_MONOTONIC. */
+long rdm_elapsed_ms(const struct timespec *start);
 
 /* One completion (entry in FI_CQ_FORMAT_TAGGED layout); -FI_EAVAIL fills error. */
 int rdm_wait(struct rdm_endpoint *endpoint, struct fi_cq_tagged_entry *entry,

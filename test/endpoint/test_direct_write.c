@@ -96,7 +96,7 @@ static int target_peer(int socket, void *argument)
 
 static bool reliable(struct rdm_endpoint *endpoint)
 {
-	return only_connection(endpoint)->qp->qp_type == IBV_QPT_RC;
+	return only_connection(endpoint)->link->qp->qp_type == IBV_QPT_RC;
 }
 
 /* Progress until the connection holds count grants; false after GRANT_WAIT_MS. */

@@ -55,6 +55,7 @@ struct bolt_params {
 	int collective_ring_threshold;  /* FI_BOLT_COLLECTIVE_RING_THRESHOLD: bytes */
 	int collective_segment_size;    /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE: bytes */
 	int collective_lanes;           /* FI_BOLT_COLLECTIVE_LANES: segments in flight */
+	bool share_queue_pairs;     /* FI_BOLT_SHARE_QUEUE_PAIRS: connections to one domain share a link */
 };
 
 /* Most data rails a connection has on its domain's own port (FI_BOLT_DATA_RAILS). */

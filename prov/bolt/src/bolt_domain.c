@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <utlist.h>
+#include <sys/random.h>
 
 #include "bolt_endpoint.h"
 #include "bolt_unsupported.h"
@@ -51,6 +53,8 @@ void bolt_domain_poll_device(struct bolt_domain *domain)
 	for (int index = 0; index < domain->stripe_port_count; index++)
 		bolt_domain_poll_cq(domain, domain->stripe_ports[index].handle.cq);
 	domain->poll_generation++;
+	if (domain->retired_links)
+		bolt_link_reclaim(domain, false);
 }
 
 void bolt_domain_progress(struct bolt_domain *domain)
@@ -60,6 +64,20 @@ void bolt_domain_progress(struct bolt_domain *domain)
 	bolt_domain_poll_device(domain);
 	DL_FOREACH(domain->endpoints, endpoint)
 		bolt_endpoint_progress(endpoint);
+}
+
+/*
+ * A random id, never 0, by which peers tell this domain from others: their
+ * connections to its endpoints share links (bolt_link.c).
+ */
+static uint64_t bolt_domain_new_id(void)
+{
+	uint64_t id = 0;
+
+	while (!id)
+		if (getrandom(&id, sizeof(id), 0) != sizeof(id))
+			id = (uint64_t) getpid() << 32 ^ bolt_connection_now_ns();
+	return id;
 }
 
 /*
@@ -171,6 +189,9 @@ static int bolt_domain_close(struct fid *fid)
 			atomic_load(&domain->child_count));
 		return -FI_EBUSY;
 	}
+	/* Links retired by the last endpoints: their buffers return first. */
+	bolt_domain_poll_device(domain);
+	bolt_link_reclaim(domain, true);
 	free(domain->control_buffers);
 	bolt_slab_pool_destroy(&domain->control_pool);
 	bolt_domain_close_ports(domain);
@@ -258,6 +279,7 @@ int bolt_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 		return ret;
 	}
 	pthread_mutex_init(&domain->lock, NULL);
+	domain->domain_id = bolt_domain_new_id();
 	domain->job_key_digest = bolt_job_key_digest(fabric->params.job_key);
 	domain->data_rails = bolt_device_data_rails(&domain->primary.budget, fabric->params.data_rails);
 	bolt_data_rail_domain_init(domain);

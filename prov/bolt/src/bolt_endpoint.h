@@ -188,6 +188,10 @@ struct bolt_loss_watch {
 enum bolt_connection_state {
 	BOLT_CONNECTION_CONNECTING,     /* our hello sent, waiting for the reply */
 	BOLT_CONNECTION_WAITING_READY,  /* replied to the peer's hello, waiting for ready */
+	BOLT_CONNECTION_WAITING_CONNECTED,      /* a new link: ready sent, waiting for the peer's
+						 * queue pair to connect to ours */
+	BOLT_CONNECTION_WAITING_LINK,   /* the peer's hello waits for our link to its domain,
+					 * still connecting, to join it */
 	BOLT_CONNECTION_ESTABLISHED,
 	BOLT_CONNECTION_FAILED,
 };
@@ -216,6 +220,35 @@ struct bolt_inbound {
 	struct bolt_inbound *prev, *next;       /* connection->rendezvous */
 };
 
+/*
+ * A link (connection/bolt_link.c): the queue pair of the control rail between
+ * this domain and one peer domain, shared by the connections of every pair of
+ * their endpoints. Its receives and the peer's credits for them belong to the
+ * link; each message names its connection's slot. Operations, sequence and
+ * loss stay per connection.
+ */
+struct bolt_link {
+	struct bolt_domain *domain;
+	uint64_t peer_domain_id;
+	bool shareable;                 /* others may join: a peer domain that is not this one */
+	bool retiring;                  /* lost a message (and a credit with it): no one joins */
+	struct ibv_qp *qp;              /* NULL once retired */
+	uint32_t psn;
+	uint32_t peer_qpn;              /* 0 until connected */
+	bool established;               /* connected at both ends: others may join */
+	union ibv_gid peer_gid;
+	struct bolt_connection *slots[BOLT_LINK_SLOTS];
+	int users;
+	int next_slot;                  /* where the search for a free slot starts: round robin */
+	uint32_t receive_depth;         /* receives posted for the peer, and its credits */
+	uint32_t peer_receive_depth;    /* what the peer posted for us */
+	uint32_t send_credits;          /* receives the peer has posted for us */
+	uint32_t credits_to_return;
+	int outstanding_sends;          /* posted on its queue pair, send completion pending */
+	uint64_t retired_generation;    /* retired: the domain poll its buffers wait for */
+	struct bolt_link *prev, *next;  /* domain->links, or domain->retired_links */
+};
+
 struct bolt_connection {
 	struct bolt_endpoint *endpoint;
 	struct bolt_address peer;
@@ -224,16 +257,14 @@ struct bolt_connection {
 	enum bolt_connection_state state;
 	int error;                      /* FAILED: the positive FI_E* operations get */
 	bool loopback;                  /* the endpoint's own address: no side channel */
+	uint64_t peer_domain_id;        /* WAITING_LINK: the domain of the peer that said hello */
 	bool has_stream;
 	struct bolt_side_channel_stream stream;
-	struct ibv_qp *qp;
-	uint32_t psn;
+	struct bolt_link *link;         /* the control rail's queue pair, maybe shared; NULL: none */
+	uint8_t slot;                   /* this connection's on the link, the same at both ends */
+	uint8_t slot_nonce;
 	union ibv_gid peer_gid;
 	struct bolt_data_rail data_rails[BOLT_MAX_CONNECTION_RAILS];
-	uint32_t receive_depth;         /* receives posted for the peer, and its credits */
-	uint32_t peer_receive_depth;    /* what the peer posted for us at the start */
-	uint32_t send_credits;          /* receives the peer has posted for us */
-	uint32_t credits_to_return;
 	uint32_t send_sequence;
 	uint32_t receive_sequence;
 	uint32_t stripes_sent;          /* data rail stripes and direct writes posted to the peer, */
@@ -243,7 +274,6 @@ struct bolt_connection {
 	uint64_t plain_writes;          /* of which without immediate data */
 	uint64_t reads_written_back;    /* our reads whose data the peer wrote by RDMA */
 	struct bolt_loss_watch loss;
-	int outstanding_sends;          /* posted, send completion pending */
 	uint64_t next_request_id;
 	struct bolt_transmit *transmits;        /* in order, with something still to post */
 	struct bolt_transmit *posted;           /* all posted: waiting for completions or replies */
@@ -262,11 +292,16 @@ struct bolt_connection {
  */
 struct bolt_control_buffer {
 	struct bolt_work_completion work;
-	struct bolt_connection *connection;     /* NULL: free, or its connection is gone */
+	struct bolt_link *link;                 /* a control rail send's or receive's */
+	struct bolt_connection *connection;     /* a send's; NULL: free, a receive, or its
+						 * connection left the link */
 	struct bolt_transmit *transmit;         /* a send's operation */
 	int send_slots;                         /* send queue entries its completion retires */
 	int data_rail;                          /* a stripe's or its receive's rail; -1: control */
 	bool posted;
+	bool holds_registration;                /* a send that outlived its connection (bolt_link.c): */
+	struct bolt_registration registration;  /* its RDMA write's buffer, released with it */
+	bool covered;
 };
 
 /* Control buffers (protocol/bolt_control.c); all under the domain lock. */
@@ -371,6 +406,36 @@ fi_addr_t bolt_connection_fi_addr(struct bolt_connection *connection);
 /* Closing an endpoint: every connection, its queue pair and buffers, and accepted side channels. */
 void bolt_connection_destroy_all(struct bolt_endpoint *endpoint);
 
+/* Links (connection/bolt_link.c). */
+/* A link to peer_domain_id (0: unknown): its queue pair in INIT, receives posted. */
+int bolt_link_create(struct bolt_domain *domain, uint64_t peer_domain_id, struct bolt_link **link);
+/* RTR and RTS towards the peer's queue pair qpn; 0 or a negative error code. */
+int bolt_link_connect(struct bolt_link *link, uint32_t qpn, uint32_t psn, const uint8_t *gid,
+		      uint32_t receive_depth);
+/*
+ * A link to peer_domain_id that more connections may join: an established
+ * one, else one still connecting, which they wait for; or NULL.
+ */
+struct bolt_link *bolt_link_find_joinable(struct bolt_domain *domain, uint64_t peer_domain_id);
+/* The joinable link whose queue pairs are qpn here and peer_qpn at peer_domain_id, or NULL. */
+struct bolt_link *bolt_link_find(struct bolt_domain *domain, uint64_t peer_domain_id, uint32_t qpn,
+				 uint32_t peer_qpn);
+/* A slot this end may give a joining connection (round robin), or -1: the link is full. */
+int bolt_link_free_slot(struct bolt_link *link);
+/* The connection takes slot on link; -FI_EBUSY if it is taken. */
+int bolt_link_join(struct bolt_link *link, struct bolt_connection *connection, int slot,
+		   uint8_t slot_nonce);
+/* The connection leaves its link, if it has one; the last to leave retires it. */
+void bolt_link_leave(struct bolt_connection *connection);
+/* The live connection in slot, or NULL. */
+struct bolt_connection *bolt_link_connection(const struct bolt_link *link, uint8_t slot);
+/* The queue pair failed: every connection on it fails. */
+void bolt_link_fail(struct bolt_link *link, int error, const char *why);
+/* Sends what the link's connections have queued, credits returned included. */
+void bolt_link_progress(struct bolt_link *link);
+/* Frees retired links whose buffers no completion can name any more (all: every one). */
+void bolt_link_reclaim(struct bolt_domain *domain, bool all);
+
 /* Data rails (connection/bolt_data_rail.c). */
 /* Asks the peer for the data rails not asked for yet, where queue pairs can be spared. */
 void bolt_data_rail_request(struct bolt_connection *connection);
@@ -416,8 +481,8 @@ bool bolt_loss_handle(struct bolt_connection *connection, uint16_t type, const v
 void bolt_transmit_start(struct bolt_transmit *transmit);
 /* Sends queued segments while the connection has credits, buffers and queue room. */
 void bolt_transmit_progress(struct bolt_connection *connection);
-/* Posts the connection's receives; 0 or a negative error code. */
-int bolt_receive_post_initial(struct bolt_connection *connection);
+/* Posts the link's receives; 0 or a negative error code. */
+int bolt_receive_post_initial(struct bolt_link *link);
 /* Ends every transmit of a failed connection with its error. */
 void bolt_transmit_fail_all(struct bolt_connection *connection);
 /* Frees every transmit of a connection being destroyed, reporting none. */
@@ -465,7 +530,8 @@ void bolt_rendezvous_record_free(struct bolt_connection *connection, struct bolt
 void bolt_rendezvous_answered(struct bolt_connection *connection, const struct bolt_wire_header *header,
 			      const char *payload);
 /* The immediate data that names request_id's transfer (write_back: a read's data written back). */
-uint32_t bolt_rendezvous_immediate(uint64_t request_id, bool write_back);
+uint32_t bolt_rendezvous_immediate(const struct bolt_connection *connection, uint64_t request_id,
+				   bool write_back);
 /* Whether the connection's queue pair may lose messages (UC): then every write carries immediate data. */
 bool bolt_rendezvous_unreliable(const struct bolt_connection *connection);
 /* The WR of a WRITE phase's one write: with immediate data naming the transfer (wr_id, flags: the caller's). */

@@ -99,6 +99,10 @@ static const struct bolt_param bolt_param_table[] = {
 		"Bytes of the segments the ring pipelines (default: 4194304)"),
 	BOLT_INT_PARAM("collective_lanes", collective_lanes, 1, 256,
 		"Segments each ring member keeps in flight at once (default: 4)"),
+	BOLT_BOOL_PARAM("share_queue_pairs", share_queue_pairs,
+		"Connections of a domain's endpoints to endpoints of one peer domain share one "
+		"control queue pair, up to 32 connections on a link (default: yes; no: a queue "
+		"pair per connection, which Thunderbolt's 10 per device soon exhaust)"),
 };
 
 static const struct bolt_params bolt_param_defaults = {
@@ -118,6 +122,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.collective_ring_threshold = 131072,
 	.collective_segment_size = 4 << 20,
 	.collective_lanes = 4,
+	.share_queue_pairs = true,
 };
 
 static enum fi_param_type bolt_param_fi_type(enum bolt_param_kind kind)

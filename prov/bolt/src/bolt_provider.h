@@ -36,6 +36,7 @@
 	((type *) ((char *) (pointer) - offsetof(type, member)))
 
 struct bolt_endpoint;
+struct bolt_link;
 struct bolt_control_buffer;
 struct bolt_mr;
 
@@ -69,6 +70,9 @@ struct bolt_domain {
 	int grants_held;                      /* primary.mr_cache entries held for peers' grants */
 	uint64_t job_key_digest;
 
+	uint64_t domain_id;                   /* random, never 0: how peers tell domains apart */
+	struct bolt_link *links;              /* control queue pairs to peer domains (bolt_link.c) */
+	struct bolt_link *retired_links;      /* their queue pairs gone, buffers not yet reclaimed */
 	struct bolt_endpoint *endpoints;      /* utlist of enabled endpoints, for progress */
 	uint64_t poll_generation;             /* times the device CQs were polled empty */
 	struct bolt_mr *mrs;                  /* without FI_MR_ENDPOINT: enabled MRs by key */

@@ -1,13 +1,17 @@
 /*
  * bolt_connection.c: connections between endpoints. On first use, the
- * initiator creates a queue pair, posts its receives and says hello over the
- * peer's side channel; the peer does the same and replies; the initiator
- * connects its queue pair and says it is ready, after which both may send
- * (a queue pair that is not yet ready to receive drops what reaches it).
- * When both ends connect at once, the side channel started by the smaller
- * address wins. The side channel stays open: when it closes, the peer is gone,
- * and every operation on the connection ends with an error instead of
- * hanging (UC reports nothing when a peer dies).
+ * initiator says hello over the peer's side channel, with its domain's id.
+ * The peer joins the connection to the link (bolt_link.c) it has to that
+ * domain, if any, and replies with the link's queue pairs and the
+ * connection's slot: the initiator checks it has that link too and says it
+ * is ready. Otherwise the peer makes a new link and replies with its queue
+ * pair; the initiator makes one, connects it and says ready with it; the peer
+ * connects its own and says so, after which both may send (a queue pair that
+ * is not yet ready to receive drops what reaches it). When both ends connect
+ * at once, the side channel started by the smaller address wins. The side
+ * channel stays open: when it closes, the peer is gone, and every operation
+ * on the connection ends with an error instead of hanging (UC reports
+ * nothing when a peer dies).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +22,6 @@
 #include "bolt_endpoint.h"
 #include "connection/bolt_handshake.h"
 
-#define BOLT_CONNECTION_RECEIVE_DEPTH 32       /* also the peer's credits */
 #define BOLT_CONNECTION_TIMEOUT_NS (10ULL * 1000000000ULL)
 /*
  * Side channels cost system calls; once every connection is up they are only
@@ -39,57 +42,33 @@ static bool bolt_connection_same_address(const struct bolt_address *a, const str
 	return !memcmp(a, b, sizeof(*a));
 }
 
-/* The QP of a connection, within the device's budget, in INIT with its receives posted. */
-static int bolt_connection_create_qp(struct bolt_connection *connection)
-{
-	struct bolt_domain *domain = connection->endpoint->domain;
-	struct bolt_verbs *verbs = &domain->fabric->verbs;
-	int ret;
-
-	if (domain->primary.qp_count >= domain->primary.budget.qp_budget) {
-		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
-			"%s allows %d queue pairs and this domain uses them all: no connection to one more peer\n",
-			domain->primary.device.name, domain->primary.budget.qp_budget);
-		return -FI_ENOSPC;
-	}
-	connection->qp = bolt_qp_create(verbs, domain->primary.handle.pd, domain->primary.handle.cq,
-					domain->primary.qp_type,
-					(uint32_t) domain->primary.budget.queue_depth, 0);
-	if (!connection->qp) {
-		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
-			"%s refused a queue pair (%s): its limit is %d queue pairs, shared by every process on it\n",
-			domain->primary.device.name, strerror(errno), domain->primary.budget.qp_budget);
-		return -FI_ENOSPC;
-	}
-	domain->primary.qp_count++;
-	connection->psn = (uint32_t) rand() & 0xffffff;
-	connection->receive_depth = BOLT_CONNECTION_RECEIVE_DEPTH;
-	ret = bolt_qp_init(verbs, connection->qp, domain->primary.qp_local.port_num);
-	if (ret)
-		return ret;
-	return bolt_receive_post_initial(connection);
-}
-
 static void bolt_connection_handshake_fill(const struct bolt_connection *connection,
 					   struct bolt_handshake *handshake)
 {
 	const struct bolt_domain *domain = connection->endpoint->domain;
+	const struct bolt_link *link = connection->link;
 
 	memset(handshake, 0, sizeof(*handshake));
 	handshake->sender = connection->endpoint->address;
 	handshake->receiver = connection->peer;
 	handshake->byte_order = BOLT_HANDSHAKE_BYTE_ORDER;
 	handshake->qp_type = domain->primary.qp_type;
-	handshake->qpn = connection->qp->qp_num;
-	handshake->psn = connection->psn;
-	handshake->receive_depth = connection->receive_depth;
+	handshake->domain_id = domain->domain_id;
 	memcpy(handshake->gid, domain->primary.gid.raw, sizeof(handshake->gid));
+	if (!link)
+		return;
+	handshake->qpn = link->qp->qp_num;
+	handshake->psn = link->psn;
+	handshake->peer_qpn = link->peer_qpn;
+	handshake->receive_depth = link->receive_depth;
+	handshake->slot = connection->slot;
+	handshake->slot_nonce = connection->slot_nonce;
 }
 
-/* Why a handshake from the peer cannot be used, or NULL. */
+/* Why a handshake from the peer cannot be used, or NULL; with_qp: it must name a queue pair. */
 static const char *bolt_connection_handshake_check(const struct bolt_endpoint *endpoint,
 						   const struct bolt_handshake *handshake,
-						   uint32_t length)
+						   uint32_t length, bool with_qp)
 {
 	if (length != sizeof(*handshake))
 		return "handshake of the wrong size";
@@ -101,27 +80,42 @@ static const char *bolt_connection_handshake_check(const struct bolt_endpoint *e
 		return "handshake meant for another endpoint";
 	if (handshake->qp_type != endpoint->domain->primary.qp_type)
 		return "peer uses another queue pair type";
-	if (handshake->qpn == 0 || handshake->qpn > 0xffffff || handshake->psn > 0xffffff)
+	if (!handshake->domain_id)
+		return "peer without a domain id";
+	if (handshake->slot >= BOLT_LINK_SLOTS)
+		return "slot out of range";
+	if (!with_qp)
+		return NULL;
+	if (handshake->qpn == 0 || handshake->qpn > 0xffffff || handshake->psn > 0xffffff ||
+	    handshake->peer_qpn > 0xffffff)
 		return "queue pair number or PSN out of range";
 	if (handshake->receive_depth < 2 || handshake->receive_depth > 1024)
 		return "receive depth out of range";
 	return NULL;
 }
 
-/* RTR and RTS towards the peer the handshake describes. */
-static int bolt_connection_connect_qp(struct bolt_connection *connection,
-				      const struct bolt_handshake *handshake)
+/* Connects the connection's new link to the queue pair the handshake describes. */
+static int bolt_connection_connect_link(struct bolt_connection *connection,
+					const struct bolt_handshake *handshake)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
-	struct bolt_qp_local local = domain->primary.qp_local;
-	struct bolt_qp_remote remote = { .qpn = handshake->qpn, .psn = handshake->psn };
+	int ret = bolt_link_connect(connection->link, handshake->qpn, handshake->psn, handshake->gid,
+				    handshake->receive_depth);
 
-	local.psn = connection->psn;
-	memcpy(remote.gid.raw, handshake->gid, sizeof(remote.gid.raw));
-	connection->peer_gid = remote.gid;
-	connection->peer_receive_depth = handshake->receive_depth;
-	connection->send_credits = handshake->receive_depth;
-	return bolt_qp_connect(&domain->fabric->verbs, connection->qp, &local, &remote);
+	connection->peer_gid = connection->link->peer_gid;
+	return ret;
+}
+
+/* A new link to peer_domain_id with the connection in its first slot. */
+static int bolt_connection_new_link(struct bolt_connection *connection, uint64_t peer_domain_id,
+				    uint8_t slot_nonce)
+{
+	struct bolt_link *link;
+	int ret;
+
+	ret = bolt_link_create(connection->endpoint->domain, peer_domain_id, &link);
+	if (ret)
+		return ret;
+	return bolt_link_join(link, connection, 0, slot_nonce);
 }
 
 static int bolt_connection_send_handshake(struct bolt_connection *connection, uint16_t type)
@@ -166,8 +160,12 @@ static int bolt_connection_start_loopback(struct bolt_connection *connection)
 	int ret;
 
 	connection->loopback = true;
+	/* The endpoint's own domain: a link no other connection joins. */
+	ret = bolt_connection_new_link(connection, connection->endpoint->domain->domain_id, 0);
+	if (ret)
+		return ret;
 	bolt_connection_handshake_fill(connection, &self);
-	ret = bolt_connection_connect_qp(connection, &self);
+	ret = bolt_connection_connect_link(connection, &self);
 	if (ret)
 		return ret;
 	connection->state = BOLT_CONNECTION_ESTABLISHED;
@@ -205,11 +203,9 @@ struct bolt_connection *bolt_connection_get(struct bolt_endpoint *endpoint,
 	connection = bolt_connection_create(endpoint, peer);
 	if (!connection)
 		return NULL;
-	ret = bolt_connection_create_qp(connection);
-	if (!ret)
-		ret = bolt_connection_same_address(peer, &endpoint->address) ?
-		      bolt_connection_start_loopback(connection) :
-		      bolt_connection_start_remote(connection);
+	ret = bolt_connection_same_address(peer, &endpoint->address) ?
+	      bolt_connection_start_loopback(connection) :
+	      bolt_connection_start_remote(connection);
 	if (ret)
 		bolt_connection_fail(connection, -ret, "the connection could not start");
 	return connection;
@@ -218,14 +214,8 @@ struct bolt_connection *bolt_connection_get(struct bolt_endpoint *endpoint,
 /* Tears down the device side of a connection; its buffers wait for the next full poll. */
 static void bolt_connection_release_device(struct bolt_connection *connection)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
-
 	bolt_data_rail_destroy_all(connection);
-	if (connection->qp) {
-		domain->fabric->verbs.destroy_qp(connection->qp);
-		connection->qp = NULL;
-		domain->primary.qp_count--;
-	}
+	bolt_link_leave(connection);
 	if (connection->has_stream) {
 		bolt_side_channel_stream_close(&connection->stream);
 		connection->has_stream = false;
@@ -241,6 +231,7 @@ bool bolt_connection_busy(const struct bolt_connection *connection)
 void bolt_connection_fail(struct bolt_connection *connection, int error, const char *why)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
+	const struct bolt_link *link = connection->link;
 	char text[INET6_ADDRSTRLEN] = "?";
 	bool waiting = bolt_connection_busy(connection);
 
@@ -250,9 +241,10 @@ void bolt_connection_fail(struct bolt_connection *connection, int error, const c
 		  connection->peer.ip, text, sizeof(text));
 	/* A peer that leaves when nothing waits on it is how every job ends. */
 	FI_LOG(&bolt_prov, waiting ? FI_LOG_WARN : FI_LOG_INFO, FI_LOG_EP_CTRL,
-	       "connection from port %u to %s port %u failed: %s (state %d, %u credits, %d sends in flight, %s operations waiting, %u free buffers)\n",
+	       "connection from port %u to %s port %u failed: %s (state %d, slot %u of a link with %d connections, %u credits, %d sends in flight, %s operations waiting, %u free buffers)\n",
 	       ntohs(connection->endpoint->address.port), text, ntohs(connection->peer.port), why,
-	       connection->state, connection->send_credits, connection->outstanding_sends,
+	       connection->state, connection->slot, link ? link->users : 0,
+	       link ? link->send_credits : 0, link ? link->outstanding_sends : 0,
 	       waiting ? "some" : "no", domain->control_pool.free_count);
 	connection->state = BOLT_CONNECTION_FAILED;
 	connection->error = error ? error : FI_EIO;
@@ -277,12 +269,51 @@ void bolt_connection_destroy(struct bolt_connection *connection)
 }
 
 /* Tells the peer why it gets no connection; best effort, the side channel closes next. */
-static void bolt_connection_reject(struct bolt_accepted *accepted, int error)
+static void bolt_connection_reject(struct bolt_side_channel_stream *stream, int error)
 {
 	uint32_t reason = (uint32_t) error;
 
-	if (!bolt_side_channel_send(&accepted->stream, BOLT_HANDSHAKE_REJECT, &reason, sizeof(reason)))
-		bolt_side_channel_progress(&accepted->stream);
+	if (!bolt_side_channel_send(stream, BOLT_HANDSHAKE_REJECT, &reason, sizeof(reason)))
+		bolt_side_channel_progress(stream);
+}
+
+/*
+ * Answers the hello of a peer in peer_domain_id: joins the connection to our
+ * link to that domain, or makes a new link (new_link: the peer asks for
+ * one), and replies. A link still connecting is waited for: endpoints that
+ * connect at once then share one. A hello said again (the join we offered
+ * did not suit the peer) drops the join first.
+ */
+static void bolt_connection_answer(struct bolt_connection *connection, uint64_t peer_domain_id,
+				   bool new_link)
+{
+	uint8_t slot_nonce = (uint8_t) (rand() % 255 + 1);
+	struct bolt_link *link = NULL;
+	int slot = -1, ret;
+
+	bolt_link_leave(connection);
+	if (!new_link)
+		link = bolt_link_find_joinable(connection->endpoint->domain, peer_domain_id);
+	if (link && !link->established) {
+		connection->peer_domain_id = peer_domain_id;
+		connection->state = BOLT_CONNECTION_WAITING_LINK;
+		return;
+	}
+	if (link)
+		slot = bolt_link_free_slot(link);
+	ret = slot > 0 ? bolt_link_join(link, connection, slot, slot_nonce) :
+	      bolt_connection_new_link(connection, peer_domain_id, slot_nonce);
+	if (ret) {
+		bolt_connection_reject(&connection->stream, -ret);
+		bolt_connection_fail(connection, -ret, "no queue pair for an incoming connection");
+		return;
+	}
+	ret = bolt_connection_send_handshake(connection, BOLT_HANDSHAKE_REPLY);
+	if (ret) {
+		bolt_connection_fail(connection, -ret, "answering the peer's hello failed");
+		return;
+	}
+	connection->state = BOLT_CONNECTION_WAITING_READY;
 }
 
 /* The peer said hello on a side channel we accepted: answer it, or drop it. */
@@ -291,7 +322,6 @@ static void bolt_connection_answer_hello(struct bolt_endpoint *endpoint,
 					 const struct bolt_handshake *hello)
 {
 	struct bolt_connection *connection;
-	int ret;
 
 	HASH_FIND(hh, endpoint->connections, &hello->sender, sizeof(hello->sender), connection);
 	if (connection && connection->state == BOLT_CONNECTION_CONNECTING &&
@@ -303,12 +333,6 @@ static void bolt_connection_answer_hello(struct bolt_endpoint *endpoint,
 		connection = bolt_connection_create(endpoint, &hello->sender);
 		if (!connection)
 			return;
-		ret = bolt_connection_create_qp(connection);
-		if (ret) {
-			bolt_connection_reject(accepted, -ret);
-			bolt_connection_fail(connection, -ret, "no queue pair for an incoming connection");
-			return;
-		}
 	} else {
 		/* Both connect at once and the peer's side channel wins: take it. */
 		bolt_side_channel_stream_close(&connection->stream);
@@ -316,29 +340,83 @@ static void bolt_connection_answer_hello(struct bolt_endpoint *endpoint,
 	connection->stream = accepted->stream;
 	connection->has_stream = true;
 	accepted->stream.fd = -1;
-	ret = bolt_connection_connect_qp(connection, hello);
-	if (!ret)
-		ret = bolt_connection_send_handshake(connection, BOLT_HANDSHAKE_REPLY);
-	if (ret) {
-		bolt_connection_fail(connection, -ret, "answering the peer's hello failed");
-		return;
-	}
-	connection->state = BOLT_CONNECTION_WAITING_READY;
+	bolt_connection_answer(connection, hello->domain_id, hello->new_link);
 }
 
+static void bolt_connection_established(struct bolt_connection *connection)
+{
+	/* The first connection of a link is established once both ends are connected. */
+	connection->link->established = true;
+	connection->state = BOLT_CONNECTION_ESTABLISHED;
+	bolt_transmit_progress(connection);
+}
+
+/*
+ * Initiator: the peer joined us to a link, which we must have too, or made a
+ * new one, to which we connect one of ours.
+ */
 static void bolt_connection_handle_reply(struct bolt_connection *connection,
 					 const struct bolt_handshake *reply)
 {
-	int ret = bolt_connection_connect_qp(connection, reply);
+	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_handshake hello;
+	struct bolt_link *link;
+	int ret;
 
+	if (reply->peer_qpn) {
+		link = bolt_link_find(domain, reply->domain_id, reply->peer_qpn, reply->qpn);
+		if (link && !bolt_link_join(link, connection, reply->slot, reply->slot_nonce)) {
+			ret = bolt_side_channel_send(&connection->stream, BOLT_HANDSHAKE_READY, NULL, 0);
+			if (ret)
+				bolt_connection_fail(connection, -ret, "saying ready failed");
+			else
+				bolt_connection_established(connection);
+			return;
+		}
+		/* Our end of that link is gone, or the slot still busy: ask for a new link. */
+		bolt_connection_handshake_fill(connection, &hello);
+		hello.new_link = 1;
+		ret = bolt_side_channel_send(&connection->stream, BOLT_HANDSHAKE_HELLO, &hello, sizeof(hello));
+		if (ret)
+			bolt_connection_fail(connection, -ret, "asking for a new link failed");
+		return;
+	}
+	ret = bolt_connection_new_link(connection, reply->domain_id, reply->slot_nonce);
 	if (!ret)
-		ret = bolt_side_channel_send(&connection->stream, BOLT_HANDSHAKE_READY, NULL, 0);
+		ret = bolt_connection_connect_link(connection, reply);
+	if (!ret)
+		ret = bolt_connection_send_handshake(connection, BOLT_HANDSHAKE_READY);
 	if (ret) {
 		bolt_connection_fail(connection, -ret, "connecting to the peer's queue pair failed");
 		return;
 	}
-	connection->state = BOLT_CONNECTION_ESTABLISHED;
-	bolt_transmit_progress(connection);
+	connection->state = BOLT_CONNECTION_WAITING_CONNECTED;
+}
+
+/* Answerer: the initiator took the join, or connected a new link to ours (body: its queue pair). */
+static const char *bolt_connection_handle_ready(struct bolt_connection *connection,
+						const struct bolt_handshake *ready, uint32_t length)
+{
+	const char *problem;
+	int ret;
+
+	if (connection->link->peer_qpn) {
+		if (length)
+			return "ready with a body after a join";
+		bolt_connection_established(connection);
+		return NULL;
+	}
+	problem = bolt_connection_handshake_check(connection->endpoint, ready, length, true);
+	if (problem)
+		return problem;
+	ret = bolt_connection_connect_link(connection, ready);
+	if (!ret)
+		ret = bolt_side_channel_send(&connection->stream, BOLT_HANDSHAKE_CONNECTED, NULL, 0);
+	if (ret)
+		bolt_connection_fail(connection, -ret, "connecting to the peer's queue pair failed");
+	else
+		bolt_connection_established(connection);
+	return NULL;
 }
 
 /* One handshake message on an established side channel. */
@@ -347,13 +425,16 @@ static void bolt_connection_handle(struct bolt_connection *connection, uint16_t 
 {
 	const char *problem = NULL;
 
-	if (connection->state == BOLT_CONNECTION_ESTABLISHED &&
+	if ((connection->state == BOLT_CONNECTION_ESTABLISHED ||
+	     connection->state == BOLT_CONNECTION_WAITING_CONNECTED) &&
 	    bolt_loss_handle(connection, type, handshake, length, bolt_connection_now_ns()))
 		return;
 	if (type == BOLT_HANDSHAKE_REPLY && connection->state == BOLT_CONNECTION_CONNECTING) {
-		problem = bolt_connection_handshake_check(connection->endpoint, handshake, length);
+		problem = bolt_connection_handshake_check(connection->endpoint, handshake, length, true);
 		if (!problem && !bolt_connection_same_address(&handshake->sender, &connection->peer))
 			problem = "reply from another endpoint";
+		if (!problem && !handshake->peer_qpn && handshake->slot)
+			problem = "a new link's first connection not in slot 0";
 		if (!problem) {
 			bolt_connection_handle_reply(connection, handshake);
 			return;
@@ -367,10 +448,22 @@ static void bolt_connection_handle(struct bolt_connection *connection, uint16_t 
 		bolt_connection_fail(connection, reason == FI_ENOSPC || reason == FI_ENOMEM ? (int) reason : FI_EIO,
 				     "the peer refused: it has no queue pair or memory left");
 		return;
-	} else if (type == BOLT_HANDSHAKE_READY && connection->state == BOLT_CONNECTION_WAITING_READY &&
+	} else if (type == BOLT_HANDSHAKE_READY && connection->state == BOLT_CONNECTION_WAITING_READY) {
+		problem = bolt_connection_handle_ready(connection, handshake, length);
+		if (!problem)
+			return;
+	} else if (type == BOLT_HANDSHAKE_HELLO && connection->state == BOLT_CONNECTION_WAITING_READY) {
+		problem = bolt_connection_handshake_check(connection->endpoint, handshake, length, false);
+		if (!problem && (!handshake->new_link ||
+				 !bolt_connection_same_address(&handshake->sender, &connection->peer)))
+			problem = "a second hello that asks for no new link";
+		if (!problem) {
+			bolt_connection_answer(connection, handshake->domain_id, true);
+			return;
+		}
+	} else if (type == BOLT_HANDSHAKE_CONNECTED && connection->state == BOLT_CONNECTION_WAITING_CONNECTED &&
 		   length == 0) {
-		connection->state = BOLT_CONNECTION_ESTABLISHED;
-		bolt_transmit_progress(connection);
+		bolt_connection_established(connection);
 		return;
 	}
 	bolt_connection_fail(connection, FI_EPROTO, problem ? problem : "unexpected side channel message");
@@ -450,7 +543,7 @@ static void bolt_connection_progress_accepted(struct bolt_endpoint *endpoint)
 		if (ret == -FI_EAGAIN)
 			continue;
 		if (!ret && type == BOLT_HANDSHAKE_HELLO &&
-		    !bolt_connection_handshake_check(endpoint, &hello, length))
+		    !bolt_connection_handshake_check(endpoint, &hello, length, false))
 			bolt_connection_answer_hello(endpoint, accepted, &hello);
 		else
 			FI_INFO(&bolt_prov, FI_LOG_EP_CTRL, "dropped a side channel that did not say hello\n");
@@ -482,8 +575,12 @@ void bolt_connection_progress_all(struct bolt_endpoint *endpoint)
 			bolt_loss_check(connection, now);
 			bolt_data_rail_check_probes(connection, now);
 		}
+		if (connection->state == BOLT_CONNECTION_WAITING_LINK)
+			bolt_connection_answer(connection, connection->peer_domain_id, false);
 		if (connection->state == BOLT_CONNECTION_CONNECTING ||
-		    connection->state == BOLT_CONNECTION_WAITING_READY)
+		    connection->state == BOLT_CONNECTION_WAITING_READY ||
+		    connection->state == BOLT_CONNECTION_WAITING_CONNECTED ||
+		    connection->state == BOLT_CONNECTION_WAITING_LINK)
 			endpoint->handshakes_pending = true;
 		if (connection->state != BOLT_CONNECTION_ESTABLISHED &&
 		    connection->state != BOLT_CONNECTION_FAILED &&

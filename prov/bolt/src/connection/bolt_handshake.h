@@ -13,12 +13,14 @@
 #define BOLT_HANDSHAKE_BYTE_ORDER 0x01020304u
 
 enum bolt_handshake_type {
-	BOLT_HANDSHAKE_HELLO = 1,
-	BOLT_HANDSHAKE_REPLY,
-	BOLT_HANDSHAKE_READY,
+	BOLT_HANDSHAKE_HELLO = 1,       /* body: struct bolt_handshake, no queue pair yet */
+	BOLT_HANDSHAKE_REPLY,           /* body: the link to join, or a new link's queue pair */
+	BOLT_HANDSHAKE_READY,           /* no body after a join; a new link: the initiator's
+					 * queue pair, connected to the answerer's */
 	BOLT_HANDSHAKE_REJECT,          /* body: the error, an FI_E* code */
 	BOLT_HANDSHAKE_COUNT_ASK,       /* no body: answer with a count */
 	BOLT_HANDSHAKE_COUNT,           /* body: struct bolt_handshake_count */
+	BOLT_HANDSHAKE_CONNECTED,       /* no body: a new link's answerer connected: send */
 };
 
 /* What one end has sent and received on the connection's queue pairs so far. */
@@ -29,15 +31,30 @@ struct bolt_handshake_count {
 	uint32_t stripes_received;
 };
 
+/*
+ * The initiator says hello with its domain's id. The answerer joins the
+ * connection to a link it has to that domain, naming the link's queue pairs
+ * and the slot, or makes a new link and sends its queue pair. A join the
+ * initiator cannot take (its end of the link just went) says hello again,
+ * asking for a new link.
+ */
 struct bolt_handshake {
 	struct bolt_address sender;
 	struct bolt_address receiver;   /* whom the sender means: the listener checks it */
 	uint32_t byte_order;            /* the wire header is in the sender's order */
 	uint32_t qp_type;
-	uint32_t qpn;
+	uint64_t domain_id;             /* the sender's domain */
+	uint32_t qpn;                   /* the sender's queue pair of the link; HELLO: 0 */
 	uint32_t psn;
-	uint32_t receive_depth;
+	uint32_t peer_qpn;              /* REPLY joining a link: the receiver's queue pair of it */
+	uint32_t receive_depth;         /* of the link */
+	uint8_t slot;                   /* REPLY: the connection's slot on the link, */
+	uint8_t slot_nonce;             /* and the nonce its messages carry */
+	uint8_t new_link;               /* HELLO: the sender cannot join a link, make one */
+	uint8_t reserved[5];
 	uint8_t gid[16];
 };
+
+_Static_assert(sizeof(struct bolt_handshake) == 104, "the handshake has no padding");
 
 #endif /* BOLT_HANDSHAKE_H */

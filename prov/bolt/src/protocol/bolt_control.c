@@ -13,6 +13,7 @@ struct bolt_control_buffer *bolt_control_buffer_get(struct bolt_domain *domain)
 	if (!data)
 		return NULL;
 	record = &domain->control_buffers[bolt_slab_index(&domain->control_pool, data)];
+	record->link = NULL;
 	record->connection = NULL;
 	record->transmit = NULL;
 	record->data_rail = -1;
@@ -22,6 +23,11 @@ struct bolt_control_buffer *bolt_control_buffer_get(struct bolt_domain *domain)
 
 void bolt_control_buffer_put(struct bolt_domain *domain, struct bolt_control_buffer *record)
 {
+	if (record->holds_registration) {
+		bolt_rendezvous_unregister(domain, &record->registration, record->covered);
+		record->holds_registration = false;
+	}
+	record->link = NULL;
 	record->connection = NULL;
 	record->transmit = NULL;
 	record->posted = false;

@@ -10,12 +10,14 @@
  * Later writes into the region are one RDMA write each on the control
  * rail's queue pair, with immediate data that consumes a control receive:
  * so they count against credits like messages, and the target sees each,
- * reports it and counts it for loss detection. The immediate is the remote
- * CQ data, or 0 for none; on UC only 0, since other values name rendezvous
- * transfers there. On RC, to a target that counts no remote writes, a write
- * without remote CQ data is a plain RDMA write the target never sees, as
- * with raw verbs. Writes that need the target's word still ask:
- * FI_DELIVERY_COMPLETE, remote CQ data 0 (or any, on UC), out of bounds.
+ * reports it and counts it for loss detection. On RC the immediate is the
+ * remote CQ data, or 0 for none, and only the link's first connection
+ * (slot 0) may send one: it alone has the immediate whole. On UC the
+ * immediate names the connection's slot and no transfer, so remote CQ data
+ * has to ask there. On RC, to a target that counts no remote writes, a
+ * write without remote CQ data is a plain RDMA write the target never sees,
+ * as with raw verbs, from any slot. Writes that need the target's word still
+ * ask: FI_DELIVERY_COMPLETE, remote CQ data 0 (or any, on UC), out of bounds.
  *
  * Closing the MR revokes the grant. A write already on its way into a closed
  * region is lost, which UC loss detection turns into a failed connection,
@@ -223,6 +225,7 @@ bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
 	struct bolt_connection *connection = transmit->connection;
 	struct bolt_region_grant *grant;
 	uint64_t offset;
+	bool plain;
 
 	/* A peer may grant what this end's device cannot write: it only knows its own. */
 	if (!connection->grants || connection->state != BOLT_CONNECTION_ESTABLISHED ||
@@ -239,15 +242,18 @@ bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
 	offset = transmit->remote_address - grant->base;
 	if (offset > grant->length || transmit->length > grant->length - offset)
 		return false;
+	/* UC loses writes without a trace: the target counts each for loss detection. */
+	plain = grant->quiet && !bolt_rendezvous_unreliable(connection) &&
+		!(transmit->flags & FI_REMOTE_CQ_DATA);
+	if (!plain && !bolt_rendezvous_unreliable(connection) && connection->slot)
+		return false;
 	if (!bolt_rendezvous_register(connection->endpoint->domain, transmit->iov[0].iov_base,
 				      transmit->length, &transmit->registration))
 		return false;
 	transmit->target_address = grant->target_address + offset;
 	transmit->target_rkey = grant->rkey;
 	transmit->target_length = transmit->length;
-	/* UC loses writes without a trace: the target counts each for loss detection. */
-	transmit->plain_write = grant->quiet && !bolt_rendezvous_unreliable(connection) &&
-				!(transmit->flags & FI_REMOTE_CQ_DATA);
+	transmit->plain_write = plain;
 	transmit->rendezvous = BOLT_RENDEZVOUS_DIRECT;
 	transmit->reply_pending = false;
 	return true;
@@ -259,12 +265,17 @@ void bolt_direct_write_describe(const struct bolt_transmit *transmit, struct ibv
 	bolt_rendezvous_describe_write(transmit, sge, wr);
 	if (transmit->plain_write)
 		wr->opcode = IBV_WR_RDMA_WRITE;
-	wr->imm_data = transmit->flags & FI_REMOTE_CQ_DATA ? transmit->cq_data : 0;
+	if (bolt_rendezvous_unreliable(transmit->connection))
+		wr->imm_data = (uint32_t) transmit->connection->slot << BOLT_IMMEDIATE_SLOT_SHIFT;
+	else
+		wr->imm_data = transmit->flags & FI_REMOTE_CQ_DATA ? transmit->cq_data : 0;
 }
 
 void bolt_direct_write_arrived(struct bolt_connection *connection, const struct ibv_wc *wc)
 {
-	uint32_t data = wc->wc_flags & IBV_WC_WITH_IMM ? wc->imm_data : 0;
+	/* On UC the immediate names only the slot: remote CQ data never comes this way. */
+	uint32_t data = wc->wc_flags & IBV_WC_WITH_IMM && !bolt_rendezvous_unreliable(connection) ?
+			wc->imm_data : 0;
 
 	connection->stripes_received++;
 	bolt_endpoint_count_remote(connection->endpoint, BOLT_COUNTER_REMOTE_WRITE, data != 0, data,

@@ -179,11 +179,26 @@ static void bolt_match_claimed(struct bolt_endpoint *endpoint, struct bolt_recei
 		bolt_match_take(endpoint, &endpoint->unexpected_tagged, unexpected, receive);
 }
 
+/* The failed connection a directed receive names: nothing more comes from that peer. */
+static struct bolt_connection *bolt_match_failed_source(struct bolt_endpoint *endpoint,
+							const struct bolt_receive *receive)
+{
+	struct bolt_connection *connection;
+	struct bolt_address peer;
+
+	if (receive->source == FI_ADDR_UNSPEC || !(endpoint->caps & FI_DIRECTED_RECV) ||
+	    bolt_av_lookup_address(endpoint->av, receive->source, &peer))
+		return NULL;
+	HASH_FIND(hh, endpoint->connections, &peer, sizeof(peer), connection);
+	return connection && connection->state == BOLT_CONNECTION_FAILED ? connection : NULL;
+}
+
 void bolt_match_post(struct bolt_endpoint *endpoint, struct bolt_receive *receive)
 {
 	struct bolt_unexpected **list = receive->tagged ? &endpoint->unexpected_tagged :
 				       &endpoint->unexpected;
 	struct bolt_unexpected *unexpected;
+	struct bolt_connection *failed;
 
 	if (receive->tagged && (receive->flags & FI_PEEK)) {
 		bolt_match_peek(endpoint, receive);
@@ -196,6 +211,12 @@ void bolt_match_post(struct bolt_endpoint *endpoint, struct bolt_receive *receiv
 	unexpected = bolt_match_find_unexpected(endpoint, *list, receive);
 	if (unexpected) {
 		bolt_match_take(endpoint, list, unexpected, receive);
+		return;
+	}
+	failed = bolt_match_failed_source(endpoint, receive);
+	if (failed) {
+		bolt_endpoint_complete_receive(endpoint, receive, failed, 0, 0, 0, receive->tag, 0,
+					       failed->error);
 		return;
 	}
 	if (receive->tagged)
@@ -363,7 +384,7 @@ static void bolt_match_fail_directed(struct bolt_connection *connection, struct 
 	struct bolt_receive *receive, *next;
 
 	DL_FOREACH_SAFE(*list, receive, next) {
-		if (receive->source == FI_ADDR_UNSPEC || receive->source != connection->fi_addr ||
+		if (receive->source == FI_ADDR_UNSPEC || receive->source != bolt_connection_fi_addr(connection) ||
 		    !(connection->endpoint->caps & FI_DIRECTED_RECV))
 			continue;
 		DL_DELETE(*list, receive);

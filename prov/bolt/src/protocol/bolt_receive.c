@@ -1,8 +1,9 @@
 /*
- * bolt_receive.c: receiving. Each connection keeps receive_depth control
- * buffers posted; every arriving message is checked (op, lengths, sequence,
- * credits) before anything in it is trusted, handled by its op, and its
- * buffer posted again at once, which earns the peer a credit back.
+ * bolt_receive.c: receiving. Each link keeps receive_depth control buffers
+ * posted; every arriving message is checked (op, lengths, credits, then its
+ * connection's slot and sequence) before anything in it is trusted, handled
+ * by its op on its connection, and its buffer posted again at once, which
+ * earns the peer a credit back on the link.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,9 +13,9 @@
 
 static void bolt_receive_completed(struct bolt_work_completion *work, const struct ibv_wc *wc);
 
-static int bolt_receive_post(struct bolt_connection *connection, struct bolt_control_buffer *record)
+static int bolt_receive_post(struct bolt_link *link, struct bolt_control_buffer *record)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_domain *domain = link->domain;
 	struct ibv_sge sge = {
 		.addr = (uintptr_t) bolt_control_buffer_data(domain, record),
 		.length = (uint32_t) domain->control_pool.buffer_size,
@@ -29,9 +30,9 @@ static int bolt_receive_post(struct bolt_connection *connection, struct bolt_con
 	int ret;
 
 	record->work.handle = bolt_receive_completed;
-	record->connection = connection;
+	record->link = link;
 	record->posted = true;
-	ret = domain->fabric->verbs.post_recv(connection->qp, &wr, &bad_wr);
+	ret = domain->fabric->verbs.post_recv(link->qp, &wr, &bad_wr);
 	if (ret) {
 		bolt_control_buffer_put(domain, record);
 		FI_WARN(&bolt_prov, FI_LOG_EP_DATA, "post_recv failed: %s\n", strerror(ret));
@@ -40,11 +41,11 @@ static int bolt_receive_post(struct bolt_connection *connection, struct bolt_con
 	return 0;
 }
 
-int bolt_receive_post_initial(struct bolt_connection *connection)
+int bolt_receive_post_initial(struct bolt_link *link)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_domain *domain = link->domain;
 
-	for (uint32_t i = 0; i < connection->receive_depth; i++) {
+	for (uint32_t i = 0; i < link->receive_depth; i++) {
 		struct bolt_control_buffer *record = bolt_control_buffer_get(domain);
 		int ret;
 
@@ -54,16 +55,16 @@ int bolt_receive_post_initial(struct bolt_connection *connection)
 				domain->control_pool.buffer_count);
 			return -FI_ENOMEM;
 		}
-		ret = bolt_receive_post(connection, record);
+		ret = bolt_receive_post(link, record);
 		if (ret)
 			return ret;
 	}
 	return 0;
 }
 
-/* Why a message cannot be trusted, or NULL. */
-static const char *bolt_receive_check(const struct bolt_connection *connection,
-				      const struct bolt_wire_header *header, uint32_t length)
+/* Why a message on link cannot be trusted, or NULL. */
+static const char *bolt_receive_check_link(const struct bolt_link *link,
+					   const struct bolt_wire_header *header, uint32_t length)
 {
 	if (length < sizeof(*header))
 		return "message shorter than its header";
@@ -72,10 +73,17 @@ static const char *bolt_receive_check(const struct bolt_connection *connection,
 	if (header->payload_length != length - sizeof(*header) ||
 	    header->payload_length > BOLT_SEGMENT_PAYLOAD)
 		return "payload length does not match the message";
+	if ((uint64_t) link->send_credits + header->credits > link->peer_receive_depth)
+		return "more credits than the peer has receives";
+	return NULL;
+}
+
+/* Why a message cannot be trusted by its connection, or NULL. */
+static const char *bolt_receive_check(const struct bolt_connection *connection,
+				      const struct bolt_wire_header *header)
+{
 	if (header->sequence != connection->receive_sequence)
 		return "sequence gap: a message was lost";
-	if ((uint64_t) connection->send_credits + header->credits > connection->peer_receive_depth)
-		return "more credits than the peer has receives";
 	if (header->total_length > BOLT_MAX_MSG_SIZE ||
 	    (bolt_wire_op_carries_data((enum bolt_wire_op) header->op) &&
 	     header->offset + header->payload_length > header->total_length))
@@ -160,59 +168,98 @@ static void bolt_receive_dispatch(struct bolt_connection *connection,
 	}
 }
 
+/*
+ * The connection a write with immediate data on link is for: on UC the
+ * immediate names its slot, on RC only slot 0 writes with immediate data.
+ */
+static struct bolt_connection *bolt_receive_write_connection(const struct bolt_link *link,
+							     const struct ibv_wc *wc)
+{
+	if (link->qp->qp_type == IBV_QPT_RC)
+		return bolt_link_connection(link, 0);
+	return bolt_link_connection(link, (uint8_t) ((wc->imm_data & BOLT_IMMEDIATE_SLOT_MASK) >>
+						     BOLT_IMMEDIATE_SLOT_SHIFT));
+}
+
+/* A write with immediate data landed for connection: no message, its data is in place. */
+static void bolt_receive_landed(struct bolt_connection *connection, const struct ibv_wc *wc)
+{
+	/* On UC, immediate data that names a transfer is a stripe's; without, a direct write's. */
+	if (!bolt_rendezvous_unreliable(connection) ||
+	    !(wc->imm_data & (BOLT_IMMEDIATE_ID | BOLT_IMMEDIATE_WRITE_BACK)))
+		bolt_direct_write_arrived(connection, wc);
+	else if (!bolt_rendezvous_stripe_landed(connection, wc) &&
+		 !bolt_rendezvous_read_landed(connection, wc))
+		bolt_connection_fail(connection, FI_EIO, "a stripe for no transfer");
+}
+
+/* A message for its connection, if that is still there (the peer may not know yet that it left). */
+static void bolt_receive_arrived(struct bolt_link *link, const struct bolt_wire_header *header)
+{
+	struct bolt_connection *connection = bolt_link_connection(link, header->slot);
+	const char *problem;
+
+	if (!connection || connection->slot_nonce != header->slot_nonce)
+		return;
+	problem = bolt_receive_check(connection, header);
+	if (problem) {
+		/* A message lost took a credit with it: the link takes no new connections. */
+		link->retiring = true;
+		bolt_connection_fail(connection, FI_EIO, problem);
+		return;
+	}
+	connection->receive_sequence++;
+	bolt_receive_dispatch(connection, header, (const char *) (header + 1));
+}
+
 static void bolt_receive_completed(struct bolt_work_completion *work, const struct ibv_wc *wc)
 {
 	struct bolt_control_buffer *record = bolt_control_buffer_of_work(work);
-	struct bolt_connection *connection = record->connection;
+	struct bolt_link *link = record->link;
 	struct bolt_domain *domain;
 	const struct bolt_wire_header *header;
+	struct bolt_connection *connection;
 	const char *problem;
 
 	if (!record->posted)
 		return;
-	domain = connection->endpoint->domain;
-	if (connection->state == BOLT_CONNECTION_FAILED) {
+	domain = link->domain;
+	if (!link->qp) {
 		bolt_control_buffer_put(domain, record);
 		return;
 	}
 	if (wc->status != IBV_WC_SUCCESS) {
 		bolt_control_buffer_put(domain, record);
-		bolt_connection_fail(connection, FI_EIO, domain->fabric->verbs.wc_status_str(wc->status));
+		bolt_link_fail(link, FI_EIO, domain->fabric->verbs.wc_status_str(wc->status));
 		return;
 	}
 	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-		/*
-		 * No message: a write whose data is in place already. On UC,
-		 * immediate data other than 0 names a rendezvous transfer.
-		 */
-		if (!bolt_rendezvous_unreliable(connection) || !wc->imm_data)
-			bolt_direct_write_arrived(connection, wc);
-		else if (!bolt_rendezvous_stripe_landed(connection, wc) &&
-			 !bolt_rendezvous_read_landed(connection, wc))
-			bolt_connection_fail(connection, FI_EIO, "a stripe for no transfer");
+		connection = bolt_receive_write_connection(link, wc);
+		if (connection)
+			bolt_receive_landed(connection, wc);
 	} else {
 		header = (const struct bolt_wire_header *) bolt_control_buffer_data(domain, record);
-		problem = bolt_receive_check(connection, header, wc->byte_len);
+		problem = bolt_receive_check_link(link, header, wc->byte_len);
 		if (problem) {
 			bolt_control_buffer_put(domain, record);
-			bolt_connection_fail(connection, FI_EIO, problem);
+			bolt_link_fail(link, FI_EIO, problem);
 			return;
 		}
-		connection->receive_sequence++;
-		connection->send_credits += header->credits;
-		bolt_receive_dispatch(connection, header, (const char *) (header + 1));
+		link->send_credits += header->credits;
+		bolt_receive_arrived(link, header);
 	}
-	if (connection->state == BOLT_CONNECTION_FAILED) {
+	/* Handling it may have failed the last connection, and retired the link with it. */
+	if (!link->qp) {
 		bolt_control_buffer_put(domain, record);
 		return;
 	}
 	/* The payload has been copied out: the buffer can take the next message. */
-	if (bolt_receive_post(connection, record)) {
-		bolt_connection_fail(connection, FI_EIO, "a receive could not be posted again");
+	if (bolt_receive_post(link, record)) {
+		bolt_link_fail(link, FI_EIO, "a receive could not be posted again");
 		return;
 	}
-	connection->credits_to_return++;
-	bolt_transmit_progress(connection);
+	link->credits_to_return++;
+	bolt_link_progress(link);
 }
 
 static void bolt_receive_write(struct bolt_connection *connection,

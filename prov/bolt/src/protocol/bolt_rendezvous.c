@@ -267,23 +267,23 @@ void bolt_rendezvous_write_request(struct bolt_connection *connection,
 }
 
 /*
- * Immediate data that names a transfer: the low 31 bits of the request id of
- * the peer whose data it is (never all 0: ids skip those), and the top bit
- * for a read written back, named by the reader's own id, so that it never
- * meets a peer's message or write of the same number.
+ * Immediate data that names a transfer: the connection's slot on its link,
+ * the low bits of the request id of the peer whose data it is (never all 0:
+ * ids skip those), and the top bit for a read written back, named by the
+ * reader's own id, so that it never meets a peer's message or write of the
+ * same number.
  */
-#define BOLT_RENDEZVOUS_IMMEDIATE_ID 0x7fffffffu
-#define BOLT_RENDEZVOUS_IMMEDIATE_WRITE_BACK 0x80000000u
-
-uint32_t bolt_rendezvous_immediate(uint64_t request_id, bool write_back)
+uint32_t bolt_rendezvous_immediate(const struct bolt_connection *connection, uint64_t request_id,
+				   bool write_back)
 {
-	return (uint32_t) (request_id & BOLT_RENDEZVOUS_IMMEDIATE_ID) |
-	       (write_back ? BOLT_RENDEZVOUS_IMMEDIATE_WRITE_BACK : 0);
+	return (uint32_t) (request_id & BOLT_IMMEDIATE_ID) |
+	       (uint32_t) connection->slot << BOLT_IMMEDIATE_SLOT_SHIFT |
+	       (write_back ? BOLT_IMMEDIATE_WRITE_BACK : 0);
 }
 
 bool bolt_rendezvous_unreliable(const struct bolt_connection *connection)
 {
-	return connection->qp->qp_type != IBV_QPT_RC;
+	return connection->endpoint->domain->primary.qp_type != IBV_QPT_RC;
 }
 
 void bolt_rendezvous_describe_write(const struct bolt_transmit *transmit, struct ibv_sge *sge,
@@ -295,7 +295,7 @@ void bolt_rendezvous_describe_write(const struct bolt_transmit *transmit, struct
 	wr->sg_list = sge;
 	wr->num_sge = 1;
 	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-	wr->imm_data = bolt_rendezvous_immediate(transmit->request_id,
+	wr->imm_data = bolt_rendezvous_immediate(transmit->connection, transmit->request_id,
 						 transmit->op == BOLT_WIRE_READ_RESPONSE);
 	wr->wr.rdma.remote_addr = transmit->target_address;
 	wr->wr.rdma.rkey = transmit->target_rkey;
@@ -311,10 +311,10 @@ int bolt_rendezvous_write(struct bolt_connection *connection, struct bolt_transm
 
 	bolt_rendezvous_describe_write(transmit, &sge, &wr);
 	wr.opcode = IBV_WR_RDMA_WRITE;
-	ret = domain->fabric->verbs.post_send(connection->qp, &wr, &bad_wr);
+	ret = domain->fabric->verbs.post_send(connection->link->qp, &wr, &bad_wr);
 	if (ret)
 		return ret;
-	connection->outstanding_sends++;
+	connection->link->outstanding_sends++;
 	return 0;
 }
 
@@ -461,7 +461,7 @@ static struct bolt_inbound *bolt_rendezvous_find_striped(struct bolt_connection 
 	struct bolt_inbound *record;
 
 	DL_FOREACH(connection->rendezvous, record)
-		if (bolt_rendezvous_immediate(record->request_id, false) == immediate &&
+		if (bolt_rendezvous_immediate(connection, record->request_id, false) == immediate &&
 		    record->stripes_pending &&
 		    (record->write || record->receive))
 			return record;
@@ -551,7 +551,7 @@ static struct bolt_transmit *bolt_rendezvous_find_read(struct bolt_connection *c
 	DL_FOREACH(connection->posted, read)
 		if (read->op == BOLT_WIRE_READ_REQUEST && read->reply_pending &&
 		    (read->wire_flags & BOLT_WIRE_FLAG_WRITE_BACK) &&
-		    bolt_rendezvous_immediate(read->request_id, true) == immediate)
+		    bolt_rendezvous_immediate(connection, read->request_id, true) == immediate)
 			return read;
 	return NULL;
 }

@@ -20,15 +20,19 @@ void bolt_transmit_posted_all(struct bolt_transmit *transmit)
 	DL_APPEND(connection->posted, transmit);
 }
 
-/* Room for slots more send queue entries, and a credit (the last one only to return credits). */
+/*
+ * Room for slots more send queue entries on the link, and a credit (the
+ * last one only to return credits).
+ */
 static bool bolt_transmit_can_send(const struct bolt_connection *connection, bool credit_only,
 				   int slots)
 {
 	const struct bolt_domain *domain = connection->endpoint->domain;
+	const struct bolt_link *link = connection->link;
 
 	return connection->state == BOLT_CONNECTION_ESTABLISHED &&
-	       connection->outstanding_sends + slots <= (int) domain->primary.budget.queue_depth &&
-	       connection->send_credits > (credit_only ? 0u : 1u);
+	       link->outstanding_sends + slots <= (int) domain->primary.budget.queue_depth &&
+	       link->send_credits > (credit_only ? 0u : 1u);
 }
 
 /* On RC a rendezvous write goes out with its DONE: two send queue entries; on UC it is one. */
@@ -65,23 +69,25 @@ static bool bolt_transmit_post_request(struct bolt_connection *connection,
 				       struct bolt_control_buffer *record, struct ibv_send_wr *wr)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_link *link = connection->link;
 	struct ibv_send_wr *bad_wr;
 	int ret;
 
 	wr->wr_id = (uintptr_t) &record->work;
 	wr->send_flags = IBV_SEND_SIGNALED;
 	record->work.handle = bolt_transmit_send_completed;
+	record->link = link;
 	record->connection = connection;
 	record->posted = true;
-	ret = domain->fabric->verbs.post_send(connection->qp, wr, &bad_wr);
+	ret = domain->fabric->verbs.post_send(link->qp, wr, &bad_wr);
 	if (ret) {
 		bolt_control_buffer_put(domain, record);
-		bolt_connection_fail(connection, FI_EIO, strerror(ret));
+		bolt_link_fail(link, FI_EIO, strerror(ret));
 		return false;
 	}
-	connection->outstanding_sends++;
+	link->outstanding_sends++;
 	if (wr->opcode != IBV_WR_RDMA_WRITE)
-		connection->send_credits--;
+		link->send_credits--;
 	return true;
 }
 
@@ -156,10 +162,12 @@ static void bolt_transmit_header(struct bolt_connection *connection, struct bolt
 {
 	memset(header, 0, sizeof(*header));
 	header->op = (uint8_t) op;
-	header->payload_length = (uint32_t) payload_length;
-	header->credits = (uint16_t) connection->credits_to_return;
+	header->payload_length = (uint16_t) payload_length;
+	header->slot = connection->slot;
+	header->slot_nonce = connection->slot_nonce;
+	header->credits = (uint16_t) connection->link->credits_to_return;
 	header->sequence = connection->send_sequence++;
-	connection->credits_to_return = 0;
+	connection->link->credits_to_return = 0;
 }
 
 /* What every message of an operation says about it. */
@@ -287,7 +295,7 @@ static void bolt_transmit_return_credits(struct bolt_connection *connection)
 	struct bolt_domain *domain = connection->endpoint->domain;
 	struct bolt_control_buffer *record;
 
-	if (connection->credits_to_return < connection->receive_depth / 2 ||
+	if (connection->link->credits_to_return < connection->link->receive_depth / 2 ||
 	    !bolt_transmit_can_send(connection, true, 1))
 		return;
 	record = bolt_control_buffer_get(domain);
@@ -312,6 +320,9 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 	struct bolt_transmit *transmit, *next;
 	bool blocked = false;
 
+	/* Until then, the connection may have no link yet. */
+	if (connection->state != BOLT_CONNECTION_ESTABLISHED)
+		return;
 	DL_FOREACH_SAFE(connection->transmits, transmit, next) {
 		if (blocked && !transmit->internal)
 			continue;
@@ -368,7 +379,7 @@ bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_trans
 		record->transmit = transmit;
 		ret = bolt_data_rail_post_write(connection, rail, record, &sge,
 						transmit->target_address + offset, transmit->rail_rkeys[rail],
-						bolt_rendezvous_immediate(transmit->request_id,
+						bolt_rendezvous_immediate(connection, transmit->request_id,
 									  transmit->op == BOLT_WIRE_READ_RESPONSE));
 		if (ret) {
 			bolt_control_buffer_put(domain, record);
@@ -474,22 +485,38 @@ static void bolt_transmit_send_completed(struct bolt_work_completion *work, cons
 {
 	struct bolt_control_buffer *record = bolt_control_buffer_of_work(work);
 	struct bolt_connection *connection = record->connection;
+	struct bolt_link *link = record->link;
 	struct bolt_transmit *transmit = record->transmit;
 	int send_slots = record->send_slots, rail = record->data_rail;
 	struct bolt_domain *domain;
 
 	if (!record->posted)
 		return;
-	domain = connection->endpoint->domain;
-	bolt_control_buffer_put(domain, record);
+	/* A control rail send retires entries of its link's queue, a stripe one of its rail's. */
+	if (link) {
+		domain = link->domain;
+		bolt_control_buffer_put(domain, record);
+		if (!link->qp)
+			return;
+		link->outstanding_sends -= send_slots;
+		if (wc->status != IBV_WC_SUCCESS) {
+			bolt_link_fail(link, FI_EIO, domain->fabric->verbs.wc_status_str(wc->status));
+			return;
+		}
+		/* Its connection left the link: the link's others may use the room. */
+		if (!connection) {
+			bolt_link_progress(link);
+			return;
+		}
+	} else {
+		domain = connection->endpoint->domain;
+		bolt_control_buffer_put(domain, record);
+	}
 	/* A failed connection has already ended its transmits. */
 	if (connection->state == BOLT_CONNECTION_FAILED)
 		return;
-	/* A stripe retires an entry of its data rail's queue, a control send those of the control rail. */
 	if (rail >= 0)
 		connection->data_rails[rail].outstanding_sends--;
-	else
-		connection->outstanding_sends -= send_slots;
 	if (wc->status != IBV_WC_SUCCESS) {
 		bolt_connection_fail(connection, FI_EIO,
 				     domain->fabric->verbs.wc_status_str(wc->status));
@@ -507,8 +534,8 @@ void bolt_transmit_start(struct bolt_transmit *transmit)
 	struct bolt_connection *connection = transmit->connection;
 
 	if (!transmit->internal) {
-		/* Stripes name their transfer by the low 31 bits; 0 names none (a direct write). */
-		if (!bolt_rendezvous_immediate(connection->next_request_id, false))
+		/* Stripes name their transfer by its low bits; 0 names none (a direct write). */
+		if (!(connection->next_request_id & BOLT_IMMEDIATE_ID))
 			connection->next_request_id++;
 		transmit->request_id = connection->next_request_id++;
 		transmit->reply_pending = transmit->op == BOLT_WIRE_WRITE ||

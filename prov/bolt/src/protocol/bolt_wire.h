@@ -62,11 +62,28 @@ enum bolt_wire_flag {
 					     * the rails its payload names */
 };
 
+/*
+ * Connections of a link share its queue pair (connection/bolt_link.c): a
+ * message names its connection's slot in the header. An RDMA write with
+ * immediate data names it in the immediate: on UC, the slot and the transfer
+ * (BOLT_IMMEDIATE_ID, 0 for a direct write); on RC, where the immediate is
+ * the remote CQ data whole, only the link's first connection (slot 0) writes
+ * with immediate data on the link.
+ */
+#define BOLT_LINK_SLOTS 32
+#define BOLT_IMMEDIATE_WRITE_BACK 0x80000000u
+#define BOLT_IMMEDIATE_SLOT_SHIFT 26
+#define BOLT_IMMEDIATE_SLOT_MASK 0x7c000000u
+#define BOLT_IMMEDIATE_ID 0x03ffffffu
+
 struct bolt_wire_header {
 	uint8_t op;                 /* enum bolt_wire_op */
 	uint8_t flags;              /* enum bolt_wire_flag */
-	uint16_t credits;           /* receives the sender reposted for the peer */
-	uint32_t payload_length;    /* bytes after the header */
+	uint16_t credits;           /* receives the sender reposted on the link for the peer */
+	uint16_t payload_length;    /* bytes after the header, at most a control buffer's */
+	uint8_t slot;               /* the connection's slot on the link (bolt_link.c) */
+	uint8_t slot_nonce;         /* and its nonce there: a message meant for an earlier
+				     * occupant of the slot is dropped */
 	uint32_t sequence;          /* per connection and direction: loss shows as a gap */
 	uint32_t cq_data;           /* FI_REMOTE_CQ_DATA; WRITE_ACK, READ_RESPONSE: status */
 	uint64_t tag;

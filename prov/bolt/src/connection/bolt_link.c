@@ -1,0 +1,261 @@
+/*
+ * bolt_link.c: links, the control rail's queue pairs. A domain makes one to
+ * a peer domain on the first connection between their endpoints, and the
+ * connections between any other pair of their endpoints join it, up to
+ * BOLT_LINK_SLOTS: Thunderbolt gives a device 10 queue pairs, and an NCCL
+ * plugin or an MPI library opens several endpoints per peer.
+ *
+ * The link owns its queue pair and the receives posted on it; the peer's
+ * credits count those receives, whichever connection's message takes one.
+ * Each connection has a slot, the same number at both ends: messages name it
+ * in their header, writes with immediate data in the immediate. The domain
+ * that answers a join chooses the slot, from its half of them (by domain id),
+ * so two joins at once never choose the same slot.
+ *
+ * A connection that leaves takes nothing with it: the receives stay with the
+ * link, and its sends still posted complete later, their buffers' device
+ * registrations held by the send until then. The last connection to leave
+ * retires the link: its queue pair goes, and its buffers return once the
+ * device has been polled empty after that.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utlist.h>
+
+#include "bolt_endpoint.h"
+
+#define BOLT_LINK_RECEIVE_DEPTH 32     /* also the peer's credits */
+
+/* The queue pair within the device's budget, in INIT with its receives posted. */
+static int bolt_link_create_qp(struct bolt_link *link)
+{
+	struct bolt_domain *domain = link->domain;
+	struct bolt_verbs *verbs = &domain->fabric->verbs;
+	int ret;
+
+	if (domain->primary.qp_count >= domain->primary.budget.qp_budget) {
+		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
+			"%s allows %d queue pairs and this domain uses them all: no connection to one more peer\n",
+			domain->primary.device.name, domain->primary.budget.qp_budget);
+		return -FI_ENOSPC;
+	}
+	link->qp = bolt_qp_create(verbs, domain->primary.handle.pd, domain->primary.handle.cq,
+				  domain->primary.qp_type, (uint32_t) domain->primary.budget.queue_depth, 0);
+	if (!link->qp) {
+		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
+			"%s refused a queue pair (%s): its limit is %d queue pairs, shared by every process on it\n",
+			domain->primary.device.name, strerror(errno), domain->primary.budget.qp_budget);
+		return -FI_ENOSPC;
+	}
+	domain->primary.qp_count++;
+	link->psn = (uint32_t) rand() & 0xffffff;
+	link->receive_depth = BOLT_LINK_RECEIVE_DEPTH;
+	ret = bolt_qp_init(verbs, link->qp, domain->primary.qp_local.port_num);
+	if (ret)
+		return ret;
+	return bolt_receive_post_initial(link);
+}
+
+/* Its queue pair goes; its buffers wait for the next full poll (bolt_link_reclaim). */
+static void bolt_link_retire(struct bolt_link *link)
+{
+	struct bolt_domain *domain = link->domain;
+
+	if (link->qp) {
+		domain->fabric->verbs.destroy_qp(link->qp);
+		link->qp = NULL;
+		domain->primary.qp_count--;
+	}
+	link->retired_generation = domain->poll_generation;
+	DL_DELETE(domain->links, link);
+	DL_APPEND(domain->retired_links, link);
+}
+
+int bolt_link_create(struct bolt_domain *domain, uint64_t peer_domain_id, struct bolt_link **result)
+{
+	struct bolt_link *link = calloc(1, sizeof(*link));
+	int ret;
+
+	if (!link)
+		return -FI_ENOMEM;
+	link->domain = domain;
+	link->peer_domain_id = peer_domain_id;
+	link->shareable = domain->fabric->params.share_queue_pairs && peer_domain_id &&
+			  peer_domain_id != domain->domain_id;
+	DL_APPEND(domain->links, link);
+	ret = bolt_link_create_qp(link);
+	if (ret) {
+		bolt_link_retire(link);
+		return ret;
+	}
+	*result = link;
+	return 0;
+}
+
+int bolt_link_connect(struct bolt_link *link, uint32_t qpn, uint32_t psn, const uint8_t *gid,
+		      uint32_t receive_depth)
+{
+	struct bolt_domain *domain = link->domain;
+	struct bolt_qp_local local = domain->primary.qp_local;
+	struct bolt_qp_remote remote = { .qpn = qpn, .psn = psn };
+
+	local.psn = link->psn;
+	memcpy(remote.gid.raw, gid, sizeof(remote.gid.raw));
+	link->peer_gid = remote.gid;
+	link->peer_qpn = qpn;
+	link->peer_receive_depth = receive_depth;
+	link->send_credits = receive_depth;
+	return bolt_qp_connect(&domain->fabric->verbs, link->qp, &local, &remote);
+}
+
+/* Whether this domain chooses the odd slots of links to that peer (the even ones from 2 if not). */
+static bool bolt_link_chooses_odd(const struct bolt_link *link)
+{
+	return link->domain->domain_id < link->peer_domain_id;
+}
+
+int bolt_link_free_slot(struct bolt_link *link)
+{
+	bool odd = bolt_link_chooses_odd(link);
+
+	for (int tried = 0; tried < BOLT_LINK_SLOTS; tried++) {
+		int slot = (link->next_slot + tried) % BOLT_LINK_SLOTS;
+
+		/* Slot 0 is the first connection's, which made the link. */
+		if (!slot || (slot % 2 == 1) != odd || link->slots[slot])
+			continue;
+		/* A slot comes round again only after the others: a late message
+		 * for its last occupant has long arrived. */
+		link->next_slot = slot + 1;
+		return slot;
+	}
+	return -1;
+}
+
+struct bolt_link *bolt_link_find_joinable(struct bolt_domain *domain, uint64_t peer_domain_id)
+{
+	struct bolt_link *link, *connecting = NULL;
+
+	DL_FOREACH(domain->links, link) {
+		if (!link->shareable || link->retiring || !link->users ||
+		    link->peer_domain_id != peer_domain_id)
+			continue;
+		if (link->established)
+			return link;
+		connecting = link;
+	}
+	return connecting;
+}
+
+struct bolt_link *bolt_link_find(struct bolt_domain *domain, uint64_t peer_domain_id, uint32_t qpn,
+				 uint32_t peer_qpn)
+{
+	struct bolt_link *link;
+
+	DL_FOREACH(domain->links, link)
+		if (link->shareable && !link->retiring && link->peer_domain_id == peer_domain_id &&
+		    link->qp->qp_num == qpn && link->peer_qpn == peer_qpn)
+			return link;
+	return NULL;
+}
+
+int bolt_link_join(struct bolt_link *link, struct bolt_connection *connection, int slot,
+		   uint8_t slot_nonce)
+{
+	if (slot < 0 || slot >= BOLT_LINK_SLOTS || link->slots[slot])
+		return -FI_EBUSY;
+	link->slots[slot] = connection;
+	link->users++;
+	connection->link = link;
+	connection->slot = (uint8_t) slot;
+	connection->slot_nonce = slot_nonce;
+	connection->peer_gid = link->peer_gid;
+	return 0;
+}
+
+/*
+ * The connection's sends still posted on the link complete after it left:
+ * each keeps what it needs till then, the device registration of the
+ * buffer an RDMA write reads included (the operation has ended by then).
+ */
+static void bolt_link_orphan_sends(struct bolt_link *link, struct bolt_connection *connection)
+{
+	struct bolt_domain *domain = link->domain;
+
+	for (uint32_t i = 0; i < domain->control_pool.buffer_count; i++) {
+		struct bolt_control_buffer *record = &domain->control_buffers[i];
+		struct bolt_transmit *transmit = record->transmit;
+
+		if (!record->posted || record->link != link || record->connection != connection)
+			continue;
+		if (transmit && transmit->in_flight) {
+			record->registration = transmit->registration;
+			record->covered = transmit->covered;
+			record->holds_registration = true;
+			memset(&transmit->registration, 0, sizeof(transmit->registration));
+		}
+		record->connection = NULL;
+		record->transmit = NULL;
+	}
+}
+
+void bolt_link_leave(struct bolt_connection *connection)
+{
+	struct bolt_link *link = connection->link;
+
+	if (!link)
+		return;
+	if (link->qp)
+		bolt_link_orphan_sends(link, connection);
+	link->slots[connection->slot] = NULL;
+	link->users--;
+	connection->link = NULL;
+	if (!link->users)
+		bolt_link_retire(link);
+}
+
+struct bolt_connection *bolt_link_connection(const struct bolt_link *link, uint8_t slot)
+{
+	struct bolt_connection *connection = slot < BOLT_LINK_SLOTS ? link->slots[slot] : NULL;
+
+	return connection && connection->state != BOLT_CONNECTION_FAILED ? connection : NULL;
+}
+
+void bolt_link_fail(struct bolt_link *link, int error, const char *why)
+{
+	/* Each connection leaves as it fails; the last one retires the link. */
+	for (int slot = 0; slot < BOLT_LINK_SLOTS && link->qp; slot++)
+		if (link->slots[slot])
+			bolt_connection_fail(link->slots[slot], error, why);
+}
+
+void bolt_link_progress(struct bolt_link *link)
+{
+	for (int slot = 0; slot < BOLT_LINK_SLOTS && link->qp; slot++) {
+		struct bolt_connection *connection = bolt_link_connection(link, (uint8_t) slot);
+
+		if (connection && connection->state == BOLT_CONNECTION_ESTABLISHED)
+			bolt_transmit_progress(connection);
+	}
+}
+
+void bolt_link_reclaim(struct bolt_domain *domain, bool all)
+{
+	struct bolt_link *link, *next;
+
+	DL_FOREACH_SAFE(domain->retired_links, link, next) {
+		/* The CQ has been polled empty since its queue pair went: no
+		 * completion can still name its buffers. */
+		if (!all && domain->poll_generation <= link->retired_generation)
+			continue;
+		for (uint32_t i = 0; i < domain->control_pool.buffer_count; i++) {
+			struct bolt_control_buffer *record = &domain->control_buffers[i];
+
+			if (record->posted && record->link == link)
+				bolt_control_buffer_put(domain, record);
+		}
+		DL_DELETE(domain->retired_links, link);
+		free(link);
+	}
+}
