@@ -193,23 +193,28 @@ static void bolt_receive_landed(struct bolt_connection *connection, const struct
 		bolt_connection_fail(connection, FI_EIO, "a stripe for no transfer");
 }
 
-/* A message for its connection, if that is still there (the peer may not know yet that it left). */
-static void bolt_receive_arrived(struct bolt_link *link, const struct bolt_wire_header *header)
+/*
+ * A message for its connection, if that is still there (the peer may not
+ * know yet that it left); returns the connection.
+ */
+static struct bolt_connection *bolt_receive_arrived(struct bolt_link *link,
+						    const struct bolt_wire_header *header)
 {
 	struct bolt_connection *connection = bolt_link_connection(link, header->slot);
 	const char *problem;
 
 	if (!connection || connection->slot_nonce != header->slot_nonce)
-		return;
+		return NULL;
 	problem = bolt_receive_check(connection, header);
 	if (problem) {
 		/* A message lost took a credit with it: the link takes no new connections. */
 		link->retiring = true;
 		bolt_connection_fail(connection, FI_EIO, problem);
-		return;
+		return NULL;
 	}
 	connection->receive_sequence++;
 	bolt_receive_dispatch(connection, header, (const char *) (header + 1));
+	return connection;
 }
 
 static void bolt_receive_completed(struct bolt_work_completion *work, const struct ibv_wc *wc)
@@ -246,7 +251,7 @@ static void bolt_receive_completed(struct bolt_work_completion *work, const stru
 			return;
 		}
 		link->send_credits += header->credits;
-		bolt_receive_arrived(link, header);
+		connection = bolt_receive_arrived(link, header);
 	}
 	/* Handling it may have failed the last connection, and retired the link with it. */
 	if (!link->qp) {
@@ -259,7 +264,11 @@ static void bolt_receive_completed(struct bolt_work_completion *work, const stru
 		return;
 	}
 	link->credits_to_return++;
-	bolt_link_progress(link);
+	/* Its connection returns the credit; with none left there, any other may. */
+	if (connection && connection->state != BOLT_CONNECTION_FAILED)
+		bolt_transmit_progress(connection);
+	else
+		bolt_link_progress(link);
 }
 
 static void bolt_receive_write(struct bolt_connection *connection,
