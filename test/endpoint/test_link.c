@@ -219,8 +219,7 @@ struct link_test {
 static struct link_test link_test_of(const char *profile, int pairs, bool shared)
 {
 	struct link_test test = {
-		.options = { .profile = profile, .caps = LINK_CAPS, .mr_mode = RDM_MR_MODE,
-			     .software_device_only = true },
+		.options = { .profile = profile, .caps = LINK_CAPS, .mr_mode = RDM_MR_MODE },
 		.pairs = pairs,
 		.shared = shared,
 	};
@@ -286,6 +285,8 @@ static void all_pairs(const char *profile, int pairs, bool shared)
 	pid_t peer;
 	int ret;
 
+	/* It sets the software device's queue pair limit. */
+	test.options.software_device_only = true;
 	/* Fewer than one per pair, with room for each domain's probes when it opens. */
 	setenv("FI_BOLT_SOFT_MAX_QP", "6", 1);
 	setenv("FI_BOLT_SHARE_QUEUE_PAIRS", shared ? "1" : "0", 1);

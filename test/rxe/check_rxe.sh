@@ -146,6 +146,7 @@ criterion test/endpoint/test_rma
 criterion test/endpoint/test_direct_write
 criterion test/endpoint/test_api
 criterion test/endpoint/test_liveness
+criterion test/endpoint/test_link --filter 'links/*rocev2'
 criterion test/collective/test_collective --filter 'collective_focused/*'
 criterion test/collective/test_collective_failure
 write_bandwidth 1048576
