@@ -179,7 +179,7 @@ int bolt_link_join(struct bolt_link *link, struct bolt_connection *connection, i
  * each keeps what it needs till then, the device registration of the
  * buffer an RDMA write reads included (the operation has ended by then).
  */
-static void bolt_link_orphan_sends(struct bolt_link *link, struct bolt_connection *connection)
+static void bolt_link_orphan_sends(struct bolt_link *link, const struct bolt_connection *connection)
 {
 	struct bolt_domain *domain = link->domain;
 

@@ -36,6 +36,17 @@ static bool bolt_loss_waiting(const struct bolt_connection *connection)
 	       connection->stripes_sent != watch->confirmed_stripes;
 }
 
+/*
+ * Fails a connection that lost messages. Each lost SEND also took one of the
+ * link's credits, which never comes back: no new connection joins the link.
+ */
+static void bolt_loss_fail(struct bolt_connection *connection, const char *why)
+{
+	if (connection->link)
+		connection->link->retiring = true;
+	bolt_connection_fail(connection, FI_EIO, why);
+}
+
 /* Judges the peer's counts; false when the connection failed. */
 static bool bolt_loss_judge(struct bolt_connection *connection)
 {
@@ -43,14 +54,14 @@ static bool bolt_loss_judge(struct bolt_connection *connection)
 
 	if (bolt_loss_before(connection->receive_sequence, watch->peer_sent) ||
 	    bolt_loss_before(connection->stripes_received, watch->peer_stripes_sent)) {
-		bolt_connection_fail(connection, FI_EIO,
-				     "messages from the peer were lost on the way (UC drops them without a trace)");
+		bolt_loss_fail(connection,
+			       "messages from the peer were lost on the way (UC drops them without a trace)");
 		return false;
 	}
 	if (bolt_loss_before(watch->peer_received, watch->sent_at_previous_ask) ||
 	    bolt_loss_before(watch->peer_stripes_received, watch->stripes_sent_at_previous_ask)) {
-		bolt_connection_fail(connection, FI_EIO,
-				     "messages to the peer were lost on the way (UC drops them without a trace)");
+		bolt_loss_fail(connection,
+			       "messages to the peer were lost on the way (UC drops them without a trace)");
 		return false;
 	}
 	if (!bolt_loss_before(watch->peer_received, watch->sent_at_ask))

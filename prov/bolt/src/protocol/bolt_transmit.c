@@ -201,7 +201,7 @@ static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
 		ret = bolt_rendezvous_write(connection, transmit);
 		if (ret) {
 			bolt_control_buffer_put(connection->endpoint->domain, record);
-			bolt_connection_fail(connection, FI_EIO, strerror(ret));
+			bolt_link_fail(connection->link, FI_EIO, strerror(ret));
 			return;
 		}
 	}
