@@ -630,6 +630,24 @@ Test(collective_large, thunderbolt_2_two_cables)
 	cr_assert_eq(collective_run(&options, "coll-cables", test_large_striped, NULL), 0);
 }
 
+/*
+ * Three hosts, each cabled to the two others: a domain's own port reaches
+ * one of them; the other is reached over its second port, found by probing.
+ */
+Test(collective_large, thunderbolt_3_mesh)
+{
+	struct collective_options options = { .profile = "thunderbolt", .size = 3, .topology = "mesh:3" };
+
+	cr_assert_eq(collective_run(&options, "coll-mesh", test_large, NULL), 0);
+}
+
+Test(collective_large, thunderbolt_4_mesh)
+{
+	struct collective_options options = { .profile = "thunderbolt", .size = 4, .topology = "mesh:4" };
+
+	cr_assert_eq(collective_run(&options, "coll-mesh", test_large, NULL), 0);
+}
+
 Test(collective_large, rocev2_8)
 {
 	struct collective_options options = { .profile = "rocev2", .size = 8 };

@@ -237,7 +237,10 @@ static int link_side_start(const struct link_test *test, struct link_side *side,
 	return link_side_open(side);
 }
 
-/* The test's start: the environment, the peer forked to run peer(socket, test), this end open. */
+/*
+ * The test's start: the environment, the peer forked to run peer(socket,
+ * test), this end open. On a mesh this end is host 0 and the peer host 2.
+ */
 static pid_t link_start(struct link_test *test, struct link_side *side, const char *tag,
 			int (*peer)(int socket, void *argument))
 {
@@ -245,7 +248,10 @@ static pid_t link_start(struct link_test *test, struct link_side *side, const ch
 	pid_t pid;
 
 	rdm_environment(&test->options, tag);
+	if (test->options.topology)
+		setenv("FI_BOLT_SOFT_HOST", "2", 1);
 	pid = rdm_fork(peer, test, &socket);
+	setenv("FI_BOLT_SOFT_HOST", "0", 1);
 	cr_assert(pid > 0);
 	cr_assert_eq(link_side_start(test, side, socket), 0);
 	return pid;
@@ -259,6 +265,14 @@ static void link_finish(struct link_test *test, struct link_side *side)
 	link_side_close(side);
 	close(socket);
 	rdm_environment_cleanup(&test->options);
+}
+
+/* The test's end after both ends' checks: the peer's status, then link_finish. */
+static void link_end(struct link_test *test, struct link_side *side, pid_t peer)
+{
+	cr_assert_eq(link_barrier(side), 0);
+	cr_assert_eq(rdm_join(peer), 0, "the peer checked its end");
+	link_finish(test, side);
 }
 
 /* The peer: the same rounds as the test's end; its exit status says which check failed. */
@@ -298,9 +312,7 @@ static void all_pairs(const char *profile, int pairs, bool shared)
 	else
 		for (int index = 1; index < pairs; index++)
 			cr_assert_neq(pair_link(&side.pairs[index]), pair_link(&side.pairs[0]));
-	cr_assert_eq(link_barrier(&side), 0);
-	cr_assert_eq(rdm_join(peer), 0, "the peer checked its end");
-	link_finish(&test, &side);
+	link_end(&test, &side, peer);
 	unsetenv("FI_BOLT_SOFT_MAX_QP");
 	unsetenv("FI_BOLT_SHARE_QUEUE_PAIRS");
 }
@@ -390,9 +402,7 @@ static void close_and_join(const char *profile)
 	cr_assert_eq(link_pair_open(&side, FEW_PAIRS - 1), 0);
 	cr_assert_eq(link_round(&side, 0, 0, FEW_PAIRS, 2), 0);
 	cr_assert(link_shared(&side, 0, FEW_PAIRS));
-	cr_assert_eq(link_barrier(&side), 0);
-	cr_assert_eq(rdm_join(peer), 0, "the peer checked its end");
-	link_finish(&test, &side);
+	link_end(&test, &side, peer);
 }
 
 Test(links, a_pair_closes_and_a_new_one_joins_thunderbolt, .timeout = 120)
@@ -465,4 +475,50 @@ Test(links, peer_dies_thunderbolt, .timeout = 120)
 Test(links, peer_dies_rocev2, .timeout = 120)
 {
 	peer_dies("rocev2");
+}
+
+/* The peer of a pair that only another port reaches: one round, checked. */
+static int far_peer(int socket, void *argument)
+{
+	struct link_side side;
+	int ret = link_side_start(argument, &side, socket);
+
+	if (!ret)
+		ret = link_round(&side, 1, 0, side.count, 0);
+	if (!ret)
+		ret = link_barrier(&side);
+	link_side_close(&side);
+	return ret;
+}
+
+/*
+ * Three hosts, each cabled to the two others: host 0's own port reaches one
+ * of them, its other port host 2. The link to host 2 is found by probing, on
+ * the other port; messages, writes and reads cross it in segments.
+ */
+static void far_peer_reached(const char *profile)
+{
+	struct link_test test = link_test_of(profile, 2, true);
+	struct link_side side;
+	struct bolt_link *link;
+	pid_t peer;
+
+	test.options.topology = "mesh:3";
+	peer = link_start(&test, &side, "link-far", far_peer);
+	cr_assert_eq(link_round(&side, 0, 0, side.count, 0), 0);
+	cr_assert(link_shared(&side, 0, side.count));
+	link = pair_link(&side.pairs[0]);
+	cr_assert_neq(bolt_link_port_index(link), 0, "the link is on the other port");
+	cr_assert(!bolt_link_rdma(link));
+	link_end(&test, &side, peer);
+}
+
+Test(links, a_peer_only_another_port_reaches_thunderbolt, .timeout = 120)
+{
+	far_peer_reached("thunderbolt");
+}
+
+Test(links, a_peer_only_another_port_reaches_rocev2, .timeout = 120)
+{
+	far_peer_reached("rocev2");
 }

@@ -180,6 +180,39 @@ static void bolt_domain_log(const struct bolt_domain *domain)
 			domain->stripe_ports[index].port.port_num);
 }
 
+/*
+ * The control buffers on every port: a peer that only a stripe port reaches
+ * gets its link there (bolt_link.c). A port that cannot register them
+ * carries no link, only stripes.
+ */
+static void bolt_domain_register_control(struct bolt_domain *domain)
+{
+	struct bolt_slab_pool *pool = &domain->control_pool;
+
+	domain->primary.control_mr = pool->mr;
+	for (int index = 0; index < domain->stripe_port_count; index++) {
+		struct bolt_rail_port *port = &domain->stripe_ports[index];
+
+		port->control_mr = domain->fabric->verbs.reg_mr(port->handle.pd, pool->memory,
+								pool->memory_size, IBV_ACCESS_LOCAL_WRITE);
+		if (!port->control_mr)
+			FI_INFO(&bolt_prov, FI_LOG_DOMAIN, "%s:%u cannot carry links: %s\n",
+				port->device.name, port->port.port_num, strerror(errno));
+	}
+}
+
+static void bolt_domain_deregister_control(struct bolt_domain *domain)
+{
+	for (int index = domain->stripe_port_count - 1; index >= 0; index--) {
+		struct bolt_rail_port *port = &domain->stripe_ports[index];
+
+		if (port->control_mr)
+			domain->fabric->verbs.dereg_mr(port->control_mr);
+		port->control_mr = NULL;
+	}
+	domain->primary.control_mr = NULL;
+}
+
 static int bolt_domain_close(struct fid *fid)
 {
 	struct bolt_domain *domain = bolt_container_of(fid, struct bolt_domain, domain_fid.fid);
@@ -192,6 +225,7 @@ static int bolt_domain_close(struct fid *fid)
 	/* Links retired by the last endpoints: their buffers return first. */
 	bolt_domain_poll_device(domain);
 	bolt_link_reclaim(domain, true);
+	bolt_domain_deregister_control(domain);
 	free(domain->control_buffers);
 	bolt_slab_pool_destroy(&domain->control_pool);
 	bolt_domain_close_ports(domain);
@@ -245,6 +279,7 @@ static int bolt_domain_open_device(struct bolt_domain *domain)
 		ret = -FI_ENOMEM;
 		goto destroy_pool;
 	}
+	bolt_domain_register_control(domain);
 	return 0;
 
 destroy_pool:

@@ -192,6 +192,8 @@ enum bolt_connection_state {
 						 * queue pair to connect to ours */
 	BOLT_CONNECTION_WAITING_LINK,   /* the peer's hello waits for our link to its domain,
 					 * still connecting, to join it */
+	BOLT_CONNECTION_WAITING_PROBED, /* initiator: a new link's probe sent, waiting for word */
+	BOLT_CONNECTION_WAITING_PROBE,  /* answerer: waiting for the probe, then the word of it */
 	BOLT_CONNECTION_ESTABLISHED,
 	BOLT_CONNECTION_FAILED,
 };
@@ -229,6 +231,12 @@ struct bolt_inbound {
  */
 struct bolt_link {
 	struct bolt_domain *domain;
+	struct bolt_rail_port *port;    /* where its queue pair is: the domain's own, or another
+					 * that reaches the peer when that does not */
+	int peer_port;                  /* the peer's port of it, by the same numbering */
+	bool probing;                   /* answerer: waiting for the probe that shows the ports meet */
+	bool probe_arrived;
+	uint32_t probe_nonce;
 	uint64_t peer_domain_id;
 	bool shareable;                 /* others may join: a peer domain that is not this one */
 	bool retiring;                  /* lost a message (and a credit with it): no one joins */
@@ -258,6 +266,10 @@ struct bolt_connection {
 	int error;                      /* FAILED: the positive FI_E* operations get */
 	bool loopback;                  /* the endpoint's own address: no side channel */
 	uint64_t peer_domain_id;        /* WAITING_LINK: the domain of the peer that said hello */
+	int attempt;                    /* initiator: which pair of ports a new link tries */
+	int peer_port_count;            /* the peer's ports that may carry links */
+	uint32_t probe_nonce;           /* a new link's probe: sent, or expected */
+	uint64_t probe_deadline_ns;     /* answerer: the probe is late from then on; 0: not sent */
 	bool has_stream;
 	struct bolt_side_channel_stream stream;
 	struct bolt_link *link;         /* the control rail's queue pair, maybe shared; NULL: none */
@@ -398,6 +410,12 @@ void bolt_connection_progress_all(struct bolt_endpoint *endpoint);
 bool bolt_connection_busy(const struct bolt_connection *connection);
 /* CLOCK_MONOTONIC in nanoseconds, the clock of connection timeouts. */
 uint64_t bolt_connection_now_ns(void);
+/*
+ * Whether the connection may move data by RDMA write (rendezvous, direct
+ * writes, reads written back, rails): not over a link between other ports
+ * than both domains' own. Before its link is known: as the domain's port.
+ */
+bool bolt_connection_rdma(const struct bolt_connection *connection);
 /* Fails the connection: every operation on it completes with error. */
 void bolt_connection_fail(struct bolt_connection *connection, int error, const char *why);
 void bolt_connection_destroy(struct bolt_connection *connection);
@@ -407,8 +425,22 @@ fi_addr_t bolt_connection_fi_addr(struct bolt_connection *connection);
 void bolt_connection_destroy_all(struct bolt_endpoint *endpoint);
 
 /* Links (connection/bolt_link.c). */
-/* A link to peer_domain_id (0: unknown): its queue pair in INIT, receives posted. */
-int bolt_link_create(struct bolt_domain *domain, uint64_t peer_domain_id, struct bolt_link **link);
+/*
+ * A link to peer_domain_id on the domain's port number port (0: its own,
+ * 1 + k: stripe port k): its queue pair in INIT, receives posted.
+ */
+int bolt_link_create(struct bolt_domain *domain, int port, uint64_t peer_domain_id,
+		     struct bolt_link **link);
+/* The domain's ports that may carry links: its own, then the stripe ports with control buffers. */
+int bolt_link_port_count(const struct bolt_domain *domain);
+/* The number of the link's port among them. */
+int bolt_link_port_index(const struct bolt_link *link);
+/*
+ * Whether the link's queue pairs sit on both domains' own ports, where
+ * registrations, data rails and stripes are: else only messages through
+ * control buffers cross it.
+ */
+bool bolt_link_rdma(const struct bolt_link *link);
 /* RTR and RTS towards the peer's queue pair qpn; 0 or a negative error code. */
 int bolt_link_connect(struct bolt_link *link, uint32_t qpn, uint32_t psn, const uint8_t *gid,
 		      uint32_t receive_depth);
@@ -483,6 +515,13 @@ void bolt_transmit_start(struct bolt_transmit *transmit);
 void bolt_transmit_progress(struct bolt_connection *connection);
 /* Posts the link's receives; 0 or a negative error code. */
 int bolt_receive_post_initial(struct bolt_link *link);
+/*
+ * Initiator of a new link: a SEND of no bytes with nonce as immediate data,
+ * which shows the answerer that the link's ports meet. 0 or a negative error.
+ */
+int bolt_transmit_probe(struct bolt_connection *connection, uint32_t nonce);
+/* The connection has no RDMA write (bolt_connection_rdma): what was queued goes in segments. */
+void bolt_transmit_without_rdma(struct bolt_connection *connection);
 /* Ends every transmit of a failed connection with its error. */
 void bolt_transmit_fail_all(struct bolt_connection *connection);
 /* Frees every transmit of a connection being destroyed, reporting none. */

@@ -86,8 +86,8 @@ static const struct bolt_param bolt_param_table[] = {
 		"rails (smaller ones stay one direct write), and reads of that size are written back "
 		"in stripes (default: 1048576)"),
 	BOLT_INT_PARAM("rail_probe_timeout", rail_probe_timeout, 1, 60000,
-		"Milliseconds a peer's port waits for a stripe rail's probe, from the asker's word "
-		"that it is sent, before the asker tries the peer's next port (default: 200)"),
+		"Milliseconds a peer's port waits for a stripe rail's or a new link's probe, from "
+		"the asker's word that it is sent, before the asker tries the next port (default: 200)"),
 	BOLT_INT_PARAM("rendezvous_threshold", rendezvous_threshold, 4096, 1 << 30,
 		"Messages and writes of at least this many bytes are written by RDMA into the "
 		"receiver's buffer after a request and its answer; smaller ones go in 4 KiB "

@@ -54,9 +54,14 @@ static void bolt_connection_handshake_fill(const struct bolt_connection *connect
 	handshake->byte_order = BOLT_HANDSHAKE_BYTE_ORDER;
 	handshake->qp_type = domain->primary.qp_type;
 	handshake->domain_id = domain->domain_id;
+	handshake->port_count = (uint8_t) bolt_link_port_count(domain);
+	handshake->peer_port = (uint8_t) (connection->peer_port_count ?
+					  connection->attempt % connection->peer_port_count : 0);
 	memcpy(handshake->gid, domain->primary.gid.raw, sizeof(handshake->gid));
 	if (!link)
 		return;
+	handshake->port = (uint8_t) bolt_link_port_index(link);
+	memcpy(handshake->gid, link->port->gid.raw, sizeof(handshake->gid));
 	handshake->qpn = link->qp->qp_num;
 	handshake->psn = link->psn;
 	handshake->peer_qpn = link->peer_qpn;
@@ -84,6 +89,9 @@ static const char *bolt_connection_handshake_check(const struct bolt_endpoint *e
 		return "peer without a domain id";
 	if (handshake->slot >= BOLT_LINK_SLOTS)
 		return "slot out of range";
+	if (!handshake->port_count || handshake->port_count > 1 + BOLT_MAX_STRIPE_PORTS ||
+	    handshake->port >= handshake->port_count || handshake->peer_port > BOLT_MAX_STRIPE_PORTS)
+		return "port out of range";
 	if (!with_qp)
 		return NULL;
 	if (handshake->qpn == 0 || handshake->qpn > 0xffffff || handshake->psn > 0xffffff ||
@@ -101,18 +109,19 @@ static int bolt_connection_connect_link(struct bolt_connection *connection,
 	int ret = bolt_link_connect(connection->link, handshake->qpn, handshake->psn, handshake->gid,
 				    handshake->receive_depth);
 
+	connection->link->peer_port = handshake->port;
 	connection->peer_gid = connection->link->peer_gid;
 	return ret;
 }
 
-/* A new link to peer_domain_id with the connection in its first slot. */
-static int bolt_connection_new_link(struct bolt_connection *connection, uint64_t peer_domain_id,
-				    uint8_t slot_nonce)
+/* A new link to peer_domain_id on our port number port, with the connection in its first slot. */
+static int bolt_connection_new_link(struct bolt_connection *connection, int port,
+				    uint64_t peer_domain_id, uint8_t slot_nonce)
 {
 	struct bolt_link *link;
 	int ret;
 
-	ret = bolt_link_create(connection->endpoint->domain, peer_domain_id, &link);
+	ret = bolt_link_create(connection->endpoint->domain, port, peer_domain_id, &link);
 	if (ret)
 		return ret;
 	return bolt_link_join(link, connection, 0, slot_nonce);
@@ -161,7 +170,7 @@ static int bolt_connection_start_loopback(struct bolt_connection *connection)
 
 	connection->loopback = true;
 	/* The endpoint's own domain: a link no other connection joins. */
-	ret = bolt_connection_new_link(connection, connection->endpoint->domain->domain_id, 0);
+	ret = bolt_connection_new_link(connection, 0, connection->endpoint->domain->domain_id, 0);
 	if (ret)
 		return ret;
 	bolt_connection_handshake_fill(connection, &self);
@@ -279,13 +288,14 @@ static void bolt_connection_reject(struct bolt_side_channel_stream *stream, int 
 
 /*
  * Answers the hello of a peer in peer_domain_id: joins the connection to our
- * link to that domain, or makes a new link (new_link: the peer asks for
- * one), and replies. A link still connecting is waited for: endpoints that
- * connect at once then share one. A hello said again (the join we offered
- * did not suit the peer) drops the join first.
+ * link to that domain, or makes a new link on our port number port
+ * (new_link: the peer asks for one), and replies. A link still connecting is
+ * waited for: endpoints that connect at once then share one. A hello said
+ * again (the join we offered did not suit the peer, or the ports did not
+ * meet) drops what the last one made first.
  */
 static void bolt_connection_answer(struct bolt_connection *connection, uint64_t peer_domain_id,
-				   bool new_link)
+				   bool new_link, int port)
 {
 	uint8_t slot_nonce = (uint8_t) (rand() % 255 + 1);
 	struct bolt_link *link = NULL;
@@ -302,7 +312,10 @@ static void bolt_connection_answer(struct bolt_connection *connection, uint64_t 
 	if (link)
 		slot = bolt_link_free_slot(link);
 	ret = slot > 0 ? bolt_link_join(link, connection, slot, slot_nonce) :
-	      bolt_connection_new_link(connection, peer_domain_id, slot_nonce);
+	      bolt_connection_new_link(connection, port, peer_domain_id, slot_nonce);
+	/* A port of ours that carries no link: our own instead, the probe tells. */
+	if (ret == -FI_EHOSTUNREACH)
+		ret = bolt_connection_new_link(connection, 0, peer_domain_id, slot_nonce);
 	if (ret) {
 		bolt_connection_reject(&connection->stream, -ret);
 		bolt_connection_fail(connection, -ret, "no queue pair for an incoming connection");
@@ -340,15 +353,86 @@ static void bolt_connection_answer_hello(struct bolt_endpoint *endpoint,
 	connection->stream = accepted->stream;
 	connection->has_stream = true;
 	accepted->stream.fd = -1;
-	bolt_connection_answer(connection, hello->domain_id, hello->new_link);
+	connection->peer_port_count = hello->port_count;
+	bolt_connection_answer(connection, hello->domain_id, hello->new_link, hello->peer_port);
+}
+
+bool bolt_connection_rdma(const struct bolt_connection *connection)
+{
+	return connection->link ? bolt_link_rdma(connection->link) :
+	       connection->endpoint->domain->primary.rdma_write;
 }
 
 static void bolt_connection_established(struct bolt_connection *connection)
 {
 	/* The first connection of a link is established once both ends are connected. */
 	connection->link->established = true;
+	connection->link->probing = false;
 	connection->state = BOLT_CONNECTION_ESTABLISHED;
+	/* Operations started before the link was known may have counted on RDMA write. */
+	if (!bolt_link_rdma(connection->link)) {
+		bolt_data_rail_destroy_all(connection);
+		bolt_transmit_without_rdma(connection);
+	}
 	bolt_transmit_progress(connection);
+}
+
+/* Whether a new link between these two ends needs a probe: one end has several ports. */
+static bool bolt_connection_probes(const struct bolt_connection *connection)
+{
+	return bolt_link_port_count(connection->endpoint->domain) > 1 ||
+	       connection->peer_port_count > 1;
+}
+
+static int bolt_connection_send_word(struct bolt_connection *connection, uint16_t type, uint32_t word)
+{
+	return bolt_side_channel_send(&connection->stream, type, &word, sizeof(word));
+}
+
+/* Initiator: asks for a new link again, on the next pair of ports, while there is one. */
+static void bolt_connection_try_next_ports(struct bolt_connection *connection, int ports)
+{
+	struct bolt_handshake hello;
+	int ret;
+
+	bolt_link_leave(connection);
+	connection->attempt += ports;
+	if (connection->attempt >= bolt_link_port_count(connection->endpoint->domain) *
+				   connection->peer_port_count) {
+		bolt_connection_fail(connection, FI_EHOSTUNREACH, "no port of ours reaches one of the peer's");
+		return;
+	}
+	bolt_connection_handshake_fill(connection, &hello);
+	hello.new_link = 1;
+	ret = bolt_side_channel_send(&connection->stream, BOLT_HANDSHAKE_HELLO, &hello, sizeof(hello));
+	if (ret)
+		bolt_connection_fail(connection, -ret, "asking for a new link failed");
+	connection->state = BOLT_CONNECTION_CONNECTING;
+}
+
+/* Initiator: a new link on our port for this attempt, connected to the peer's queue pair. */
+static void bolt_connection_handle_new_link(struct bolt_connection *connection,
+					    const struct bolt_handshake *reply)
+{
+	int ret;
+
+	connection->peer_port_count = reply->port_count;
+	ret = bolt_connection_new_link(connection, connection->attempt / reply->port_count,
+				       reply->domain_id, reply->slot_nonce);
+	if (ret == -FI_EHOSTUNREACH) {
+		/* That port of ours carries no link: the next one. */
+		bolt_connection_try_next_ports(connection, reply->port_count - connection->attempt % reply->port_count);
+		return;
+	}
+	if (!ret)
+		ret = bolt_connection_connect_link(connection, reply);
+	if (!ret)
+		ret = bolt_connection_send_handshake(connection, BOLT_HANDSHAKE_READY);
+	if (ret) {
+		bolt_connection_fail(connection, -ret, "connecting to the peer's queue pair failed");
+		return;
+	}
+	connection->state = BOLT_CONNECTION_WAITING_CONNECTED;
 }
 
 /*
@@ -363,34 +447,47 @@ static void bolt_connection_handle_reply(struct bolt_connection *connection,
 	struct bolt_link *link;
 	int ret;
 
-	if (reply->peer_qpn) {
-		link = bolt_link_find(domain, reply->domain_id, reply->peer_qpn, reply->qpn);
-		if (link && !bolt_link_join(link, connection, reply->slot, reply->slot_nonce)) {
-			ret = bolt_side_channel_send(&connection->stream, BOLT_HANDSHAKE_READY, NULL, 0);
-			if (ret)
-				bolt_connection_fail(connection, -ret, "saying ready failed");
-			else
-				bolt_connection_established(connection);
-			return;
-		}
-		/* Our end of that link is gone, or the slot still busy: ask for a new link. */
-		bolt_connection_handshake_fill(connection, &hello);
-		hello.new_link = 1;
-		ret = bolt_side_channel_send(&connection->stream, BOLT_HANDSHAKE_HELLO, &hello, sizeof(hello));
+	if (!reply->peer_qpn) {
+		bolt_connection_handle_new_link(connection, reply);
+		return;
+	}
+	link = bolt_link_find(domain, reply->domain_id, reply->peer_qpn, reply->qpn);
+	if (link && !bolt_link_join(link, connection, reply->slot, reply->slot_nonce)) {
+		ret = bolt_side_channel_send(&connection->stream, BOLT_HANDSHAKE_READY, NULL, 0);
 		if (ret)
-			bolt_connection_fail(connection, -ret, "asking for a new link failed");
+			bolt_connection_fail(connection, -ret, "saying ready failed");
+		else
+			bolt_connection_established(connection);
 		return;
 	}
-	ret = bolt_connection_new_link(connection, reply->domain_id, reply->slot_nonce);
+	/* Our end of that link is gone, or the slot still busy: ask for a new link. */
+	connection->peer_port_count = reply->port_count;
+	bolt_connection_handshake_fill(connection, &hello);
+	hello.new_link = 1;
+	ret = bolt_side_channel_send(&connection->stream, BOLT_HANDSHAKE_HELLO, &hello, sizeof(hello));
+	if (ret)
+		bolt_connection_fail(connection, -ret, "asking for a new link failed");
+}
+
+/* Initiator: the peer connected the new link; probe it where the ports may not meet. */
+static void bolt_connection_handle_connected(struct bolt_connection *connection)
+{
+	int ret;
+
+	if (!bolt_connection_probes(connection)) {
+		bolt_connection_established(connection);
+		return;
+	}
+	connection->probe_nonce = (uint32_t) rand() | 1u;
+	connection->link->probing = true;
+	ret = bolt_transmit_probe(connection, connection->probe_nonce);
 	if (!ret)
-		ret = bolt_connection_connect_link(connection, reply);
-	if (!ret)
-		ret = bolt_connection_send_handshake(connection, BOLT_HANDSHAKE_READY);
+		ret = bolt_connection_send_word(connection, BOLT_HANDSHAKE_PROBE_SENT, connection->probe_nonce);
 	if (ret) {
-		bolt_connection_fail(connection, -ret, "connecting to the peer's queue pair failed");
+		bolt_connection_fail(connection, -ret, "probing the new link failed");
 		return;
 	}
-	connection->state = BOLT_CONNECTION_WAITING_CONNECTED;
+	connection->state = BOLT_CONNECTION_WAITING_PROBED;
 }
 
 /* Answerer: the initiator took the join, or connected a new link to ours (body: its queue pair). */
@@ -409,14 +506,66 @@ static const char *bolt_connection_handle_ready(struct bolt_connection *connecti
 	problem = bolt_connection_handshake_check(connection->endpoint, ready, length, true);
 	if (problem)
 		return problem;
+	connection->link->probing = bolt_connection_probes(connection);
 	ret = bolt_connection_connect_link(connection, ready);
 	if (!ret)
 		ret = bolt_side_channel_send(&connection->stream, BOLT_HANDSHAKE_CONNECTED, NULL, 0);
 	if (ret)
 		bolt_connection_fail(connection, -ret, "connecting to the peer's queue pair failed");
+	else if (connection->link->probing)
+		connection->state = BOLT_CONNECTION_WAITING_PROBE;
 	else
 		bolt_connection_established(connection);
 	return NULL;
+}
+
+/*
+ * Answerer, told the probe is sent: whether it came, judged only after the
+ * CQs were polled, so that a pause at either end is no missing cable. Late
+ * from FI_BOLT_RAIL_PROBE_TIMEOUT after the word; then the initiator tries
+ * its next pair of ports, and says hello again.
+ */
+static void bolt_connection_check_probe(struct bolt_connection *connection, uint64_t now_ns)
+{
+	struct bolt_link *link = connection->link;
+	bool arrived = link->probe_arrived && link->probe_nonce == connection->probe_nonce;
+	int ret;
+
+	if (!connection->probe_deadline_ns || (!arrived && now_ns < connection->probe_deadline_ns))
+		return;
+	ret = bolt_connection_send_word(connection, BOLT_HANDSHAKE_PROBED, arrived ? 0 : FI_EHOSTUNREACH);
+	if (ret) {
+		bolt_connection_fail(connection, -ret, "answering the probe failed");
+		return;
+	}
+	connection->probe_deadline_ns = 0;
+	if (arrived) {
+		bolt_connection_established(connection);
+		return;
+	}
+	bolt_link_leave(connection);
+	connection->state = BOLT_CONNECTION_WAITING_READY;
+}
+
+static void bolt_connection_handle_probe_sent(struct bolt_connection *connection, uint32_t nonce)
+{
+	uint64_t now = bolt_connection_now_ns();
+
+	connection->probe_nonce = nonce;
+	connection->probe_deadline_ns = now + (uint64_t) connection->endpoint->domain->fabric->params.rail_probe_timeout * 1000000ULL;
+	bolt_domain_poll_device(connection->endpoint->domain);
+	bolt_connection_check_probe(connection, now);
+}
+
+static void bolt_connection_handle_probed(struct bolt_connection *connection, uint32_t status)
+{
+	if (!status) {
+		bolt_connection_established(connection);
+		return;
+	}
+	FI_INFO(&bolt_prov, FI_LOG_EP_CTRL, "our port %d does not reach the peer's port %d: the next pair\n",
+		bolt_link_port_index(connection->link), connection->link->peer_port);
+	bolt_connection_try_next_ports(connection, 1);
 }
 
 /* One handshake message on an established side channel. */
@@ -424,11 +573,14 @@ static void bolt_connection_handle(struct bolt_connection *connection, uint16_t 
 				   const struct bolt_handshake *handshake, uint32_t length)
 {
 	const char *problem = NULL;
+	uint32_t word = 0;
 
 	if ((connection->state == BOLT_CONNECTION_ESTABLISHED ||
 	     connection->state == BOLT_CONNECTION_WAITING_CONNECTED) &&
 	    bolt_loss_handle(connection, type, handshake, length, bolt_connection_now_ns()))
 		return;
+	if (length == sizeof(word))
+		memcpy(&word, handshake, sizeof(word));
 	if (type == BOLT_HANDSHAKE_REPLY && connection->state == BOLT_CONNECTION_CONNECTING) {
 		problem = bolt_connection_handshake_check(connection->endpoint, handshake, length, true);
 		if (!problem && !bolt_connection_same_address(&handshake->sender, &connection->peer))
@@ -441,14 +593,12 @@ static void bolt_connection_handle(struct bolt_connection *connection, uint16_t 
 		}
 	} else if (type == BOLT_HANDSHAKE_REJECT && connection->state == BOLT_CONNECTION_CONNECTING &&
 		   length == sizeof(uint32_t)) {
-		uint32_t reason;
-
-		memcpy(&reason, handshake, sizeof(reason));
 		/* Only the refusals a peer can have; anything else is an I/O error. */
-		bolt_connection_fail(connection, reason == FI_ENOSPC || reason == FI_ENOMEM ? (int) reason : FI_EIO,
+		bolt_connection_fail(connection, word == FI_ENOSPC || word == FI_ENOMEM ? (int) word : FI_EIO,
 				     "the peer refused: it has no queue pair or memory left");
 		return;
-	} else if (type == BOLT_HANDSHAKE_READY && connection->state == BOLT_CONNECTION_WAITING_READY) {
+	} else if (type == BOLT_HANDSHAKE_READY && connection->state == BOLT_CONNECTION_WAITING_READY &&
+		   connection->link) {
 		problem = bolt_connection_handle_ready(connection, handshake, length);
 		if (!problem)
 			return;
@@ -458,12 +608,20 @@ static void bolt_connection_handle(struct bolt_connection *connection, uint16_t 
 				 !bolt_connection_same_address(&handshake->sender, &connection->peer)))
 			problem = "a second hello that asks for no new link";
 		if (!problem) {
-			bolt_connection_answer(connection, handshake->domain_id, true);
+			bolt_connection_answer(connection, handshake->domain_id, true, handshake->peer_port);
 			return;
 		}
 	} else if (type == BOLT_HANDSHAKE_CONNECTED && connection->state == BOLT_CONNECTION_WAITING_CONNECTED &&
 		   length == 0) {
-		bolt_connection_established(connection);
+		bolt_connection_handle_connected(connection);
+		return;
+	} else if (type == BOLT_HANDSHAKE_PROBE_SENT && connection->state == BOLT_CONNECTION_WAITING_PROBE &&
+		   length == sizeof(word)) {
+		bolt_connection_handle_probe_sent(connection, word);
+		return;
+	} else if (type == BOLT_HANDSHAKE_PROBED && connection->state == BOLT_CONNECTION_WAITING_PROBED &&
+		   length == sizeof(word) && (!word || word == FI_EHOSTUNREACH)) {
+		bolt_connection_handle_probed(connection, word);
 		return;
 	}
 	bolt_connection_fail(connection, FI_EPROTO, problem ? problem : "unexpected side channel message");
@@ -576,11 +734,15 @@ void bolt_connection_progress_all(struct bolt_endpoint *endpoint)
 			bolt_data_rail_check_probes(connection, now);
 		}
 		if (connection->state == BOLT_CONNECTION_WAITING_LINK)
-			bolt_connection_answer(connection, connection->peer_domain_id, false);
+			bolt_connection_answer(connection, connection->peer_domain_id, false, 0);
+		if (connection->state == BOLT_CONNECTION_WAITING_PROBE)
+			bolt_connection_check_probe(connection, now);
 		if (connection->state == BOLT_CONNECTION_CONNECTING ||
 		    connection->state == BOLT_CONNECTION_WAITING_READY ||
 		    connection->state == BOLT_CONNECTION_WAITING_CONNECTED ||
-		    connection->state == BOLT_CONNECTION_WAITING_LINK)
+		    connection->state == BOLT_CONNECTION_WAITING_LINK ||
+		    connection->state == BOLT_CONNECTION_WAITING_PROBED ||
+		    connection->state == BOLT_CONNECTION_WAITING_PROBE)
 			endpoint->handshakes_pending = true;
 		if (connection->state != BOLT_CONNECTION_ESTABLISHED &&
 		    connection->state != BOLT_CONNECTION_FAILED &&

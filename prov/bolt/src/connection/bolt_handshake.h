@@ -20,7 +20,10 @@ enum bolt_handshake_type {
 	BOLT_HANDSHAKE_REJECT,          /* body: the error, an FI_E* code */
 	BOLT_HANDSHAKE_COUNT_ASK,       /* no body: answer with a count */
 	BOLT_HANDSHAKE_COUNT,           /* body: struct bolt_handshake_count */
-	BOLT_HANDSHAKE_CONNECTED,       /* no body: a new link's answerer connected: send */
+	BOLT_HANDSHAKE_CONNECTED,       /* no body: a new link's answerer connected: send, or
+					 * where either end has several ports, probe first */
+	BOLT_HANDSHAKE_PROBE_SENT,      /* body: the nonce of the probe sent on the new link */
+	BOLT_HANDSHAKE_PROBED,          /* body: 0, the probe came; or FI_EHOSTUNREACH */
 };
 
 /* What one end has sent and received on the connection's queue pairs so far. */
@@ -37,6 +40,11 @@ struct bolt_handshake_count {
  * and the slot, or makes a new link and sends its queue pair. A join the
  * initiator cannot take (its end of the link just went) says hello again,
  * asking for a new link.
+ *
+ * Where either end has several ports (cables), a new link's ports may not
+ * meet: the initiator sends a probe over it, and the answerer, once told,
+ * says whether it came. If not, the initiator says hello again, for the
+ * next pair of ports.
  */
 struct bolt_handshake {
 	struct bolt_address sender;
@@ -51,7 +59,10 @@ struct bolt_handshake {
 	uint8_t slot;                   /* REPLY: the connection's slot on the link, */
 	uint8_t slot_nonce;             /* and the nonce its messages carry */
 	uint8_t new_link;               /* HELLO: the sender cannot join a link, make one */
-	uint8_t reserved[5];
+	uint8_t port;                   /* REPLY, READY: the sender's port of the new link */
+	uint8_t port_count;             /* the sender's ports that may carry links */
+	uint8_t peer_port;              /* HELLO: the receiver's port to make a new link on */
+	uint8_t reserved[2];
 	uint8_t gid[16];
 };
 

@@ -12,6 +12,11 @@
  * that answers a join chooses the slot, from its half of them (by domain id),
  * so two joins at once never choose the same slot.
  *
+ * A link sits on the domain's own port, or, for a peer that port does not
+ * reach (a Thunderbolt mesh of more than two hosts), on another port of the
+ * domain, found by probing (bolt_connection.c); such a link carries only
+ * messages, since registrations and rails are on the domain's own port.
+ *
  * A connection that leaves takes nothing with it: the receives stay with the
  * link, and its sends still posted complete later, their buffers' device
  * registrations held by the send until then. The last connection to leave
@@ -27,31 +32,66 @@
 
 #define BOLT_LINK_RECEIVE_DEPTH 32     /* also the peer's credits */
 
-/* The queue pair within the device's budget, in INIT with its receives posted. */
+int bolt_link_port_count(const struct bolt_domain *domain)
+{
+	return 1 + domain->stripe_port_count;
+}
+
+/*
+ * The domain's port number index, if it can carry a link: its control
+ * buffers registered there, and not another domain's own port, whose few
+ * queue pairs are that domain's.
+ */
+static struct bolt_rail_port *bolt_link_port(struct bolt_domain *domain, int index)
+{
+	struct bolt_rail_port *port;
+
+	if (index < 0 || index >= bolt_link_port_count(domain))
+		return NULL;
+	if (!index)
+		return &domain->primary;
+	port = &domain->stripe_ports[index - 1];
+	return port->control_mr && !bolt_rail_port_claimed(port) ? port : NULL;
+}
+
+int bolt_link_port_index(const struct bolt_link *link)
+{
+	const struct bolt_domain *domain = link->domain;
+
+	return link->port == &domain->primary ? 0 : 1 + (int) (link->port - domain->stripe_ports);
+}
+
+bool bolt_link_rdma(const struct bolt_link *link)
+{
+	return link->port == &link->domain->primary && link->peer_port == 0 &&
+	       link->domain->primary.rdma_write;
+}
+
+/* The queue pair within the port's budget, in INIT with its receives posted. */
 static int bolt_link_create_qp(struct bolt_link *link)
 {
-	struct bolt_domain *domain = link->domain;
-	struct bolt_verbs *verbs = &domain->fabric->verbs;
+	struct bolt_verbs *verbs = &link->domain->fabric->verbs;
+	struct bolt_rail_port *port = link->port;
 	int ret;
 
-	if (domain->primary.qp_count >= domain->primary.budget.qp_budget) {
+	if (port->qp_count >= port->budget.qp_budget) {
 		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
 			"%s allows %d queue pairs and this domain uses them all: no connection to one more peer\n",
-			domain->primary.device.name, domain->primary.budget.qp_budget);
+			port->device.name, port->budget.qp_budget);
 		return -FI_ENOSPC;
 	}
-	link->qp = bolt_qp_create(verbs, domain->primary.handle.pd, domain->primary.handle.cq,
-				  domain->primary.qp_type, (uint32_t) domain->primary.budget.queue_depth, 0);
+	link->qp = bolt_qp_create(verbs, port->handle.pd, port->handle.cq, port->qp_type,
+				  (uint32_t) port->budget.queue_depth, 0);
 	if (!link->qp) {
 		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
 			"%s refused a queue pair (%s): its limit is %d queue pairs, shared by every process on it\n",
-			domain->primary.device.name, strerror(errno), domain->primary.budget.qp_budget);
+			port->device.name, strerror(errno), port->budget.qp_budget);
 		return -FI_ENOSPC;
 	}
-	domain->primary.qp_count++;
+	port->qp_count++;
 	link->psn = (uint32_t) rand() & 0xffffff;
 	link->receive_depth = BOLT_LINK_RECEIVE_DEPTH;
-	ret = bolt_qp_init(verbs, link->qp, domain->primary.qp_local.port_num);
+	ret = bolt_qp_init(verbs, link->qp, port->qp_local.port_num);
 	if (ret)
 		return ret;
 	return bolt_receive_post_initial(link);
@@ -65,21 +105,26 @@ static void bolt_link_retire(struct bolt_link *link)
 	if (link->qp) {
 		domain->fabric->verbs.destroy_qp(link->qp);
 		link->qp = NULL;
-		domain->primary.qp_count--;
+		link->port->qp_count--;
 	}
 	link->retired_generation = domain->poll_generation;
 	DL_DELETE(domain->links, link);
 	DL_APPEND(domain->retired_links, link);
 }
 
-int bolt_link_create(struct bolt_domain *domain, uint64_t peer_domain_id, struct bolt_link **result)
+int bolt_link_create(struct bolt_domain *domain, int port, uint64_t peer_domain_id,
+		     struct bolt_link **result)
 {
-	struct bolt_link *link = calloc(1, sizeof(*link));
+	struct bolt_link *link;
 	int ret;
 
+	if (!bolt_link_port(domain, port))
+		return -FI_EHOSTUNREACH;
+	link = calloc(1, sizeof(*link));
 	if (!link)
 		return -FI_ENOMEM;
 	link->domain = domain;
+	link->port = bolt_link_port(domain, port);
 	link->peer_domain_id = peer_domain_id;
 	link->shareable = domain->fabric->params.share_queue_pairs && peer_domain_id &&
 			  peer_domain_id != domain->domain_id;
@@ -97,7 +142,7 @@ int bolt_link_connect(struct bolt_link *link, uint32_t qpn, uint32_t psn, const 
 		      uint32_t receive_depth)
 {
 	struct bolt_domain *domain = link->domain;
-	struct bolt_qp_local local = domain->primary.qp_local;
+	struct bolt_qp_local local = link->port->qp_local;
 	struct bolt_qp_remote remote = { .qpn = qpn, .psn = psn };
 
 	local.psn = link->psn;

@@ -19,7 +19,7 @@ static int bolt_receive_post(struct bolt_link *link, struct bolt_control_buffer 
 	struct ibv_sge sge = {
 		.addr = (uintptr_t) bolt_control_buffer_data(domain, record),
 		.length = (uint32_t) domain->control_pool.buffer_size,
-		.lkey = domain->control_pool.mr->lkey,
+		.lkey = link->port->control_mr->lkey,
 	};
 	struct ibv_recv_wr wr = {
 		.wr_id = (uintptr_t) &record->work,
@@ -238,7 +238,13 @@ static void bolt_receive_completed(struct bolt_work_completion *work, const stru
 		bolt_link_fail(link, FI_EIO, domain->fabric->verbs.wc_status_str(wc->status));
 		return;
 	}
-	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+	if (link->probing && wc->opcode == IBV_WC_RECV && (wc->wc_flags & IBV_WC_WITH_IMM) &&
+	    !wc->byte_len) {
+		/* A new link's probe: its ports meet (bolt_connection.c). */
+		link->probe_arrived = true;
+		link->probe_nonce = wc->imm_data;
+		connection = NULL;
+	} else if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
 		connection = bolt_receive_write_connection(link, wc);
 		if (connection)
 			bolt_receive_landed(connection, wc);

@@ -99,7 +99,7 @@ static bool bolt_transmit_post(struct bolt_connection *connection,
 	struct ibv_sge sge = {
 		.addr = (uintptr_t) bolt_control_buffer_data(domain, record),
 		.length = (uint32_t) length,
-		.lkey = domain->control_pool.mr->lkey,
+		.lkey = connection->link->port->control_mr->lkey,
 	};
 	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND };
 
@@ -287,6 +287,38 @@ static bool bolt_transmit_segment(struct bolt_connection *connection, struct bol
 	if (!bolt_transmit_post(connection, record, sizeof(*header) + payload))
 		transmit->in_flight--;
 	return true;
+}
+
+int bolt_transmit_probe(struct bolt_connection *connection, uint32_t nonce)
+{
+	struct bolt_control_buffer *record = bolt_control_buffer_get(connection->endpoint->domain);
+	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND_WITH_IMM, .imm_data = nonce };
+
+	if (!record)
+		return -FI_EAGAIN;
+	record->send_slots = 1;
+	return bolt_transmit_post_request(connection, record, &wr) ? 0 : -FI_EIO;
+}
+
+void bolt_transmit_without_rdma(struct bolt_connection *connection)
+{
+	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_transmit *transmit, *next;
+
+	DL_FOREACH_SAFE(connection->transmits, transmit, next) {
+		/* Data rails were asked for ahead of the first large transfer: none now. */
+		if (transmit->internal && transmit->op == BOLT_WIRE_RAIL_REQUEST) {
+			DL_DELETE(connection->transmits, transmit);
+			bolt_transmit_free(transmit);
+			continue;
+		}
+		if (transmit->rendezvous == BOLT_RENDEZVOUS_ASK)
+			transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
+		transmit->wire_flags &= (uint8_t) ~BOLT_WIRE_FLAG_WRITE_BACK;
+		transmit->rail_mask = 0;
+		transmit->stripes_pending = 0;
+		bolt_rendezvous_unregister(domain, &transmit->registration, transmit->covered);
+	}
 }
 
 /* A header that only returns credits, when the peer would otherwise run dry. */
@@ -499,6 +531,9 @@ static void bolt_transmit_send_completed(struct bolt_work_completion *work, cons
 		if (!link->qp)
 			return;
 		link->outstanding_sends -= send_slots;
+		/* A probe to a port that does not meet ours fails on RC: the answer says so. */
+		if (wc->status != IBV_WC_SUCCESS && link->probing)
+			return;
 		if (wc->status != IBV_WC_SUCCESS) {
 			bolt_link_fail(link, FI_EIO, domain->fabric->verbs.wc_status_str(wc->status));
 			return;

@@ -28,6 +28,8 @@ struct bolt_rail_port {
 	bool rdma_write;                /* the device carries RDMA write (probed at open) */
 	int qp_count;                   /* queue pairs made on it, within budget.qp_budget */
 	struct bolt_mr_cache *mr_cache; /* device MRs for user memory, under budget */
+	struct ibv_mr *control_mr;      /* the domain's control buffers, registered here: links
+					 * to peers only this port reaches use them; NULL: none */
 	struct bolt_rail_port *next_claimed;    /* the process's claimed ports */
 };
 
