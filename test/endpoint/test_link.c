@@ -494,11 +494,13 @@ static int far_peer(int socket, void *argument)
 /*
  * Three hosts, each cabled to the two others: host 0's own port reaches one
  * of them, its other port host 2. The link to host 2 is found by probing, on
- * the other port; messages, writes and reads cross it in segments.
+ * the other port; large messages, writes and reads cross it by RDMA write,
+ * from and to buffers registered on that port.
  */
 static void far_peer_reached(const char *profile)
 {
 	struct link_test test = link_test_of(profile, 2, true);
+	struct bolt_mr_cache_stats registrations;
 	struct link_side side;
 	struct bolt_link *link;
 	pid_t peer;
@@ -509,7 +511,9 @@ static void far_peer_reached(const char *profile)
 	cr_assert(link_shared(&side, 0, side.count));
 	link = pair_link(&side.pairs[0]);
 	cr_assert_neq(bolt_link_port_index(link), 0, "the link is on the other port");
-	cr_assert(!bolt_link_rdma(link));
+	cr_assert(!bolt_link_on_own_ports(link));
+	bolt_mr_cache_stats(link->port->mr_cache, &registrations);
+	cr_assert_gt(registrations.hits + registrations.misses, 0, "transfers registered on the link's port");
 	link_end(&test, &side, peer);
 }
 

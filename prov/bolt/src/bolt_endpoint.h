@@ -410,12 +410,13 @@ void bolt_connection_progress_all(struct bolt_endpoint *endpoint);
 bool bolt_connection_busy(const struct bolt_connection *connection);
 /* CLOCK_MONOTONIC in nanoseconds, the clock of connection timeouts. */
 uint64_t bolt_connection_now_ns(void);
-/*
- * Whether the connection may move data by RDMA write (rendezvous, direct
- * writes, reads written back, rails): not over a link between other ports
- * than both domains' own. Before its link is known: as the domain's port.
- */
+/* Whether the connection may move data by RDMA write: the domain's port carries it. */
 bool bolt_connection_rdma(const struct bolt_connection *connection);
+/*
+ * Whether the connection may have data rails and write granted regions
+ * directly: its link is on both domains' own ports (or not known yet).
+ */
+bool bolt_connection_on_own_ports(const struct bolt_connection *connection);
 /* Fails the connection: every operation on it completes with error. */
 void bolt_connection_fail(struct bolt_connection *connection, int error, const char *why);
 void bolt_connection_destroy(struct bolt_connection *connection);
@@ -436,11 +437,11 @@ int bolt_link_port_count(const struct bolt_domain *domain);
 /* The number of the link's port among them. */
 int bolt_link_port_index(const struct bolt_link *link);
 /*
- * Whether the link's queue pairs sit on both domains' own ports, where
- * registrations, data rails and stripes are: else only messages through
- * control buffers cross it.
+ * Whether the link's queue pairs sit on both domains' own ports, where data
+ * rails, stripes and granted regions are: else transfers over it register
+ * on its ports and go without them.
  */
-bool bolt_link_rdma(const struct bolt_link *link);
+bool bolt_link_on_own_ports(const struct bolt_link *link);
 /* RTR and RTS towards the peer's queue pair qpn; 0 or a negative error code. */
 int bolt_link_connect(struct bolt_link *link, uint32_t qpn, uint32_t psn, const uint8_t *gid,
 		      uint32_t receive_depth);
@@ -520,8 +521,12 @@ int bolt_receive_post_initial(struct bolt_link *link);
  * which shows the answerer that the link's ports meet. 0 or a negative error.
  */
 int bolt_transmit_probe(struct bolt_connection *connection, uint32_t nonce);
-/* The connection has no RDMA write (bolt_connection_rdma): what was queued goes in segments. */
-void bolt_transmit_without_rdma(struct bolt_connection *connection);
+/*
+ * The connection's link is between other ports than the domains' own: the
+ * rail requests queued go, and reads queued offer their buffers on the
+ * link's port.
+ */
+void bolt_transmit_other_ports(struct bolt_connection *connection);
 /* Ends every transmit of a failed connection with its error. */
 void bolt_transmit_fail_all(struct bolt_connection *connection);
 /* Frees every transmit of a connection being destroyed, reporting none. */
@@ -618,9 +623,15 @@ void bolt_rendezvous_write_request(struct bolt_connection *connection,
  * what its peer's transfers held; a failure completes their receives with it.
  */
 void bolt_rendezvous_release(struct bolt_connection *connection, int error);
-/* Registers length bytes at address for one transfer on the domain's port; false if it cannot now. */
-bool bolt_rendezvous_register(struct bolt_domain *domain, void *address, size_t length,
+/*
+ * Registers length bytes at address for one transfer on the port of the
+ * connection's control rail (its link's); false if it cannot now.
+ */
+bool bolt_rendezvous_register(struct bolt_connection *connection, void *address, size_t length,
 			      struct bolt_registration *registration);
+/* registration's MR on the port of the connection's control rail, or NULL if it has none there. */
+struct ibv_mr *bolt_rendezvous_link_mr(const struct bolt_connection *connection,
+				       const struct bolt_registration *registration);
 /*
  * The device MR of registration's buffer (length bytes at address) on the
  * port of the connection's data rail: the domain's own, or one registered

@@ -359,8 +359,13 @@ static void bolt_connection_answer_hello(struct bolt_endpoint *endpoint,
 
 bool bolt_connection_rdma(const struct bolt_connection *connection)
 {
-	return connection->link ? bolt_link_rdma(connection->link) :
-	       connection->endpoint->domain->primary.rdma_write;
+	/* Other ports are only used where they carry RDMA write as the domain's does. */
+	return connection->endpoint->domain->primary.rdma_write;
+}
+
+bool bolt_connection_on_own_ports(const struct bolt_connection *connection)
+{
+	return !connection->link || bolt_link_on_own_ports(connection->link);
 }
 
 static void bolt_connection_established(struct bolt_connection *connection)
@@ -369,10 +374,10 @@ static void bolt_connection_established(struct bolt_connection *connection)
 	connection->link->established = true;
 	connection->link->probing = false;
 	connection->state = BOLT_CONNECTION_ESTABLISHED;
-	/* Operations started before the link was known may have counted on RDMA write. */
-	if (!bolt_link_rdma(connection->link)) {
+	/* Operations started before the link was known counted on the domain's own port. */
+	if (!bolt_link_on_own_ports(connection->link)) {
 		bolt_data_rail_destroy_all(connection);
-		bolt_transmit_without_rdma(connection);
+		bolt_transmit_other_ports(connection);
 	}
 	bolt_transmit_progress(connection);
 }

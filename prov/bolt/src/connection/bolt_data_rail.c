@@ -153,7 +153,9 @@ void bolt_data_rail_request(struct bolt_connection *connection)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
 
-	if (connection->loopback || connection->state == BOLT_CONNECTION_FAILED)
+	/* Rails are on the domain's own port and its stripe ports, beside a link there. */
+	if (connection->loopback || connection->state == BOLT_CONNECTION_FAILED ||
+	    !bolt_connection_on_own_ports(connection))
 		return;
 	for (int index = 0; index < BOLT_MAX_CONNECTION_RAILS; index++) {
 		struct bolt_data_rail *rail = &connection->data_rails[index];

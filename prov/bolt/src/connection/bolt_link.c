@@ -14,8 +14,9 @@
  *
  * A link sits on the domain's own port, or, for a peer that port does not
  * reach (a Thunderbolt mesh of more than two hosts), on another port of the
- * domain, found by probing (bolt_connection.c); such a link carries only
- * messages, since registrations and rails are on the domain's own port.
+ * domain, found by probing (bolt_connection.c); transfers over it register
+ * their buffers on that port, and it has no data rails or direct writes,
+ * which belong to the domain's own port.
  *
  * A connection that leaves takes nothing with it: the receives stay with the
  * link, and its sends still posted complete later, their buffers' device
@@ -61,10 +62,9 @@ int bolt_link_port_index(const struct bolt_link *link)
 	return link->port == &domain->primary ? 0 : 1 + (int) (link->port - domain->stripe_ports);
 }
 
-bool bolt_link_rdma(const struct bolt_link *link)
+bool bolt_link_on_own_ports(const struct bolt_link *link)
 {
-	return link->port == &link->domain->primary && link->peer_port == 0 &&
-	       link->domain->primary.rdma_write;
+	return link->port == &link->domain->primary && link->peer_port == 0;
 }
 
 /* The queue pair within the port's budget, in INIT with its receives posted. */

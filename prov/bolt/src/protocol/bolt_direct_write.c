@@ -70,7 +70,8 @@ void bolt_direct_write_grant(struct bolt_connection *connection, const struct bo
 	struct bolt_mr *mr;
 	struct bolt_transmit *grant;
 
-	if (!bolt_connection_rdma(connection) || (header->flags & BOLT_WIRE_FLAG_GRANTED))
+	if (!bolt_connection_rdma(connection) || !bolt_connection_on_own_ports(connection) ||
+	    (header->flags & BOLT_WIRE_FLAG_GRANTED))
 		return;
 	mr = bolt_mr_find(endpoint, key);
 	if (!mr || !bolt_direct_write_hold(domain, mr))
@@ -229,7 +230,8 @@ bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
 
 	/* A peer may grant what this end's device cannot write: it only knows its own. */
 	if (!connection->grants || connection->state != BOLT_CONNECTION_ESTABLISHED ||
-	    !bolt_connection_rdma(connection) || !bolt_direct_write_suits(transmit))
+	    !bolt_connection_rdma(connection) || !bolt_connection_on_own_ports(connection) ||
+	    !bolt_direct_write_suits(transmit))
 		return false;
 	/* Worth a request and its answer: stripes over the other cables too. */
 	if (transmit->length >= (size_t) connection->endpoint->domain->fabric->params.stripe_threshold &&
@@ -247,7 +249,7 @@ bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
 		!(transmit->flags & FI_REMOTE_CQ_DATA);
 	if (!plain && !bolt_rendezvous_unreliable(connection) && connection->slot)
 		return false;
-	if (!bolt_rendezvous_register(connection->endpoint->domain, transmit->iov[0].iov_base,
+	if (!bolt_rendezvous_register(connection, transmit->iov[0].iov_base,
 				      transmit->length, &transmit->registration))
 		return false;
 	transmit->target_address = grant->target_address + offset;

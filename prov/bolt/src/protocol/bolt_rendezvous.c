@@ -77,28 +77,57 @@ static bool bolt_rendezvous_acquire(struct bolt_mr_cache *cache, void *address, 
 	return !ret;
 }
 
-bool bolt_rendezvous_register(struct bolt_domain *domain, void *address, size_t length,
+/* The entry of registration on port. */
+static struct bolt_mr_cache_entry **bolt_rendezvous_entry(const struct bolt_domain *domain,
+							  struct bolt_registration *registration,
+							  const struct bolt_rail_port *port)
+{
+	return port == &domain->primary ? &registration->primary :
+	       &registration->stripe[port - domain->stripe_ports];
+}
+
+/* The port of the connection's control rail: its link's, or the domain's own before it has one. */
+static struct bolt_rail_port *bolt_rendezvous_link_port(const struct bolt_connection *connection)
+{
+	return connection->link ? connection->link->port : &connection->endpoint->domain->primary;
+}
+
+/* registration's MR on port, registered now if it is not yet; NULL if it cannot be. */
+static struct ibv_mr *bolt_rendezvous_port_mr(struct bolt_domain *domain, struct bolt_rail_port *port,
+					      struct bolt_registration *registration, void *address,
+					      size_t length)
+{
+	struct bolt_mr_cache_entry **entry = bolt_rendezvous_entry(domain, registration, port);
+
+	if (!*entry && !bolt_rendezvous_acquire(port->mr_cache, address, length, entry))
+		return NULL;
+	return bolt_mr_cache_entry_mr(*entry);
+}
+
+bool bolt_rendezvous_register(struct bolt_connection *connection, void *address, size_t length,
 			      struct bolt_registration *registration)
 {
-	return bolt_rendezvous_acquire(domain->primary.mr_cache, address, length,
-				       &registration->primary);
+	return bolt_rendezvous_port_mr(connection->endpoint->domain, bolt_rendezvous_link_port(connection),
+				       registration, address, length) != NULL;
+}
+
+struct ibv_mr *bolt_rendezvous_link_mr(const struct bolt_connection *connection,
+				       const struct bolt_registration *registration)
+{
+	const struct bolt_domain *domain = connection->endpoint->domain;
+	const struct bolt_rail_port *port = bolt_rendezvous_link_port(connection);
+	struct bolt_mr_cache_entry *entry = port == &domain->primary ? registration->primary :
+					    registration->stripe[port - domain->stripe_ports];
+
+	return entry ? bolt_mr_cache_entry_mr(entry) : NULL;
 }
 
 struct ibv_mr *bolt_rendezvous_rail_mr(struct bolt_connection *connection, int rail,
 				       struct bolt_registration *registration, void *address,
 				       size_t length)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
-	struct bolt_rail_port *port = connection->data_rails[rail].port;
-	struct bolt_mr_cache_entry **entry;
-
-	if (port == &domain->primary)
-		entry = &registration->primary;
-	else
-		entry = &registration->stripe[port - domain->stripe_ports];
-	if (!*entry && !bolt_rendezvous_acquire(port->mr_cache, address, length, entry))
-		return NULL;
-	return bolt_mr_cache_entry_mr(*entry);
+	return bolt_rendezvous_port_mr(connection->endpoint->domain, connection->data_rails[rail].port,
+				       registration, address, length);
 }
 
 /*
@@ -156,7 +185,8 @@ static void bolt_rendezvous_send_answer(struct bolt_connection *connection, uint
 					struct bolt_inbound *record, void *address,
 					size_t length, uint32_t status)
 {
-	bool registered = record && record->registration.primary;
+	struct ibv_mr *mr = record ? bolt_rendezvous_link_mr(connection, &record->registration) : NULL;
+	bool registered = mr != NULL;
 	struct bolt_transmit *answer = bolt_transmit_internal(connection, BOLT_WIRE_RENDEZVOUS_READY,
 							      request_id, registered ? 0 : status);
 
@@ -165,7 +195,7 @@ static void bolt_rendezvous_send_answer(struct bolt_connection *connection, uint
 	if (registered) {
 		answer->length = length;
 		answer->remote_address = (uintptr_t) address;
-		answer->remote_key = bolt_mr_cache_entry_mr(record->registration.primary)->rkey;
+		answer->remote_key = mr->rkey;
 		/* The rails go in the tag, and with their keys in the payload. */
 		answer->rail_mask = bolt_rendezvous_post_stripe_receives(connection, &record->registration,
 									 address, length,
@@ -206,13 +236,12 @@ void bolt_rendezvous_record_free(struct bolt_connection *connection, struct bolt
 
 void bolt_rendezvous_answer(struct bolt_connection *connection, struct bolt_inbound *record)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
 	struct bolt_receive *receive = record->receive;
 	size_t length = record->length < receive->length ? record->length : receive->length;
 
 	record->covered = receive->covered;
 	if (receive->iov_count == 1 && length)
-		bolt_rendezvous_register(domain, receive->iov[0].iov_base, length, &record->registration);
+		bolt_rendezvous_register(connection, receive->iov[0].iov_base, length, &record->registration);
 	bolt_rendezvous_send_answer(connection, record->request_id, record,
 				    receive->iov[0].iov_base, length, BOLT_RENDEZVOUS_USE_SEGMENTS);
 }
@@ -243,7 +272,7 @@ void bolt_rendezvous_write_request(struct bolt_connection *connection,
 				   FI_REMOTE_WRITE, &local);
 	if (!status) {
 		record = calloc(1, sizeof(*record));
-		if (!record || !bolt_rendezvous_register(endpoint->domain, local, header->total_length,
+		if (!record || !bolt_rendezvous_register(connection, local, header->total_length,
 							 &record->registration)) {
 			free(record);
 			record = NULL;
@@ -291,7 +320,7 @@ void bolt_rendezvous_describe_write(const struct bolt_transmit *transmit, struct
 {
 	sge->addr = (uintptr_t) transmit->iov[0].iov_base;
 	sge->length = (uint32_t) transmit->target_length;
-	sge->lkey = bolt_mr_cache_entry_mr(transmit->registration.primary)->lkey;
+	sge->lkey = bolt_rendezvous_link_mr(transmit->connection, &transmit->registration)->lkey;
 	wr->sg_list = sge;
 	wr->num_sge = 1;
 	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
@@ -354,7 +383,6 @@ static bool bolt_rendezvous_prepare_stripes(struct bolt_connection *connection,
 void bolt_rendezvous_answered(struct bolt_connection *connection, const struct bolt_wire_header *header,
 			      const char *payload)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
 	struct bolt_transmit *transmit = NULL, *candidate;
 	uint32_t rails = (uint32_t) header->tag;
 	struct bolt_wire_rail_keys keys;
@@ -390,7 +418,7 @@ void bolt_rendezvous_answered(struct bolt_connection *connection, const struct b
 	 */
 	transmit->target_length = header->total_length;
 	if (!header->cq_data && header->total_length &&
-	    bolt_rendezvous_register(domain, transmit->iov[0].iov_base, header->total_length,
+	    bolt_rendezvous_register(connection, transmit->iov[0].iov_base, header->total_length,
 				     &transmit->registration) &&
 	    bolt_rendezvous_prepare_stripes(connection, transmit, rails, &keys)) {
 		transmit->target_address = header->address;
@@ -495,11 +523,11 @@ bool bolt_rendezvous_read_prepare(struct bolt_transmit *read)
 	struct bolt_domain *domain = read->connection->endpoint->domain;
 
 	if (!bolt_connection_rdma(read->connection) || !bolt_rendezvous_registration_pays(read) ||
-	    !bolt_rendezvous_register(domain, read->iov[0].iov_base, read->length,
+	    !bolt_rendezvous_register(read->connection, read->iov[0].iov_base, read->length,
 				      &read->registration))
 		return false;
 	read->tag = (uintptr_t) read->iov[0].iov_base;
-	read->cq_data = bolt_mr_cache_entry_mr(read->registration.primary)->rkey;
+	read->cq_data = bolt_rendezvous_link_mr(read->connection, &read->registration)->rkey;
 	read->wire_flags |= BOLT_WIRE_FLAG_WRITE_BACK;
 	/* Large reads want the rails too, as large writes do; the next ones get them. */
 	if (read->length >= (size_t) domain->fabric->params.rendezvous_threshold)
@@ -518,7 +546,6 @@ void bolt_rendezvous_read_answer(struct bolt_connection *connection,
 				 const struct bolt_wire_header *header, const char *payload,
 				 struct bolt_transmit *response)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
 	struct bolt_wire_rail_keys keys = { 0 };
 
 	if (!(header->flags & BOLT_WIRE_FLAG_WRITE_BACK) || !bolt_connection_rdma(connection) ||
@@ -534,7 +561,7 @@ void bolt_rendezvous_read_answer(struct bolt_connection *connection,
 	response->target_address = header->tag;
 	response->target_rkey = header->cq_data;
 	response->target_length = response->length;
-	if (!bolt_rendezvous_register(domain, response->iov[0].iov_base, response->length,
+	if (!bolt_rendezvous_register(connection, response->iov[0].iov_base, response->length,
 				      &response->registration) ||
 	    !bolt_rendezvous_prepare_stripes(connection, response, keys.rails, &keys))
 		return;

@@ -300,10 +300,10 @@ int bolt_transmit_probe(struct bolt_connection *connection, uint32_t nonce)
 	return bolt_transmit_post_request(connection, record, &wr) ? 0 : -FI_EIO;
 }
 
-void bolt_transmit_without_rdma(struct bolt_connection *connection)
+void bolt_transmit_other_ports(struct bolt_connection *connection)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
 	struct bolt_transmit *transmit, *next;
+	struct ibv_mr *mr;
 
 	DL_FOREACH_SAFE(connection->transmits, transmit, next) {
 		/* Data rails were asked for ahead of the first large transfer: none now. */
@@ -312,12 +312,16 @@ void bolt_transmit_without_rdma(struct bolt_connection *connection)
 			bolt_transmit_free(transmit);
 			continue;
 		}
-		if (transmit->rendezvous == BOLT_RENDEZVOUS_ASK)
-			transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
-		transmit->wire_flags &= (uint8_t) ~BOLT_WIRE_FLAG_WRITE_BACK;
-		transmit->rail_mask = 0;
-		transmit->stripes_pending = 0;
-		bolt_rendezvous_unregister(domain, &transmit->registration, transmit->covered);
+		if (transmit->op != BOLT_WIRE_READ_REQUEST ||
+		    !(transmit->wire_flags & BOLT_WIRE_FLAG_WRITE_BACK))
+			continue;
+		mr = bolt_rendezvous_register(connection, transmit->iov[0].iov_base, transmit->length,
+					      &transmit->registration) ?
+		     bolt_rendezvous_link_mr(connection, &transmit->registration) : NULL;
+		if (mr)
+			transmit->cq_data = mr->rkey;
+		else
+			transmit->wire_flags &= (uint8_t) ~BOLT_WIRE_FLAG_WRITE_BACK;
 	}
 }
 
