@@ -505,6 +505,8 @@ static void far_peer_reached(const char *profile)
 	struct bolt_link *link;
 	pid_t peer;
 
+	/* The software device's topology. */
+	test.options.software_device_only = true;
 	test.options.topology = "mesh:3";
 	peer = link_start(&test, &side, "link-far", far_peer);
 	cr_assert_eq(link_round(&side, 0, 0, side.count, 0), 0);
