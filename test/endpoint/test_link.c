@@ -415,16 +415,24 @@ Test(links, a_pair_closes_and_a_new_one_joins_rocev2, .timeout = 120)
 	close_and_join("rocev2");
 }
 
+/* A peer's start: its pairs open, one round on all of them, both ends' checks done. */
+static int link_peer_one_round(void *argument, int socket, struct link_side *side)
+{
+	int ret = link_side_start(argument, side, socket);
+
+	if (!ret)
+		ret = link_round(side, 1, 0, side->count, 0);
+	if (!ret)
+		ret = link_barrier(side);
+	return ret;
+}
+
 /* The peer: one round, then it stops progressing until it is killed. */
 static int dying_peer(int socket, void *argument)
 {
 	struct link_side side;
-	int ret = link_side_start(argument, &side, socket);
+	int ret = link_peer_one_round(argument, socket, &side);
 
-	if (!ret)
-		ret = link_round(&side, 1, 0, FEW_PAIRS, 0);
-	if (!ret)
-		ret = link_barrier(&side);
 	while (!ret)
 		pause();
 	return ret;
@@ -481,12 +489,8 @@ Test(links, peer_dies_rocev2, .timeout = 120)
 static int far_peer(int socket, void *argument)
 {
 	struct link_side side;
-	int ret = link_side_start(argument, &side, socket);
+	int ret = link_peer_one_round(argument, socket, &side);
 
-	if (!ret)
-		ret = link_round(&side, 1, 0, side.count, 0);
-	if (!ret)
-		ret = link_barrier(&side);
 	link_side_close(&side);
 	return ret;
 }
