@@ -277,13 +277,17 @@ void bolt_connection_destroy(struct bolt_connection *connection)
 	free(connection);
 }
 
-/* Tells the peer why it gets no connection; best effort, the side channel closes next. */
-static void bolt_connection_reject(struct bolt_side_channel_stream *stream, int error)
+/* A side channel message whose body is one word: a nonce, a status. */
+static int bolt_connection_send_word(struct bolt_connection *connection, uint16_t type, uint32_t word)
 {
-	uint32_t reason = (uint32_t) error;
+	return bolt_side_channel_send(&connection->stream, type, &word, sizeof(word));
+}
 
-	if (!bolt_side_channel_send(stream, BOLT_HANDSHAKE_REJECT, &reason, sizeof(reason)))
-		bolt_side_channel_progress(stream);
+/* Tells the peer why it gets no connection; best effort, the side channel closes next. */
+static void bolt_connection_reject(struct bolt_connection *connection, int error)
+{
+	if (!bolt_connection_send_word(connection, BOLT_HANDSHAKE_REJECT, (uint32_t) error))
+		bolt_side_channel_progress(&connection->stream);
 }
 
 /*
@@ -317,7 +321,7 @@ static void bolt_connection_answer(struct bolt_connection *connection, uint64_t 
 	if (ret == -FI_EHOSTUNREACH)
 		ret = bolt_connection_new_link(connection, 0, peer_domain_id, slot_nonce);
 	if (ret) {
-		bolt_connection_reject(&connection->stream, -ret);
+		bolt_connection_reject(connection, -ret);
 		bolt_connection_fail(connection, -ret, "no queue pair for an incoming connection");
 		return;
 	}
@@ -357,15 +361,15 @@ static void bolt_connection_answer_hello(struct bolt_endpoint *endpoint,
 	bolt_connection_answer(connection, hello->domain_id, hello->new_link, hello->peer_port);
 }
 
+bool bolt_connection_on_own_ports(const struct bolt_connection *connection)
+{
+	return !connection->link || bolt_link_on_own_ports(connection->link);
+}
+
 bool bolt_connection_rdma(const struct bolt_connection *connection)
 {
 	/* Other ports are only used where they carry RDMA write as the domain's does. */
 	return connection->endpoint->domain->primary.rdma_write;
-}
-
-bool bolt_connection_on_own_ports(const struct bolt_connection *connection)
-{
-	return !connection->link || bolt_link_on_own_ports(connection->link);
 }
 
 static void bolt_connection_established(struct bolt_connection *connection)
@@ -389,17 +393,25 @@ static bool bolt_connection_probes(const struct bolt_connection *connection)
 	       connection->peer_port_count > 1;
 }
 
-static int bolt_connection_send_word(struct bolt_connection *connection, uint16_t type, uint32_t word)
+/* Initiator: says hello again on the same side channel, asking for a new link. */
+static void bolt_connection_ask_new_link(struct bolt_connection *connection)
 {
-	return bolt_side_channel_send(&connection->stream, type, &word, sizeof(word));
+	struct bolt_handshake hello;
+	int ret;
+
+	bolt_connection_handshake_fill(connection, &hello);
+	hello.new_link = 1;
+	ret = bolt_side_channel_send(&connection->stream, BOLT_HANDSHAKE_HELLO, &hello, sizeof(hello));
+	if (ret) {
+		bolt_connection_fail(connection, -ret, "asking for a new link failed");
+		return;
+	}
+	connection->state = BOLT_CONNECTION_CONNECTING;
 }
 
 /* Initiator: asks for a new link again, on the next pair of ports, while there is one. */
 static void bolt_connection_try_next_ports(struct bolt_connection *connection, int ports)
 {
-	struct bolt_handshake hello;
-	int ret;
-
 	bolt_link_leave(connection);
 	connection->attempt += ports;
 	if (connection->attempt >= bolt_link_port_count(connection->endpoint->domain) *
@@ -407,12 +419,7 @@ static void bolt_connection_try_next_ports(struct bolt_connection *connection, i
 		bolt_connection_fail(connection, FI_EHOSTUNREACH, "no port of ours reaches one of the peer's");
 		return;
 	}
-	bolt_connection_handshake_fill(connection, &hello);
-	hello.new_link = 1;
-	ret = bolt_side_channel_send(&connection->stream, BOLT_HANDSHAKE_HELLO, &hello, sizeof(hello));
-	if (ret)
-		bolt_connection_fail(connection, -ret, "asking for a new link failed");
-	connection->state = BOLT_CONNECTION_CONNECTING;
+	bolt_connection_ask_new_link(connection);
 }
 
 /* Initiator: a new link on our port for this attempt, connected to the peer's queue pair. */
@@ -448,7 +455,6 @@ static void bolt_connection_handle_reply(struct bolt_connection *connection,
 					 const struct bolt_handshake *reply)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
-	struct bolt_handshake hello;
 	struct bolt_link *link;
 	int ret;
 
@@ -467,11 +473,7 @@ static void bolt_connection_handle_reply(struct bolt_connection *connection,
 	}
 	/* Our end of that link is gone, or the slot still busy: ask for a new link. */
 	connection->peer_port_count = reply->port_count;
-	bolt_connection_handshake_fill(connection, &hello);
-	hello.new_link = 1;
-	ret = bolt_side_channel_send(&connection->stream, BOLT_HANDSHAKE_HELLO, &hello, sizeof(hello));
-	if (ret)
-		bolt_connection_fail(connection, -ret, "asking for a new link failed");
+	bolt_connection_ask_new_link(connection);
 }
 
 /* Initiator: the peer connected the new link; probe it where the ports may not meet. */
