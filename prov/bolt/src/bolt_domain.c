@@ -54,7 +54,7 @@ void bolt_domain_poll_device(struct bolt_domain *domain)
 		bolt_domain_poll_cq(domain, domain->stripe_ports[index].handle.cq);
 	domain->poll_generation++;
 	if (domain->retired_links)
-		bolt_link_reclaim(domain, false);
+		bolt_link_reclaim(domain);
 }
 
 void bolt_domain_progress(struct bolt_domain *domain)
@@ -222,9 +222,8 @@ static int bolt_domain_close(struct fid *fid)
 			atomic_load(&domain->child_count));
 		return -FI_EBUSY;
 	}
-	/* Links retired by the last endpoints: their buffers return first. */
+	/* Links retired by the last endpoints: the poll returns their buffers. */
 	bolt_domain_poll_device(domain);
-	bolt_link_reclaim(domain, true);
 	bolt_domain_deregister_control(domain);
 	free(domain->control_buffers);
 	bolt_slab_pool_destroy(&domain->control_pool);

@@ -410,8 +410,6 @@ void bolt_connection_progress_all(struct bolt_endpoint *endpoint);
 bool bolt_connection_busy(const struct bolt_connection *connection);
 /* CLOCK_MONOTONIC in nanoseconds, the clock of connection timeouts. */
 uint64_t bolt_connection_now_ns(void);
-/* Whether the connection may move data by RDMA write: the domain's port carries it. */
-bool bolt_connection_rdma(const struct bolt_connection *connection);
 /*
  * Whether the connection may have data rails and write granted regions
  * directly: its link is on both domains' own ports (or not known yet).
@@ -466,8 +464,8 @@ struct bolt_connection *bolt_link_connection(const struct bolt_link *link, uint8
 void bolt_link_fail(struct bolt_link *link, int error, const char *why);
 /* Sends what the link's connections have queued, credits returned included. */
 void bolt_link_progress(struct bolt_link *link);
-/* Frees retired links whose buffers no completion can name any more (all: every one). */
-void bolt_link_reclaim(struct bolt_domain *domain, bool all);
+/* Frees retired links whose buffers no completion can name any more. */
+void bolt_link_reclaim(struct bolt_domain *domain);
 
 /* Data rails (connection/bolt_data_rail.c). */
 /* Asks the peer for the data rails not asked for yet, where queue pairs can be spared. */
@@ -502,6 +500,11 @@ int bolt_data_rail_post_receive(struct bolt_connection *connection, int rail,
 void bolt_data_rail_destroy_all(struct bolt_connection *connection);
 
 /* Loss (connection/bolt_loss.c). */
+/*
+ * Fails a connection that lost messages. Each lost SEND also took one of the
+ * link's credits, which never comes back: no new connection joins the link.
+ */
+void bolt_loss_fail(struct bolt_connection *connection, const char *why);
 /* While the connection waits for the peer and nothing arrives, compares counts with it. */
 void bolt_loss_check(struct bolt_connection *connection, uint64_t now_ns);
 /* A side channel message about counts; false if type is not one. */

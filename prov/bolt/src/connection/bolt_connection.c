@@ -366,12 +366,6 @@ bool bolt_connection_on_own_ports(const struct bolt_connection *connection)
 	return !connection->link || bolt_link_on_own_ports(connection->link);
 }
 
-bool bolt_connection_rdma(const struct bolt_connection *connection)
-{
-	/* Other ports are only used where they carry RDMA write as the domain's does. */
-	return connection->endpoint->domain->primary.rdma_write;
-}
-
 static void bolt_connection_established(struct bolt_connection *connection)
 {
 	/* The first connection of a link is established once both ends are connected. */

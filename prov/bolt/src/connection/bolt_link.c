@@ -15,7 +15,8 @@
  * A link sits on the domain's own port, or, for a peer that port does not
  * reach (a Thunderbolt mesh of more than two hosts), on another port of the
  * domain, found by probing (bolt_connection.c); transfers over it register
- * their buffers on that port, and it has no data rails or direct writes,
+ * their buffers on that port (a stripe port carries RDMA write, or the
+ * domain does not open it), and it has no data rails or direct writes,
  * which belong to the domain's own port.
  *
  * A connection that leaves takes nothing with it: the receives stay with the
@@ -285,14 +286,14 @@ void bolt_link_progress(struct bolt_link *link)
 	}
 }
 
-void bolt_link_reclaim(struct bolt_domain *domain, bool all)
+void bolt_link_reclaim(struct bolt_domain *domain)
 {
 	struct bolt_link *link, *next;
 
 	DL_FOREACH_SAFE(domain->retired_links, link, next) {
 		/* The CQ has been polled empty since its queue pair went: no
 		 * completion can still name its buffers. */
-		if (!all && domain->poll_generation <= link->retired_generation)
+		if (domain->poll_generation <= link->retired_generation)
 			continue;
 		for (uint32_t i = 0; i < domain->control_pool.buffer_count; i++) {
 			struct bolt_control_buffer *record = &domain->control_buffers[i];

@@ -36,11 +36,7 @@ static bool bolt_loss_waiting(const struct bolt_connection *connection)
 	       connection->stripes_sent != watch->confirmed_stripes;
 }
 
-/*
- * Fails a connection that lost messages. Each lost SEND also took one of the
- * link's credits, which never comes back: no new connection joins the link.
- */
-static void bolt_loss_fail(struct bolt_connection *connection, const char *why)
+void bolt_loss_fail(struct bolt_connection *connection, const char *why)
 {
 	if (connection->link)
 		connection->link->retiring = true;

@@ -70,7 +70,7 @@ void bolt_direct_write_grant(struct bolt_connection *connection, const struct bo
 	struct bolt_mr *mr;
 	struct bolt_transmit *grant;
 
-	if (!bolt_connection_rdma(connection) || !bolt_connection_on_own_ports(connection) ||
+	if (!domain->primary.rdma_write || !bolt_connection_on_own_ports(connection) ||
 	    (header->flags & BOLT_WIRE_FLAG_GRANTED))
 		return;
 	mr = bolt_mr_find(endpoint, key);
@@ -230,7 +230,7 @@ bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
 
 	/* A peer may grant what this end's device cannot write: it only knows its own. */
 	if (!connection->grants || connection->state != BOLT_CONNECTION_ESTABLISHED ||
-	    !bolt_connection_rdma(connection) || !bolt_connection_on_own_ports(connection) ||
+	    !connection->endpoint->domain->primary.rdma_write || !bolt_connection_on_own_ports(connection) ||
 	    !bolt_direct_write_suits(transmit))
 		return false;
 	/* Worth a request and its answer: stripes over the other cables too. */

@@ -207,9 +207,7 @@ static struct bolt_connection *bolt_receive_arrived(struct bolt_link *link,
 		return NULL;
 	problem = bolt_receive_check(connection, header);
 	if (problem) {
-		/* A message lost took a credit with it: the link takes no new connections. */
-		link->retiring = true;
-		bolt_connection_fail(connection, FI_EIO, problem);
+		bolt_loss_fail(connection, problem);
 		return NULL;
 	}
 	connection->receive_sequence++;

@@ -27,7 +27,7 @@ bool bolt_rendezvous_wanted(const struct bolt_transmit *transmit)
 {
 	const struct bolt_domain *domain = transmit->connection->endpoint->domain;
 
-	return bolt_connection_rdma(transmit->connection) &&
+	return domain->primary.rdma_write &&
 	       (transmit->op == BOLT_WIRE_MESSAGE || transmit->op == BOLT_WIRE_WRITE) &&
 	       !transmit->internal &&
 	       !transmit->inject_copy && transmit->iov_count == 1 &&
@@ -522,7 +522,8 @@ bool bolt_rendezvous_read_prepare(struct bolt_transmit *read)
 {
 	struct bolt_domain *domain = read->connection->endpoint->domain;
 
-	if (!bolt_connection_rdma(read->connection) || !bolt_rendezvous_registration_pays(read) ||
+	if (!read->connection->endpoint->domain->primary.rdma_write ||
+	    !bolt_rendezvous_registration_pays(read) ||
 	    !bolt_rendezvous_register(read->connection, read->iov[0].iov_base, read->length,
 				      &read->registration))
 		return false;
@@ -548,7 +549,8 @@ void bolt_rendezvous_read_answer(struct bolt_connection *connection,
 {
 	struct bolt_wire_rail_keys keys = { 0 };
 
-	if (!(header->flags & BOLT_WIRE_FLAG_WRITE_BACK) || !bolt_connection_rdma(connection) ||
+	if (!(header->flags & BOLT_WIRE_FLAG_WRITE_BACK) ||
+	    !connection->endpoint->domain->primary.rdma_write ||
 	    !response->length)
 		return;
 	/* Stripes the reader posted receives for: all of them, or segments. */
