@@ -1,9 +1,11 @@
 /*
  * softrdma_cq.c: completion queues. Each is a ring of struct ibv_wc in the
  * shared segment, since a sender in another process pushes the receive
- * completions of its target. Producers push under the segment lock; poll_cq
- * looks at the ring without it first, so an idle poll costs no lock.
- * Polling a send completion retires its QP's send queue slots.
+ * completions of its target. Producers push under the segment lock. The
+ * ring has one consumer, its owner process (whose pollers take turns): a
+ * poll takes receive completions without the segment lock, so a target's
+ * polls do not stall the senders writing into it. Polling a send completion
+ * retires its QP's send queue slots, which does take the segment lock.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +65,7 @@ struct ibv_cq *softrdma_create_cq(struct ibv_context *ibv_context, int cqe, void
 	cq->ibv.handle = cq->index;
 	pthread_mutex_init(&cq->ibv.mutex, NULL);
 	pthread_cond_init(&cq->ibv.cond, NULL);
+	pthread_mutex_init(&cq->poll_lock, NULL);
 	__atomic_add_fetch(&context->children, 1, __ATOMIC_ACQ_REL);
 	return &cq->ibv;
 }
@@ -84,6 +87,7 @@ int softrdma_destroy_cq(struct ibv_cq *ibv_cq)
 	softrdma_lock(segment);
 	softrdma_cq_release_locked(segment, cq->index);
 	softrdma_unlock(segment);
+	pthread_mutex_destroy(&cq->poll_lock);
 	pthread_cond_destroy(&cq->ibv.cond);
 	pthread_mutex_destroy(&cq->ibv.mutex);
 	__atomic_sub_fetch(&cq->context->children, 1, __ATOMIC_ACQ_REL);
@@ -105,7 +109,8 @@ int softrdma_cq_push_locked(struct softrdma_segment *segment, int cq_index,
 
 	if (!cq->slot.in_use)
 		return -ENOENT;
-	if (cq->produced - cq->consumed >= (uint64_t) cq->capacity) {
+	if (cq->produced - __atomic_load_n(&cq->consumed, __ATOMIC_ACQUIRE) >=
+	    (uint64_t) cq->capacity) {
 		if (!cq->overflowed)
 			FI_WARN(&bolt_prov, FI_LOG_CORE,
 				"software device: CQ of %d entries overrun; completions lost\n",
@@ -133,20 +138,27 @@ static void softrdma_cq_retire_locked(struct softrdma_segment *segment,
 		__atomic_store_n(&qp->send_retired, entry->sequence + 1, __ATOMIC_RELEASE);
 }
 
-static int softrdma_cq_pop_locked(struct softrdma_segment *segment,
-				  struct softrdma_shared_cq *cq, int num_entries,
-				  struct ibv_wc *wc)
+/*
+ * Pops up to num_entries completions; those that retire send queue slots
+ * only under the segment lock (segment non-NULL), the others without.
+ */
+static int softrdma_cq_pop(struct softrdma_segment *segment, struct softrdma_shared_cq *cq,
+			   int num_entries, struct ibv_wc *wc)
 {
+	uint64_t produced = __atomic_load_n(&cq->produced, __ATOMIC_ACQUIRE);
+	uint64_t consumed = cq->consumed;
 	int count = 0;
 
-	while (count < num_entries && cq->consumed < cq->produced) {
-		const struct softrdma_shared_completion *entry =
-			&cq->ring[cq->consumed % SOFTRDMA_CQ_RING];
+	while (count < num_entries && consumed < produced) {
+		const struct softrdma_shared_completion *entry = &cq->ring[consumed % SOFTRDMA_CQ_RING];
 
+		if (entry->retires && !segment)
+			break;
 		wc[count++] = entry->wc;
 		if (entry->retires)
 			softrdma_cq_retire_locked(segment, entry);
-		__atomic_store_n(&cq->consumed, cq->consumed + 1, __ATOMIC_RELEASE);
+		/* The producer may reuse the entry from here on. */
+		__atomic_store_n(&cq->consumed, ++consumed, __ATOMIC_RELEASE);
 	}
 	return count;
 }
@@ -166,8 +178,14 @@ int softrdma_poll_cq(struct ibv_cq *ibv_cq, int num_entries, struct ibv_wc *wc)
 	if (__atomic_load_n(&shared->produced, __ATOMIC_ACQUIRE) ==
 	    __atomic_load_n(&shared->consumed, __ATOMIC_ACQUIRE))
 		return __atomic_load_n(&shared->overflowed, __ATOMIC_RELAXED) ? -EOVERFLOW : 0;
-	softrdma_lock(segment);
-	count = softrdma_cq_pop_locked(segment, shared, num_entries, wc);
-	softrdma_unlock(segment);
+	pthread_mutex_lock(&cq->poll_lock);
+	count = softrdma_cq_pop(NULL, shared, num_entries, wc);
+	if (count < num_entries &&
+	    __atomic_load_n(&shared->produced, __ATOMIC_ACQUIRE) != shared->consumed) {
+		softrdma_lock(segment);
+		count += softrdma_cq_pop(segment, shared, num_entries - count, wc + count);
+		softrdma_unlock(segment);
+	}
+	pthread_mutex_unlock(&cq->poll_lock);
 	return count;
 }

@@ -241,6 +241,7 @@ struct softrdma_cq {
 	struct softrdma_context *context;
 	uint32_t index;
 	int children;           /* QPs that complete into it */
+	pthread_mutex_t poll_lock; /* this process's pollers, one at a time */
 };
 
 /* A send WR as posted, kept until it is processed. */
