@@ -229,6 +229,9 @@ struct bolt_inbound {
  * link; each message names its connection's slot. Operations, sequence and
  * loss stay per connection.
  */
+/* Receives a link posts again together (bolt_receive.c): a quarter of its depth. */
+#define BOLT_LINK_REPOST_BATCH 8
+
 struct bolt_link {
 	struct bolt_domain *domain;
 	struct bolt_rail_port *port;    /* where its queue pair is: the domain's own, or another
@@ -252,6 +255,9 @@ struct bolt_link {
 	uint32_t peer_receive_depth;    /* what the peer posted for us */
 	uint32_t send_credits;          /* receives the peer has posted for us */
 	uint32_t credits_to_return;
+	struct bolt_control_buffer *unposted[BOLT_LINK_REPOST_BATCH]; /* handled, to post again;
+								       * reclaimed with the link */
+	uint32_t unposted_count;
 	int outstanding_sends;          /* posted on its queue pair, send completion pending */
 	uint64_t retired_generation;    /* retired: the domain poll its buffers wait for */
 	struct bolt_link *prev, *next;  /* domain->links, or domain->retired_links */

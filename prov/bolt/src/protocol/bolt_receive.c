@@ -2,8 +2,8 @@
  * bolt_receive.c: receiving. Each link keeps receive_depth control buffers
  * posted; every arriving message is checked (op, lengths, credits, then its
  * connection's slot and sequence) before anything in it is trusted, handled
- * by its op on its connection, and its buffer posted again at once, which
- * earns the peer a credit back on the link.
+ * by its op on its connection, and its buffer posted again with the next
+ * few, which earns the peer credits back on the link.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,31 +13,64 @@
 
 static void bolt_receive_completed(struct bolt_work_completion *work, const struct ibv_wc *wc);
 
-static int bolt_receive_post(struct bolt_link *link, struct bolt_control_buffer *record)
+/* Posts count control buffers on link's queue pair in one call. */
+static int bolt_receive_post(struct bolt_link *link, struct bolt_control_buffer **records,
+			     uint32_t count)
 {
 	struct bolt_domain *domain = link->domain;
-	struct ibv_sge sge = {
-		.addr = (uintptr_t) bolt_control_buffer_data(domain, record),
-		.length = (uint32_t) domain->control_pool.buffer_size,
-		.lkey = link->port->control_mr->lkey,
-	};
-	struct ibv_recv_wr wr = {
-		.wr_id = (uintptr_t) &record->work,
-		.sg_list = &sge,
-		.num_sge = 1,
-	};
+	struct ibv_sge sge[BOLT_LINK_REPOST_BATCH];
+	struct ibv_recv_wr wr[BOLT_LINK_REPOST_BATCH];
 	struct ibv_recv_wr *bad_wr;
 	int ret;
 
-	record->work.handle = bolt_receive_completed;
-	record->link = link;
-	record->posted = true;
-	ret = domain->fabric->verbs.post_recv(link->qp, &wr, &bad_wr);
+	for (uint32_t i = 0; i < count; i++) {
+		sge[i] = (struct ibv_sge) {
+			.addr = (uintptr_t) bolt_control_buffer_data(domain, records[i]),
+			.length = (uint32_t) domain->control_pool.buffer_size,
+			.lkey = link->port->control_mr->lkey,
+		};
+		wr[i] = (struct ibv_recv_wr) {
+			.wr_id = (uintptr_t) &records[i]->work,
+			.next = i + 1 < count ? &wr[i + 1] : NULL,
+			.sg_list = &sge[i],
+			.num_sge = 1,
+		};
+		records[i]->work.handle = bolt_receive_completed;
+		records[i]->link = link;
+		records[i]->posted = true;
+	}
+	ret = domain->fabric->verbs.post_recv(link->qp, wr, &bad_wr);
 	if (ret) {
-		bolt_control_buffer_put(domain, record);
+		/* Those before bad_wr are posted; the rest go back to the pool. */
+		for (uint32_t i = (uint32_t) (bad_wr - wr); i < count; i++) {
+			records[i]->posted = false;
+			bolt_control_buffer_put(domain, records[i]);
+		}
 		FI_WARN(&bolt_prov, FI_LOG_EP_DATA, "post_recv failed: %s\n", strerror(ret));
 		return -FI_EIO;
 	}
+	return 0;
+}
+
+/*
+ * Posts record again, with others: each post_recv takes the device's lock,
+ * which the peer's writes into this process need too. A batch of a quarter
+ * of the depth leaves the peer enough credits to go on meanwhile, and those
+ * posted and not returned enough to send them back (bolt_transmit.c).
+ * Returns nonzero if the link failed.
+ */
+static int bolt_receive_repost(struct bolt_link *link, struct bolt_control_buffer *record)
+{
+	link->unposted[link->unposted_count++] = record;
+	if (link->unposted_count < BOLT_LINK_REPOST_BATCH)
+		return 0;
+	if (bolt_receive_post(link, link->unposted, link->unposted_count)) {
+		link->unposted_count = 0;
+		bolt_link_fail(link, FI_EIO, "a receive could not be posted again");
+		return -FI_EIO;
+	}
+	link->credits_to_return += link->unposted_count;
+	link->unposted_count = 0;
 	return 0;
 }
 
@@ -55,7 +88,7 @@ int bolt_receive_post_initial(struct bolt_link *link)
 				domain->control_pool.buffer_count);
 			return -FI_ENOMEM;
 		}
-		ret = bolt_receive_post(link, record);
+		ret = bolt_receive_post(link, &record, 1);
 		if (ret)
 			return ret;
 	}
@@ -263,11 +296,8 @@ static void bolt_receive_completed(struct bolt_work_completion *work, const stru
 		return;
 	}
 	/* The payload has been copied out: the buffer can take the next message. */
-	if (bolt_receive_post(link, record)) {
-		bolt_link_fail(link, FI_EIO, "a receive could not be posted again");
+	if (bolt_receive_repost(link, record))
 		return;
-	}
-	link->credits_to_return++;
 	/* Its connection returns the credit; with none left there, any other may. */
 	if (connection && connection->state != BOLT_CONNECTION_FAILED)
 		bolt_transmit_progress(connection);
