@@ -239,6 +239,15 @@ static int collective_rank_main(struct collective_rank *rank, const struct colle
 	return ret;
 }
 
+/* name=value, or name unset for NULL: the provider's default. */
+static void collective_setenv(const char *name, const char *value)
+{
+	if (value)
+		setenv(name, value, 1);
+	else
+		unsetenv(name);
+}
+
 /*
  * The software device's single topology stands for every rank's host: on real
  * Thunderbolt each host has its own device, so the limits scale with the ranks.
@@ -256,14 +265,9 @@ static void collective_environment(const struct collective_options *options, con
 	setenv("FI_BOLT_SOFT_MAX_QP", scaled ? value : "0", 1);
 	snprintf(value, sizeof(value), "%d", 100 * options->size);
 	setenv("FI_BOLT_SOFT_MAX_MR", scaled ? value : "0", 1);
-	if (options->ring_threshold)
-		setenv("FI_BOLT_COLLECTIVE_RING_THRESHOLD", options->ring_threshold, 1);
-	else
-		unsetenv("FI_BOLT_COLLECTIVE_RING_THRESHOLD");
-	if (options->segment_size)
-		setenv("FI_BOLT_COLLECTIVE_SEGMENT_SIZE", options->segment_size, 1);
-	else
-		unsetenv("FI_BOLT_COLLECTIVE_SEGMENT_SIZE");
+	collective_setenv("FI_BOLT_COLLECTIVE_RING_THRESHOLD", options->ring_threshold);
+	collective_setenv("FI_BOLT_COLLECTIVE_SEGMENT_SIZE", options->segment_size);
+	collective_setenv("FI_BOLT_COLLECTIVE_DOUBLING_MEMBERS", options->doubling_members);
 }
 
 int collective_run(const struct collective_options *options, const char *tag,

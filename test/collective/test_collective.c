@@ -1,9 +1,10 @@
 /*
  * test_collective.c: every collective x datatype x op x size (1 element, an
  * odd count, a count that is no multiple of the ring's segment) for groups
- * of 2, 3, 4 and 8 ranks on both profiles, with both algorithms (fully
- * connected, and the ring with tiny segments so that many lanes and steps
- * run), each result checked against a plain reference computed here. Inputs
+ * of 2, 3, 4 and 8 ranks on both profiles, with every algorithm (fully
+ * connected, recursive doubling for what it runs, and the ring with tiny
+ * segments so that many lanes and steps run), each result checked against
+ * a plain reference computed here. Inputs
  * are exact in every datatype, so any reduction order gives the reference's
  * bits; a separate check has every rank get the same bits from inexact
  * floats. Then 64 MiB float32 all-reduces.
@@ -475,7 +476,11 @@ static int test_focused(struct collective_rank *rank, void *argument)
 	return ret;
 }
 
-/* Both algorithms: the ring for everything it runs, then fully connected for everything. */
+/*
+ * Every algorithm: the ring for everything it runs, then fully connected for
+ * everything, then recursive doubling for what it runs (all-reduce and
+ * barrier; with a member count that is not a power of two, its fold too).
+ */
 static void test_group_with(const char *profile, int size,
 			    int (*body)(struct collective_rank *rank, void *argument))
 {
@@ -484,12 +489,19 @@ static void test_group_with(const char *profile, int size,
 	};
 	struct collective_options direct = {
 		.profile = profile, .size = size, .ring_threshold = "1073741824",
+		.doubling_members = "32768",
+	};
+	struct collective_options doubling = {
+		.profile = profile, .size = size, .ring_threshold = "1073741824",
+		.doubling_members = "2",
 	};
 
 	cr_assert_eq(collective_run(&ring, "coll-ring", body, NULL), 0,
 		     "ring, %d ranks on %s", size, profile);
 	cr_assert_eq(collective_run(&direct, "coll-direct", body, NULL), 0,
 		     "fully connected, %d ranks on %s", size, profile);
+	cr_assert_eq(collective_run(&doubling, "coll-doubling", body, NULL), 0,
+		     "recursive doubling, %d ranks on %s", size, profile);
 }
 
 static void test_group(const char *profile, int size)

@@ -2,7 +2,9 @@
  * test_collective_failure.c: a rank dies in the middle of an all-reduce.
  * Its side channels close, the other ranks' connections to it fail, and
  * their collective must end with an error within 2 seconds, not hang; the
- * group then refuses new operations, and everything closes cleanly.
+ * group then refuses new operations, and everything closes cleanly. A large
+ * all-reduce runs as a ring; a small one in four ranks by recursive
+ * doubling, where most ranks never exchange with the dead one in it.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -13,7 +15,8 @@
 
 #include "collective_fixture.h"
 
-#define FAILURE_COUNT ((16u << 20) / sizeof(float))
+#define FAILURE_LARGE_COUNT ((16u << 20) / sizeof(float))
+#define FAILURE_SMALL_COUNT 5
 #define FAILURE_DEADLINE_NS 2000000000ULL
 
 static uint64_t failure_now_ns(void)
@@ -24,15 +27,19 @@ static uint64_t failure_now_ns(void)
 	return (uint64_t) now.tv_sec * 1000000000ULL + (uint64_t) now.tv_nsec;
 }
 
-/* The dying rank starts the all-reduce, drives it a little, and is killed. */
-static int failure_die(struct collective_rank *rank, float *input, float *result)
+/*
+ * The dying rank starts a large all-reduce, drives it a little, and is
+ * killed; before a small one, which it might finish, it is killed at once.
+ */
+static int failure_die(struct collective_rank *rank, size_t count, float *input, float *result)
 {
 	struct fi_cq_tagged_entry entry;
 	int context;
-	ssize_t ret;
+	ssize_t ret = 0;
 
-	ret = fi_allreduce(rank->ep, input, FAILURE_COUNT, NULL, result, NULL, rank->coll_addr,
-			   FI_FLOAT, FI_SUM, 0, &context);
+	if (count == FAILURE_LARGE_COUNT)
+		ret = fi_allreduce(rank->ep, input, count, NULL, result, NULL, rank->coll_addr,
+				   FI_FLOAT, FI_SUM, 0, &context);
 	for (int i = 0; !ret && i < 200; i++)
 		fi_cq_read(rank->cq, &entry, 0);
 	collective_publish(rank, failure_now_ns());
@@ -40,12 +47,12 @@ static int failure_die(struct collective_rank *rank, float *input, float *result
 	return -FI_EOTHER;      /* not reached */
 }
 
-static int failure_survive(struct collective_rank *rank, float *input, float *result)
+static int failure_survive(struct collective_rank *rank, size_t count, float *input, float *result)
 {
 	int context, error = 0, ret;
 	uint64_t died, ended;
 
-	ret = (int) fi_allreduce(rank->ep, input, FAILURE_COUNT, NULL, result, NULL, rank->coll_addr,
+	ret = (int) fi_allreduce(rank->ep, input, count, NULL, result, NULL, rank->coll_addr,
 				 FI_FLOAT, FI_SUM, 0, &context);
 	if (ret)
 		return ret;
@@ -70,31 +77,34 @@ static int failure_survive(struct collective_rank *rank, float *input, float *re
 
 static int failure_body(struct collective_rank *rank, void *argument)
 {
-	float *input = calloc(FAILURE_COUNT, sizeof(float));
-	float *result = calloc(FAILURE_COUNT, sizeof(float));
+	size_t count = *(const size_t *) argument;
+	float *input = calloc(count, sizeof(float));
+	float *result = calloc(count, sizeof(float));
 	int ret;
 
 	if (!input || !result)
 		return -FI_ENOMEM;
 	collective_barrier(rank);
 	if (rank->rank == rank->size - 1)
-		ret = failure_die(rank, input, result);
+		ret = failure_die(rank, count, input, result);
 	else
-		ret = failure_survive(rank, input, result);
+		ret = failure_survive(rank, count, input, result);
 	free(input);
 	free(result);
 	return ret;
 }
 
-static void failure_run(const char *profile, int size)
+static void failure_run(const char *profile, int size, size_t count)
 {
 	struct collective_options options = {
 		.profile = profile, .size = size, .last_rank_dies = true,
 	};
 
-	cr_assert_eq(collective_run(&options, "coll-fail", failure_body, NULL), 0,
-		     "%d ranks on %s", size, profile);
+	cr_assert_eq(collective_run(&options, "coll-fail", failure_body, &count), 0,
+		     "%d ranks on %s, %zu elements", size, profile, count);
 }
 
-Test(collective_failure, thunderbolt_3) { failure_run("thunderbolt", 3); }
-Test(collective_failure, rocev2_4) { failure_run("rocev2", 4); }
+Test(collective_failure, thunderbolt_3) { failure_run("thunderbolt", 3, FAILURE_LARGE_COUNT); }
+Test(collective_failure, rocev2_4) { failure_run("rocev2", 4, FAILURE_LARGE_COUNT); }
+Test(collective_failure, thunderbolt_4_small) { failure_run("thunderbolt", 4, FAILURE_SMALL_COUNT); }
+Test(collective_failure, rocev2_4_small) { failure_run("rocev2", 4, FAILURE_SMALL_COUNT); }

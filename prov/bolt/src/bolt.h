@@ -53,6 +53,7 @@ struct bolt_params {
 	int stripe_threshold;       /* FI_BOLT_STRIPE_THRESHOLD: bytes of a granted write striped from */
 	int rendezvous_threshold;   /* FI_BOLT_RENDEZVOUS_THRESHOLD: bytes written by RDMA from */
 	int collective_ring_threshold;  /* FI_BOLT_COLLECTIVE_RING_THRESHOLD: bytes */
+	int collective_doubling_members; /* FI_BOLT_COLLECTIVE_DOUBLING_MEMBERS: group size */
 	int collective_segment_size;    /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE: bytes */
 	int collective_lanes;           /* FI_BOLT_COLLECTIVE_LANES: segments in flight */
 	bool share_queue_pairs;     /* FI_BOLT_SHARE_QUEUE_PAIRS: connections to one domain share a link */

@@ -94,7 +94,12 @@ static const struct bolt_param bolt_param_table[] = {
 		"segments, copied at both ends (default: 16384)"),
 	BOLT_INT_PARAM("collective_ring_threshold", collective_ring_threshold, 0, 1 << 30,
 		"All-reduce, all-gather and reduce-scatter of at least this many bytes in all run "
-		"as a pipelined ring; smaller ones fully connected, in one round (default: 131072)"),
+		"as a pipelined ring; smaller ones fully connected, in one round, or by recursive "
+		"doubling (default: 131072)"),
+	BOLT_INT_PARAM("collective_doubling_members", collective_doubling_members, 2, 1 << 15,
+		"Groups of at least this many members run small all-reduces and barriers by "
+		"recursive doubling, log2(n) rounds of one message each, instead of fully "
+		"connected, one round of n-1 messages (default: 4)"),
 	BOLT_INT_PARAM("collective_segment_size", collective_segment_size, 1, 1 << 30,
 		"Bytes of the segments the ring pipelines (default: 4194304)"),
 	BOLT_INT_PARAM("collective_lanes", collective_lanes, 1, 256,
@@ -120,6 +125,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.stripe_threshold = 1 << 20,
 	.rendezvous_threshold = BOLT_RENDEZVOUS_THRESHOLD,
 	.collective_ring_threshold = 131072,
+	.collective_doubling_members = 4,
 	.collective_segment_size = 4 << 20,
 	.collective_lanes = 4,
 	.share_queue_pairs = true,

@@ -170,9 +170,10 @@ int bolt_collective_receive(struct bolt_collective_operation *operation, int lan
 /* Takes back the receives still posted for wait: they complete with FI_ECANCELED. */
 void bolt_collective_cancel(struct bolt_endpoint *endpoint, struct bolt_collective_wait *wait);
 
-/* ---- Algorithms (bolt_collective_algorithm.c, _direct.c, _ring.c) ---- */
+/* ---- Algorithms (bolt_collective_algorithm.c, _direct.c, _doubling.c, _ring.c) ---- */
 
 extern const struct bolt_collective_algorithm bolt_collective_direct;
+extern const struct bolt_collective_algorithm bolt_collective_doubling;
 extern const struct bolt_collective_algorithm bolt_collective_ring;
 /* The algorithm for operation, by kind, size and the FI_BOLT_COLLECTIVE_* params. */
 const struct bolt_collective_algorithm *

@@ -1,9 +1,11 @@
 /*
  * bolt_collective_algorithm.c: which algorithm runs an operation. Few round
  * trips matter for small messages: the fully connected algorithm sends
- * everything in one round. Bandwidth matters for large ones: the pipelined
- * ring moves the least data. FI_BOLT_COLLECTIVE_RING_THRESHOLD is where one
- * gives way to the other.
+ * everything in one round. In larger groups the number of messages matters
+ * too, where ranks share cores: recursive doubling sends n log2(n) instead
+ * of n(n-1), in log2(n) rounds (FI_BOLT_COLLECTIVE_DOUBLING_MEMBERS).
+ * Bandwidth matters for large messages: the pipelined ring moves the least
+ * data. FI_BOLT_COLLECTIVE_RING_THRESHOLD is where the others give way to it.
  */
 #include "collective/bolt_collective.h"
 
@@ -21,11 +23,17 @@ bolt_collective_algorithm_choose(const struct bolt_collective_operation *operati
 	const struct bolt_params *params = &operation->group->endpoint->domain->fabric->params;
 	bool ring_capable = operation->kind == FI_ALLREDUCE || operation->kind == FI_ALLGATHER ||
 			    operation->kind == FI_REDUCE_SCATTER;
+	bool doubling_capable = operation->kind == FI_BARRIER || operation->kind == FI_ALLREDUCE;
+	bool small = bolt_collective_algorithm_bytes(operation) <
+		     (size_t) params->collective_ring_threshold;
 
-	if (!ring_capable || operation->group->size < 2 ||
-	    (operation->kind == FI_REDUCE_SCATTER && operation->input == operation->result))
+	if (operation->group->size < 2)
 		return &bolt_collective_direct;
-	if (bolt_collective_algorithm_bytes(operation) < (size_t) params->collective_ring_threshold)
+	if (doubling_capable && (small || operation->kind == FI_BARRIER) &&
+	    operation->group->size >= params->collective_doubling_members)
+		return &bolt_collective_doubling;
+	if (!ring_capable || small ||
+	    (operation->kind == FI_REDUCE_SCATTER && operation->input == operation->result))
 		return &bolt_collective_direct;
 	return &bolt_collective_ring;
 }
