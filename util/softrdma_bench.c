@@ -4,6 +4,11 @@
  * bandwidth against single-thread memcpy on the same machine, then SEND/RECV
  * ping-pong latency. Usage: softrdma_bench [thunderbolt|rocev2] (default:
  * $FI_BOLT_SOFT, else rocev2).
+ *
+ * softrdma_bench --memcpy-processes N: what the machine's memory gives N
+ * processes copying 64 MiB at once, in all: the ceiling of anything N local
+ * ranks do by copying, collectives included (every byte the software device
+ * moves is a copy).
  */
 #include <errno.h>
 #include <poll.h>
@@ -451,13 +456,68 @@ static int bench_initiator(const struct softrdma_config *config, enum ibv_qp_typ
 	return ret;
 }
 
+/* Each of processes children copies BENCH_MAX_SIZE bytes, all at once after a start signal. */
+static int bench_memcpy_processes(int processes)
+{
+	const uint32_t iterations = 16;
+	int start[2], results[2], ret = 0;
+	double slowest = 0;
+
+	if (processes < 1 || pipe(start) || pipe(results))
+		return bench_fail("--memcpy-processes", processes < 1 ? EINVAL : errno);
+	for (int child = 0; child < processes; child++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			return bench_fail("fork", errno);
+		if (pid == 0) {
+			char *source = malloc(BENCH_MAX_SIZE), *destination = malloc(BENCH_MAX_SIZE);
+			double seconds = -1;
+			char go;
+
+			if (source && destination) {
+				memset(source, 1, BENCH_MAX_SIZE);
+				memset(destination, 2, BENCH_MAX_SIZE);
+				if (bench_read_all(start[0], &go, 1) == 0)
+					seconds = bench_memcpy_time(destination, source, BENCH_MAX_SIZE,
+								    iterations);
+			}
+			_exit(bench_write_all(results[1], &seconds, sizeof(seconds)) ? 1 : 0);
+		}
+	}
+	close(start[0]);
+	close(results[1]);
+	for (int child = 0; child < processes && !ret; child++)
+		ret = bench_write_all(start[1], "g", 1);
+	for (int child = 0; child < processes && !ret; child++) {
+		double seconds;
+
+		ret = bench_read_all(results[0], &seconds, sizeof(seconds));
+		if (!ret && seconds <= 0)
+			ret = bench_fail("memcpy in a child", ENOMEM);
+		if (!ret && seconds > slowest)
+			slowest = seconds;
+	}
+	close(start[1]);
+	close(results[0]);
+	while (wait(NULL) > 0)
+		;
+	if (ret)
+		return -1;
+	printf("# %d processes copying %u MiB each at once (memcpy), GB/s = 1e9 B/s\n", processes,
+	       BENCH_MAX_SIZE >> 20);
+	printf("memcpy_processes %d in_all_GB/s %.2f\n", processes,
+	       (double) processes * iterations * BENCH_MAX_SIZE / slowest / 1e9);
+	return 0;
+}
+
 static int bench_config(int argc, char **argv, struct softrdma_config *config)
 {
 	const char *profile = argc > 1 ? argv[1] : getenv("FI_BOLT_SOFT");
 
 	memset(config, 0, sizeof(*config));
 	if (softrdma_profile_parse(profile && *profile ? profile : "rocev2", &config->profile)) {
-		fprintf(stderr, "usage: %s [thunderbolt|rocev2]\n", argv[0]);
+		fprintf(stderr, "usage: %s [thunderbolt|rocev2] | --memcpy-processes N\n", argv[0]);
 		return -1;
 	}
 	snprintf(config->topology, sizeof(config->topology), "single");
@@ -473,6 +533,8 @@ int main(int argc, char **argv)
 	int down[2], up[2], status, ret;
 	pid_t target;
 
+	if (argc == 3 && !strcmp(argv[1], "--memcpy-processes"))
+		return bench_memcpy_processes(atoi(argv[2])) ? 1 : 0;
 	if (bench_config(argc, argv, &config))
 		return 2;
 	type = config.profile == SOFTRDMA_PROFILE_THUNDERBOLT ? IBV_QPT_UC : IBV_QPT_RC;
