@@ -4,8 +4,10 @@
  * without asking: the data lands, remote CQ data arrives with its length,
  * out-of-bounds and delivery-complete writes still ask (and the first fails),
  * and closing the region revokes the grant, so a write to it fails with
- * FI_EACCES instead of being lost. On RC, to a target that counts no remote
- * writes, direct writes are plain RDMA writes; a counting target sees each.
+ * FI_EACCES instead of being lost. Writes streaming while the target closes
+ * the region land or are refused, and the connection (on RC, its queue pair)
+ * survives. On RC, to a target that counts no remote writes, direct writes
+ * are plain RDMA writes; a counting target sees each.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -110,94 +112,119 @@ static bool wait_for_grants(struct rdm_endpoint *endpoint, unsigned int count)
 	return false;
 }
 
-static void writes_into_a_granted_region(struct rdm_options *options, const char *tag)
-{
-	bool granted = !options->send_only;
+/* The initiator's side of a test: its endpoint, a local region, and the target's region. */
+struct initiator {
 	struct rdm_endpoint endpoint;
 	char *local;
 	struct fid_mr *local_mr;
-	uint64_t remote_address, remote_key, told, direct_before;
+	void *desc;
+	uint64_t remote_address, remote_key;
+	int socket;
+	pid_t peer;
+};
+
+/* Starts target in a process of its own, learns where its region is, fills the local one. */
+static void initiator_start(struct initiator *side, const struct rdm_options *options,
+			    const char *tag, int (*target)(int socket, void *argument))
+{
+	side->peer = rdm_pair_start(options, tag, target, (void *) options, &side->endpoint,
+				    &side->socket);
+	cr_assert(side->peer > 0);
+	/* After the fork: the target has no copy to leak. */
+	side->local = malloc(REGION_SIZE);
+	cr_assert(side->local);
+	cr_assert_eq(rdm_register_region(&side->endpoint, side->local, REGION_SIZE, FI_WRITE,
+					 &side->local_mr), 0);
+	side->desc = fi_mr_desc(side->local_mr);
+	cr_assert_eq(rdm_receive_value(side->socket, &side->remote_address), 0);
+	cr_assert_eq(rdm_receive_value(side->socket, &side->remote_key), 0);
+	rdm_fill(side->local, REGION_SIZE, SEED);
+}
+
+/* The initiator's end: tells the target it is done, and waits for its verdict. */
+static void initiator_finish(struct initiator *side, const struct rdm_options *options)
+{
+	cr_assert_eq(rdm_send_value(side->socket, 1), 0);
+	cr_assert_eq(fi_close(&side->local_mr->fid), 0);
+	cr_assert_eq(rdm_pair_finish(options, &side->endpoint, side->peer, side->socket), 0,
+		     "the target failed");
+	free(side->local);
+}
+
+static void writes_into_a_granted_region(struct rdm_options *options, const char *tag)
+{
+	bool granted = !options->send_only;
+	struct initiator side;
+	uint64_t told, direct_before;
 	struct fi_msg_rma message;
 	struct fi_rma_iov rma_iov;
 	struct iovec iov;
-	void *desc;
-	int socket;
-	pid_t peer;
 
-	peer = rdm_pair_start(options, tag, target_peer, options, &endpoint, &socket);
-	cr_assert(peer > 0);
-	/* After the fork: the target has no copy to leak. */
-	local = malloc(REGION_SIZE);
-	cr_assert(local);
-	cr_assert_eq(rdm_register_region(&endpoint, local, REGION_SIZE, FI_WRITE, &local_mr), 0);
-	desc = fi_mr_desc(local_mr);
-	cr_assert_eq(rdm_receive_value(socket, &remote_address), 0);
-	cr_assert_eq(rdm_receive_value(socket, &remote_key), 0);
-	rdm_fill(local, REGION_SIZE, SEED);
+	initiator_start(&side, options, tag, target_peer);
 
 	/* The first write goes in segments, and the target grants the region with its ack. */
-	cr_assert_eq(fi_write(endpoint.ep, local, FIRST_WRITE, desc, endpoint.peer, remote_address,
-			      remote_key, local), 0);
-	rdm_expect_completion(&endpoint, local, 0);
+	cr_assert_eq(fi_write(side.endpoint.ep, side.local, FIRST_WRITE, side.desc, side.endpoint.peer,
+			      side.remote_address, side.remote_key, side.local), 0);
+	rdm_expect_completion(&side.endpoint, side.local, 0);
 	if (granted)
-		cr_assert(wait_for_grants(&endpoint, 1), "no grant came with the answer");
+		cr_assert(wait_for_grants(&side.endpoint, 1), "no grant came with the answer");
 	else
-		cr_assert(!wait_for_grants(&endpoint, 1), "a grant without RDMA write");
-	cr_assert_eq(only_connection(&endpoint)->direct_writes, 0);
+		cr_assert(!wait_for_grants(&side.endpoint, 1), "a grant without RDMA write");
+	cr_assert_eq(only_connection(&side.endpoint)->direct_writes, 0);
 
 	/* Every later write, small or large, goes directly. */
 	for (size_t i = 0; i < BOLT_ARRAY_LENGTH(direct_writes); i++)
-		cr_assert_eq(fi_write(endpoint.ep, local + direct_writes[i].offset, direct_writes[i].length,
-				      desc, endpoint.peer, remote_address + direct_writes[i].offset,
-				      remote_key, local + direct_writes[i].offset), 0);
+		cr_assert_eq(fi_write(side.endpoint.ep, side.local + direct_writes[i].offset,
+				      direct_writes[i].length, side.desc, side.endpoint.peer,
+				      side.remote_address + direct_writes[i].offset, side.remote_key,
+				      side.local + direct_writes[i].offset), 0);
 	for (size_t i = 0; i < BOLT_ARRAY_LENGTH(direct_writes); i++)
-		rdm_expect_completion(&endpoint, local + direct_writes[i].offset, 0);
-	cr_assert_eq(only_connection(&endpoint)->direct_writes,
+		rdm_expect_completion(&side.endpoint, side.local + direct_writes[i].offset, 0);
+	cr_assert_eq(only_connection(&side.endpoint)->direct_writes,
 		     granted ? BOLT_ARRAY_LENGTH(direct_writes) : 0);
 	/* Plain, the target never sees them: only on RC (UC loses writes silently), to a target that counts none. */
-	cr_assert_eq(only_connection(&endpoint)->plain_writes,
-		     granted && reliable(&endpoint) && !options->count_remote_writes ?
+	cr_assert_eq(only_connection(&side.endpoint)->plain_writes,
+		     granted && reliable(&side.endpoint) && !options->count_remote_writes ?
 		     BOLT_ARRAY_LENGTH(direct_writes) : 0);
 
 	/* Remote CQ data rides in the immediate; data 0 would read as none, so that one asks. */
-	cr_assert_eq(fi_writedata(endpoint.ep, local + WRITTEN_END, CQ_DATA_LENGTH, desc, CQ_DATA,
-				  endpoint.peer, remote_address + WRITTEN_END, remote_key, &socket), 0);
-	rdm_expect_completion(&endpoint, &socket, 0);
-	direct_before = only_connection(&endpoint)->direct_writes;
-	cr_assert_eq(fi_writedata(endpoint.ep, local + WRITTEN_END + CQ_DATA_LENGTH, CQ_DATA_LENGTH,
-				  desc, 0, endpoint.peer, remote_address + WRITTEN_END + CQ_DATA_LENGTH,
-				  remote_key, &peer), 0);
-	rdm_expect_completion(&endpoint, &peer, 0);
-	cr_assert_eq(only_connection(&endpoint)->direct_writes, direct_before);
+	cr_assert_eq(fi_writedata(side.endpoint.ep, side.local + WRITTEN_END, CQ_DATA_LENGTH, side.desc,
+				  CQ_DATA, side.endpoint.peer, side.remote_address + WRITTEN_END,
+				  side.remote_key, &side.socket), 0);
+	rdm_expect_completion(&side.endpoint, &side.socket, 0);
+	direct_before = only_connection(&side.endpoint)->direct_writes;
+	cr_assert_eq(fi_writedata(side.endpoint.ep, side.local + WRITTEN_END + CQ_DATA_LENGTH,
+				  CQ_DATA_LENGTH, side.desc, 0, side.endpoint.peer,
+				  side.remote_address + WRITTEN_END + CQ_DATA_LENGTH, side.remote_key,
+				  &side.peer), 0);
+	rdm_expect_completion(&side.endpoint, &side.peer, 0);
+	cr_assert_eq(only_connection(&side.endpoint)->direct_writes, direct_before);
 
 	/* Past the region's end: asks, and the target refuses. */
-	cr_assert_eq(fi_write(endpoint.ep, local, 100, desc, endpoint.peer,
-			      remote_address + REGION_SIZE - 10, remote_key, local + 1), 0);
-	rdm_expect_completion(&endpoint, local + 1, FI_EINVAL);
+	cr_assert_eq(fi_write(side.endpoint.ep, side.local, 100, side.desc, side.endpoint.peer,
+			      side.remote_address + REGION_SIZE - 10, side.remote_key, side.local + 1), 0);
+	rdm_expect_completion(&side.endpoint, side.local + 1, FI_EINVAL);
 
 	/* Delivery complete needs the target's word: asks. */
-	iov = (struct iovec) { .iov_base = local, .iov_len = 4096 };
-	rma_iov = (struct fi_rma_iov) { .addr = remote_address, .len = 4096, .key = remote_key };
-	message = (struct fi_msg_rma) { .msg_iov = &iov, .desc = &desc, .iov_count = 1,
-					.addr = endpoint.peer, .rma_iov = &rma_iov, .rma_iov_count = 1,
-					.context = local + 2 };
-	cr_assert_eq(fi_writemsg(endpoint.ep, &message, FI_COMPLETION | FI_DELIVERY_COMPLETE), 0);
-	rdm_expect_completion(&endpoint, local + 2, 0);
-	cr_assert_eq(only_connection(&endpoint)->direct_writes, direct_before);
+	iov = (struct iovec) { .iov_base = side.local, .iov_len = 4096 };
+	rma_iov = (struct fi_rma_iov) { .addr = side.remote_address, .len = 4096, .key = side.remote_key };
+	message = (struct fi_msg_rma) { .msg_iov = &iov, .desc = &side.desc, .iov_count = 1,
+					.addr = side.endpoint.peer, .rma_iov = &rma_iov, .rma_iov_count = 1,
+					.context = side.local + 2 };
+	cr_assert_eq(fi_writemsg(side.endpoint.ep, &message, FI_COMPLETION | FI_DELIVERY_COMPLETE), 0);
+	rdm_expect_completion(&side.endpoint, side.local + 2, 0);
+	cr_assert_eq(only_connection(&side.endpoint)->direct_writes, direct_before);
 
 	/* The target checks the data and closes the region: the grant goes, writes to it fail. */
-	cr_assert_eq(rdm_send_value(socket, 1), 0);
-	cr_assert_eq(rdm_receive_value(socket, &told), 0, "the target found wrong data");
-	cr_assert(wait_for_grants(&endpoint, 0), "the closed region's grant stayed");
-	cr_assert_eq(fi_write(endpoint.ep, local, 4096, desc, endpoint.peer, remote_address,
-			      remote_key, local + 3), 0);
-	rdm_expect_completion(&endpoint, local + 3, FI_EACCES);
-	cr_assert_eq(only_connection(&endpoint)->direct_writes, direct_before);
+	cr_assert_eq(rdm_send_value(side.socket, 1), 0);
+	cr_assert_eq(rdm_receive_value(side.socket, &told), 0, "the target found wrong data");
+	cr_assert(wait_for_grants(&side.endpoint, 0), "the closed region's grant stayed");
+	cr_assert_eq(fi_write(side.endpoint.ep, side.local, 4096, side.desc, side.endpoint.peer,
+			      side.remote_address, side.remote_key, side.local + 3), 0);
+	rdm_expect_completion(&side.endpoint, side.local + 3, FI_EACCES);
+	cr_assert_eq(only_connection(&side.endpoint)->direct_writes, direct_before);
 
-	cr_assert_eq(rdm_send_value(socket, 1), 0);
-	cr_assert_eq(fi_close(&local_mr->fid), 0);
-	cr_assert_eq(rdm_pair_finish(options, &endpoint, peer, socket), 0, "the target failed");
-	free(local);
+	initiator_finish(&side, options);
 }
 
 Test(direct_write, thunderbolt)
@@ -237,6 +264,124 @@ Test(direct_write, thunderbolt_send_only)
 	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = RDM_MR_MODE, .send_only = true };
 
 	writes_into_a_granted_region(&options, "direct-tb-so");
+}
+
+#define CLOSING_WRITE_LENGTH 65536
+#define CLOSING_WRITES_AFTER 64         /* written after the first one refused */
+#define CLOSING_WRITES_MOST 100000
+#define CLOSING_MESSAGE "still connected"
+
+/*
+ * The target of writes that its region's close overtakes: closes the region
+ * at the initiator's word, while the initiator's writes stream in, then
+ * takes a message over the same connection, by which time every peer has
+ * answered the close and the region's registration is gone.
+ */
+static int closing_target_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *region = calloc(1, REGION_SIZE), message[sizeof(CLOSING_MESSAGE)] = "";
+	struct fid_mr *mr = NULL;
+	uint64_t told;
+	int ret;
+
+	ret = rdm_offer_region(&endpoint, options, socket, region, REGION_SIZE, FI_REMOTE_WRITE, &mr);
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &told);  /* writing from now on */
+	if (!ret) {
+		ret = fi_close(&mr->fid);
+		mr = ret ? mr : NULL;
+	}
+	if (!ret)
+		ret = (int) fi_recv(endpoint.ep, message, sizeof(message), NULL, FI_ADDR_UNSPEC, message);
+	if (!ret)
+		ret = rdm_wait(&endpoint, &entry, &error);
+	if (!ret && strcmp(message, CLOSING_MESSAGE))
+		ret = 5;
+	if (!ret && bolt_container_of(endpoint.domain, struct bolt_domain, domain_fid)->revokes)
+		ret = 6;
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &told);
+	return rdm_region_peer_end(&endpoint, mr, region, ret);
+}
+
+/* One completion of a write into the closing region: 1 done, 0 refused; fails on anything else. */
+static int closing_write_completed(struct rdm_endpoint *endpoint)
+{
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	int ret = rdm_wait(endpoint, &entry, &error);
+
+	cr_assert(!ret || ret == -FI_EAVAIL, "a write did not complete: %d", ret);
+	cr_assert(!ret || error.err == FI_EACCES, "a write failed with %d, not FI_EACCES", error.err);
+	return !ret;
+}
+
+/*
+ * Writes stream into a region the target closes meanwhile. Those the peer
+ * posted before it learned of the close land; those after ask and are
+ * refused; none fails the connection (or, on RC, the queue pair of its link):
+ * a message still goes through it afterwards.
+ */
+static void writes_into_a_closing_region(struct rdm_options *options, const char *tag)
+{
+	struct initiator side;
+	int posted = 0, completed = 0, landed = 0, refused = 0, stop_at = CLOSING_WRITES_MOST;
+
+	initiator_start(&side, options, tag, closing_target_peer);
+	cr_assert_eq(fi_write(side.endpoint.ep, side.local, FIRST_WRITE, side.desc, side.endpoint.peer,
+			      side.remote_address, side.remote_key, side.local), 0);
+	rdm_expect_completion(&side.endpoint, side.local, 0);
+	cr_assert(wait_for_grants(&side.endpoint, 1), "no grant came with the answer");
+
+	/* Writes until one is refused, CLOSING_WRITES_AFTER more, then every completion. */
+	cr_assert_eq(rdm_send_value(side.socket, 1), 0);
+	while (completed < posted || posted < stop_at) {
+		if (posted < stop_at) {
+			size_t offset = (size_t) posted % (REGION_SIZE / CLOSING_WRITE_LENGTH) *
+					CLOSING_WRITE_LENGTH;
+			ssize_t ret = fi_write(side.endpoint.ep, side.local + offset, CLOSING_WRITE_LENGTH, side.desc,
+					       side.endpoint.peer, side.remote_address + offset, side.remote_key, NULL);
+
+			cr_assert(!ret || ret == -FI_EAGAIN, "fi_write: %zd", ret);
+			if (!ret) {
+				posted++;
+				continue;
+			}
+		}
+		if (closing_write_completed(&side.endpoint))
+			landed++;
+		else if (!refused++ && posted + CLOSING_WRITES_AFTER < stop_at)
+			stop_at = posted + CLOSING_WRITES_AFTER;
+		completed++;
+	}
+	cr_assert(landed > 0 && refused > 0, "%d writes landed, %d were refused", landed, refused);
+	cr_assert_eq(only_connection(&side.endpoint)->state, BOLT_CONNECTION_ESTABLISHED);
+	cr_assert_eq(fi_send(side.endpoint.ep, CLOSING_MESSAGE, sizeof(CLOSING_MESSAGE), NULL,
+			     side.endpoint.peer, &side.socket), 0);
+	rdm_expect_completion(&side.endpoint, &side.socket, 0);
+
+	initiator_finish(&side, options);
+}
+
+static void closing_region_on(const char *profile, const char *tag)
+{
+	struct rdm_options options = { .profile = profile, .mr_mode = RDM_MR_MODE };
+
+	writes_into_a_closing_region(&options, tag);
+}
+
+Test(direct_write, closing_region_thunderbolt)
+{
+	closing_region_on("thunderbolt", "direct-closing-tb");
+}
+
+Test(direct_write, closing_region_rocev2)
+{
+	closing_region_on("rocev2", "direct-closing-roce");
 }
 
 /* A region for endpoint: bound and enabled under FI_MR_ENDPOINT, else enabled at registration. */

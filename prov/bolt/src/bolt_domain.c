@@ -224,6 +224,8 @@ static int bolt_domain_close(struct fid *fid)
 	}
 	/* Links retired by the last endpoints: the poll returns their buffers. */
 	bolt_domain_poll_device(domain);
+	/* Their connections went with the endpoints; this is only in case. */
+	bolt_direct_write_release_all(domain);
 	bolt_domain_deregister_control(domain);
 	free(domain->control_buffers);
 	bolt_slab_pool_destroy(&domain->control_pool);

@@ -51,6 +51,19 @@ enum bolt_rendezvous_phase {
  * bolt_direct_write.c): the peer holds a device registration of the whole
  * MR for as long as the MR is open, and said where it is.
  */
+/*
+ * Target: a closed region's registration, kept until every peer told of the
+ * close has answered (protocol/bolt_direct_write.c).
+ */
+struct bolt_revoke {
+	uint64_t id;
+	struct bolt_mr_cache_entry *grant;
+	struct bolt_connection **owed;  /* connections whose answer is still to come */
+	int owed_count;
+	bool telling;                   /* the peers are being told: kept even with none owing */
+	struct bolt_revoke *prev, *next;        /* domain->revokes */
+};
+
 struct bolt_region_grant {
 	uint64_t key;                   /* the MR's libfabric key */
 	uint64_t base;                  /* the address that names the MR's first byte in RMA calls */
@@ -536,6 +549,8 @@ int bolt_transmit_probe(struct bolt_connection *connection, uint32_t nonce);
  * link's port.
  */
 void bolt_transmit_other_ports(struct bolt_connection *connection);
+/* The peer revoked key's grant: writes to it still queued as direct ones ask instead. */
+void bolt_transmit_revoked(struct bolt_connection *connection, uint64_t key);
 /* Ends every transmit of a failed connection with its error. */
 void bolt_transmit_fail_all(struct bolt_connection *connection);
 /* Frees every transmit of a connection being destroyed, reporting none. */
@@ -668,8 +683,16 @@ bool bolt_direct_write_granted_key(const struct bolt_transmit *transmit);
 /* Initiator: the peer granted, or revoked, a region. */
 void bolt_direct_write_granted(struct bolt_connection *connection, const struct bolt_wire_header *header);
 void bolt_direct_write_revoked(struct bolt_connection *connection, const struct bolt_wire_header *header);
-/* Target: a region is closing; tells every peer that was granted it, then drops the registration. */
+/*
+ * Target: a region is closing; tells every peer, and drops the registration
+ * once each has answered (or its connection went).
+ */
 void bolt_direct_write_revoke(struct bolt_mr *mr);
+/* Target: a peer answered a revoke: none of its writes to that region is still to come. */
+void bolt_direct_write_revoke_answered(struct bolt_connection *connection,
+				       const struct bolt_wire_header *header);
+/* The domain closes: the registrations of revokes still unanswered go. */
+void bolt_direct_write_release_all(struct bolt_domain *domain);
 /* Initiator: makes a write into a granted region a direct one; false if it cannot be. */
 bool bolt_direct_write_prepare(struct bolt_transmit *transmit);
 /* Initiator: the work request of transmit's direct write (wr_id and flags are the caller's). */
@@ -677,7 +700,7 @@ void bolt_direct_write_describe(const struct bolt_transmit *transmit, struct ibv
 				struct ibv_send_wr *wr);
 /* Target: a direct write consumed a control receive. */
 void bolt_direct_write_arrived(struct bolt_connection *connection, const struct ibv_wc *wc);
-/* The connection goes: its grants with it. */
+/* The connection failed or goes: its grants with it, and no answer to a revoke will come. */
 void bolt_direct_write_forget_all(struct bolt_connection *connection);
 
 /* Matching (protocol/bolt_match.c). */

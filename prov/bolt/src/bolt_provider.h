@@ -68,6 +68,8 @@ struct bolt_domain {
 	struct bolt_slab_pool control_pool;   /* eager and control messages, both ways */
 	struct bolt_control_buffer *control_buffers;    /* a record per control buffer */
 	int grants_held;                      /* primary.mr_cache entries held for peers' grants */
+	struct bolt_revoke *revokes;          /* closed regions' grants awaiting peers' answers */
+	uint64_t next_revoke_id;
 	uint64_t job_key_digest;
 
 	uint64_t domain_id;                   /* random, never 0: how peers tell domains apart */

@@ -262,6 +262,7 @@ void bolt_connection_fail(struct bolt_connection *connection, int error, const c
 	connection->reclaim_pending = true;
 	connection->failed_generation = domain->poll_generation;
 	bolt_transmit_fail_all(connection);
+	bolt_direct_write_forget_all(connection);
 	bolt_match_connection_failed(connection);
 }
 

@@ -19,9 +19,14 @@
  * as with raw verbs, from any slot. Writes that need the target's word still
  * ask: FI_DELIVERY_COMPLETE, remote CQ data 0 (or any, on UC), out of bounds.
  *
- * Closing the MR revokes the grant. A write already on its way into a closed
- * region is lost, which UC loss detection turns into a failed connection,
- * as verbs would on RC.
+ * Closing the MR revokes the grant: each peer forgets it, turns its writes
+ * to the region still queued into requests, and answers. The registration
+ * stays until every peer told has answered (or its connection went): the
+ * writes a peer posted before it learned of the close are ahead of its
+ * answer on the queue pair, and land as they would have a moment earlier,
+ * instead of finding no registration, which on RC fails the queue pair (and
+ * every connection of its link) and on UC loses the write (and fails its
+ * connection). fi_close does not wait for the answers.
  */
 #include <stdlib.h>
 #include <utlist.h>
@@ -99,45 +104,133 @@ static void bolt_direct_write_forget(struct bolt_connection *connection, uint64_
 	free(grant);
 }
 
-/* Tells the peers of endpoint that key's region may no longer be written directly. */
-static void bolt_direct_write_revoke_on(struct bolt_endpoint *endpoint, uint64_t key)
+/* connection owes revoke an answer; false without the memory to remember it. */
+static bool bolt_direct_write_owed(struct bolt_revoke *revoke, struct bolt_connection *connection)
+{
+	struct bolt_connection **owed;
+
+	owed = realloc(revoke->owed, (size_t) (revoke->owed_count + 1) * sizeof(*owed));
+	if (!owed)
+		return false;
+	revoke->owed = owed;
+	owed[revoke->owed_count++] = connection;
+	return true;
+}
+
+static void bolt_direct_write_release(struct bolt_domain *domain, struct bolt_mr_cache_entry *grant)
+{
+	bolt_mr_cache_release(domain->primary.mr_cache, grant);
+	domain->grants_held--;
+}
+
+static void bolt_direct_write_revoke_destroy(struct bolt_domain *domain, struct bolt_revoke *revoke)
+{
+	DL_DELETE(domain->revokes, revoke);
+	bolt_direct_write_release(domain, revoke->grant);
+	free(revoke->owed);
+	free(revoke);
+}
+
+/* connection owes revoke no answer any more: the last one releases the registration. */
+static void bolt_direct_write_settle(struct bolt_domain *domain, struct bolt_revoke *revoke,
+				     struct bolt_connection *connection)
+{
+	for (int index = 0; index < revoke->owed_count; index++) {
+		if (revoke->owed[index] != connection)
+			continue;
+		revoke->owed[index] = revoke->owed[--revoke->owed_count];
+		if (!revoke->owed_count && !revoke->telling)
+			bolt_direct_write_revoke_destroy(domain, revoke);
+		return;
+	}
+}
+
+/*
+ * Tells the peers of endpoint that key's region may no longer be written
+ * directly; those told owe revoke (if any) an answer.
+ */
+static void bolt_direct_write_revoke_on(struct bolt_endpoint *endpoint, uint64_t key,
+					struct bolt_revoke *revoke)
 {
 	struct bolt_connection *connection, *next;
 
 	HASH_ITER(hh, endpoint->connections, connection, next) {
-		struct bolt_transmit *revoke;
+		struct bolt_transmit *message;
 
 		if (connection->state != BOLT_CONNECTION_ESTABLISHED)
 			continue;
 		/* Our own grant to ourselves: gone before the next write, with no message. */
 		if (connection->loopback) {
 			bolt_direct_write_forget(connection, key);
+			bolt_transmit_revoked(connection, key);
 			continue;
 		}
-		revoke = bolt_transmit_internal(connection, BOLT_WIRE_REGION_REVOKE, 0, 0);
-		if (!revoke)
+		/* Without the room to wait for its answer, the peer is not asked for one. */
+		if (revoke && !bolt_direct_write_owed(revoke, connection))
 			continue;
-		revoke->remote_key = key;
-		bolt_transmit_start(revoke);
+		message = bolt_transmit_internal(connection, BOLT_WIRE_REGION_REVOKE,
+						 revoke ? revoke->id : 0, 0);
+		if (!message) {
+			if (revoke)
+				revoke->owed_count--;
+			continue;
+		}
+		message->remote_key = key;
+		bolt_transmit_start(message);
 	}
 }
 
 void bolt_direct_write_revoke(struct bolt_mr *mr)
 {
 	struct bolt_domain *domain = mr->domain;
+	struct bolt_revoke *revoke;
 	struct bolt_endpoint *endpoint;
 
 	if (!mr->grant)
 		return;
+	/* Without memory to wait, the registration goes at once, as if every answer had come. */
+	revoke = calloc(1, sizeof(*revoke));
+	if (revoke) {
+		revoke->id = ++domain->next_revoke_id;
+		revoke->grant = mr->grant;
+		/* A failed post may fail a connection told already: it must not free revoke yet. */
+		revoke->telling = true;
+		DL_APPEND(domain->revokes, revoke);
+	}
 	if (mr->endpoint) {
-		bolt_direct_write_revoke_on(mr->endpoint, mr->mr_fid.key);
+		bolt_direct_write_revoke_on(mr->endpoint, mr->mr_fid.key, revoke);
 	} else {
 		DL_FOREACH(domain->endpoints, endpoint)
-			bolt_direct_write_revoke_on(endpoint, mr->mr_fid.key);
+			bolt_direct_write_revoke_on(endpoint, mr->mr_fid.key, revoke);
 	}
-	bolt_mr_cache_release(domain->primary.mr_cache, mr->grant);
+	if (!revoke) {
+		bolt_direct_write_release(domain, mr->grant);
+	} else {
+		revoke->telling = false;
+		if (!revoke->owed_count)
+			bolt_direct_write_revoke_destroy(domain, revoke);
+	}
 	mr->grant = NULL;
-	domain->grants_held--;
+}
+
+void bolt_direct_write_revoke_answered(struct bolt_connection *connection,
+				       const struct bolt_wire_header *header)
+{
+	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_revoke *revoke;
+
+	DL_FOREACH(domain->revokes, revoke) {
+		if (revoke->id == header->request_id) {
+			bolt_direct_write_settle(domain, revoke, connection);
+			return;
+		}
+	}
+}
+
+void bolt_direct_write_release_all(struct bolt_domain *domain)
+{
+	while (domain->revokes)
+		bolt_direct_write_revoke_destroy(domain, domain->revokes);
 }
 
 static bool bolt_direct_write_still_held(struct bolt_endpoint *endpoint,
@@ -176,19 +269,35 @@ void bolt_direct_write_granted(struct bolt_connection *connection, const struct 
 	grant->quiet = header->flags & BOLT_WIRE_FLAG_QUIET;
 }
 
+/*
+ * Every direct write to the region already posted is ahead of the answer on
+ * the queue pair; those still queued ask instead, and the target refuses.
+ */
 void bolt_direct_write_revoked(struct bolt_connection *connection, const struct bolt_wire_header *header)
 {
+	struct bolt_transmit *answer;
+
 	bolt_direct_write_forget(connection, header->key);
+	bolt_transmit_revoked(connection, header->key);
+	if (!header->request_id)
+		return;
+	answer = bolt_transmit_internal(connection, BOLT_WIRE_REGION_REVOKED, header->request_id, 0);
+	if (answer)
+		bolt_transmit_start(answer);
 }
 
 void bolt_direct_write_forget_all(struct bolt_connection *connection)
 {
+	struct bolt_domain *domain = connection->endpoint->domain;
 	struct bolt_region_grant *grant, *next;
+	struct bolt_revoke *revoke, *next_revoke;
 
 	HASH_ITER(hh, connection->grants, grant, next) {
 		HASH_DEL(connection->grants, grant);
 		free(grant);
 	}
+	DL_FOREACH_SAFE(domain->revokes, revoke, next_revoke)
+		bolt_direct_write_settle(domain, revoke, connection);
 }
 
 /* Whether the write itself may go directly, whatever the target granted. */

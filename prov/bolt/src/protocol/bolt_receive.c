@@ -196,6 +196,9 @@ static void bolt_receive_dispatch(struct bolt_connection *connection,
 	case BOLT_WIRE_REGION_REVOKE:
 		bolt_direct_write_revoked(connection, header);
 		break;
+	case BOLT_WIRE_REGION_REVOKED:
+		bolt_direct_write_revoke_answered(connection, header);
+		break;
 	case BOLT_WIRE_CREDIT:
 		break;
 	}

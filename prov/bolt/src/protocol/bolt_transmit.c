@@ -568,6 +568,35 @@ static void bolt_transmit_send_completed(struct bolt_work_completion *work, cons
 	bolt_transmit_progress(connection);
 }
 
+/* A direct write into a region the target granted, a rendezvous, or (neither) segments. */
+static void bolt_transmit_choose_path(struct bolt_connection *connection,
+				      struct bolt_transmit *transmit)
+{
+	transmit->reply_pending = transmit->op == BOLT_WIRE_WRITE ||
+				  transmit->op == BOLT_WIRE_READ_REQUEST;
+	/* A write into a region the target granted needs no request. */
+	if (!bolt_direct_write_prepare(transmit) && bolt_rendezvous_wanted(transmit)) {
+		transmit->rendezvous = BOLT_RENDEZVOUS_ASK;
+		/* Asked for ahead of the request, so its answer can name them. */
+		bolt_data_rail_request(connection);
+	}
+}
+
+void bolt_transmit_revoked(struct bolt_connection *connection, uint64_t key)
+{
+	struct bolt_transmit *transmit;
+
+	DL_FOREACH(connection->transmits, transmit) {
+		if (transmit->rendezvous != BOLT_RENDEZVOUS_DIRECT || transmit->remote_key != key)
+			continue;
+		bolt_rendezvous_unregister(connection->endpoint->domain, &transmit->registration,
+					   transmit->covered);
+		transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
+		transmit->plain_write = false;
+		bolt_transmit_choose_path(connection, transmit);
+	}
+}
+
 void bolt_transmit_start(struct bolt_transmit *transmit)
 {
 	struct bolt_connection *connection = transmit->connection;
@@ -577,16 +606,9 @@ void bolt_transmit_start(struct bolt_transmit *transmit)
 		if (!(connection->next_request_id & BOLT_IMMEDIATE_ID))
 			connection->next_request_id++;
 		transmit->request_id = connection->next_request_id++;
-		transmit->reply_pending = transmit->op == BOLT_WIRE_WRITE ||
-					  transmit->op == BOLT_WIRE_READ_REQUEST;
 		if (transmit->op == BOLT_WIRE_READ_REQUEST)
 			bolt_rendezvous_read_prepare(transmit);
-		/* A write into a region the target granted needs no request. */
-		if (!bolt_direct_write_prepare(transmit) && bolt_rendezvous_wanted(transmit)) {
-			transmit->rendezvous = BOLT_RENDEZVOUS_ASK;
-			/* Asked for ahead of the request, so its answer can name them. */
-			bolt_data_rail_request(connection);
-		}
+		bolt_transmit_choose_path(connection, transmit);
 	}
 	DL_APPEND(connection->transmits, transmit);
 	if (connection->state == BOLT_CONNECTION_FAILED) {

@@ -35,12 +35,15 @@ enum bolt_wire_op {
 				     * a stripe rail: tag is the nonce its probe must carry */
 	BOLT_WIRE_REGION_GRANT,     /* key's region, total_length bytes from address tag, may be
 				     * written directly: it is at address, device rkey in cq_data */
-	BOLT_WIRE_REGION_REVOKE,    /* key's region is closing: no more direct writes to it */
+	BOLT_WIRE_REGION_REVOKE,    /* key's region is closing: no more direct writes to it;
+				     * request_id names the revoke, for its answer */
 	BOLT_WIRE_RAIL_PROBED,      /* stripe rail request_id: the probe with nonce tag arrived,
 				     * or (status in cq_data) did not in time */
 	BOLT_WIRE_RAIL_READY,       /* stripe rail request_id (nonce tag): use it from now on */
 	BOLT_WIRE_RAIL_PROBE_SENT,  /* stripe rail request_id: the probe with nonce tag is sent */
-	BOLT_WIRE_OP_LAST = BOLT_WIRE_RAIL_PROBE_SENT,
+	BOLT_WIRE_REGION_REVOKED,   /* the revoke request_id arrived: every direct write to its
+				     * region is on the wire ahead of this */
+	BOLT_WIRE_OP_LAST = BOLT_WIRE_REGION_REVOKED,
 };
 
 /* Ops whose payload is a segment of data, at offset within total_length. */
