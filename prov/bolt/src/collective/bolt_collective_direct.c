@@ -73,7 +73,7 @@ static int bolt_collective_direct_scratch(struct bolt_collective_operation *oper
 		size = operation->group->size * bytes;
 	if (!size)
 		return 0;
-	operation->scratch = malloc(size);
+	operation->scratch = calloc(1, size);    /* filled by peers' writes, as in the ring */
 	if (!operation->scratch)
 		return -FI_ENOMEM;
 	if (operation->kind == FI_ALLTOALL)

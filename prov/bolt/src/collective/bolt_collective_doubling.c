@@ -131,7 +131,7 @@ static int bolt_collective_doubling_start(struct bolt_collective_operation *oper
 	}
 	operation->waits = calloc(1, sizeof(*operation->waits));
 	operation->lanes = calloc(1, sizeof(*operation->lanes));
-	operation->scratch = bytes ? malloc(bytes) : NULL;
+	operation->scratch = bytes ? calloc(1, bytes) : NULL;    /* as in the ring */
 	if (!operation->waits || !operation->lanes || (bytes && !operation->scratch))
 		return -FI_ENOMEM;
 	operation->wait_count = 1;
