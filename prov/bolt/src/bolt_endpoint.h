@@ -307,6 +307,7 @@ struct bolt_connection {
 	struct bolt_loss_watch loss;
 	uint64_t next_request_id;
 	struct bolt_transmit *transmits;        /* in order, with something still to post */
+	struct bolt_transmit *waiting;          /* rendezvous asked: nothing to post until answered */
 	struct bolt_transmit *posted;           /* all posted: waiting for completions or replies */
 	struct bolt_transmit *streaming;        /* the one whose segments are going out */
 	struct bolt_inbound inbound;
@@ -551,6 +552,11 @@ int bolt_transmit_probe(struct bolt_connection *connection, uint32_t nonce);
 void bolt_transmit_other_ports(struct bolt_connection *connection);
 /* The peer revoked key's grant: writes to it still queued as direct ones ask instead. */
 void bolt_transmit_revoked(struct bolt_connection *connection, uint64_t key);
+/*
+ * The peer answered the rendezvous request_id asked for: the transmit, back
+ * among those with something to post; NULL if none waits for that answer.
+ */
+struct bolt_transmit *bolt_transmit_answered(struct bolt_connection *connection, uint64_t request_id);
 /* Ends every transmit of a failed connection with its error. */
 void bolt_transmit_fail_all(struct bolt_connection *connection);
 /* Frees every transmit of a connection being destroyed, reporting none. */

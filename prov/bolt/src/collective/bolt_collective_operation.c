@@ -96,22 +96,28 @@ static int bolt_collective_members_error(struct bolt_collective_group *group)
  * its sends still to go read copies from now on. A connection without
  * memory for one fails, which ends its sends at once.
  */
+static bool bolt_collective_detach_list(struct bolt_collective_operation *operation,
+					struct bolt_transmit *list)
+{
+	struct bolt_transmit *transmit;
+
+	DL_FOREACH(list, transmit)
+		if (transmit->context == &operation->sends && bolt_transmit_detach(transmit))
+			return false;
+	return true;
+}
+
 static void bolt_collective_detach_sends(struct bolt_collective_operation *operation)
 {
 	struct bolt_collective_group *group = operation->group;
-	struct bolt_transmit *transmit;
 
 	for (int rank = 0; rank < group->size; rank++) {
 		struct bolt_connection *connection = group->members[rank].connection;
 
-		if (!connection)
-			continue;
-		DL_FOREACH(connection->transmits, transmit) {
-			if (transmit->context != &operation->sends || !bolt_transmit_detach(transmit))
-				continue;
+		/* Those waiting for their rendezvous answer write from the copy once it comes. */
+		if (connection && (!bolt_collective_detach_list(operation, connection->waiting) ||
+				   !bolt_collective_detach_list(operation, connection->transmits)))
 			bolt_connection_fail(connection, FI_ENOMEM, "no memory to copy a failed collective's send");
-			break;
-		}
 	}
 }
 

@@ -233,8 +233,8 @@ static void bolt_connection_release_device(struct bolt_connection *connection)
 
 bool bolt_connection_busy(const struct bolt_connection *connection)
 {
-	return connection->transmits || connection->posted || connection->inbound.active ||
-	       connection->rendezvous;
+	return connection->transmits || connection->waiting || connection->posted ||
+	       connection->inbound.active || connection->rendezvous;
 }
 
 void bolt_connection_fail(struct bolt_connection *connection, int error, const char *why)

@@ -383,14 +383,10 @@ static bool bolt_rendezvous_prepare_stripes(struct bolt_connection *connection,
 void bolt_rendezvous_answered(struct bolt_connection *connection, const struct bolt_wire_header *header,
 			      const char *payload)
 {
-	struct bolt_transmit *transmit = NULL, *candidate;
+	struct bolt_transmit *transmit = bolt_transmit_answered(connection, header->request_id);
 	uint32_t rails = (uint32_t) header->tag;
 	struct bolt_wire_rail_keys keys;
 
-	DL_FOREACH(connection->transmits, candidate)
-		if (candidate->rendezvous == BOLT_RENDEZVOUS_WAIT &&
-		    candidate->request_id == header->request_id)
-			transmit = candidate;
 	if (!transmit || header->total_length > transmit->length) {
 		bolt_connection_fail(connection, FI_EIO, "rendezvous answer for no request");
 		return;

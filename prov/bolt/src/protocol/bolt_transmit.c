@@ -219,7 +219,10 @@ static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
 	if (asking && transmit->op == BOLT_WIRE_WRITE && !bolt_rendezvous_wants_ack(transmit))
 		header->flags |= BOLT_WIRE_FLAG_NO_ACK;
 	if (asking) {
+		/* Out of the way of progress, which would only step over it, until its answer. */
 		transmit->rendezvous = BOLT_RENDEZVOUS_WAIT;
+		DL_DELETE(connection->transmits, transmit);
+		DL_APPEND(connection->waiting, transmit);
 	} else {
 		transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
 		transmit->sent = transmit->length;
@@ -639,6 +642,27 @@ void bolt_transmit_reply_arrived(struct bolt_transmit *transmit, int status)
 	bolt_transmit_check_done(transmit);
 }
 
+struct bolt_transmit *bolt_transmit_answered(struct bolt_connection *connection, uint64_t request_id)
+{
+	struct bolt_transmit *transmit, *later;
+
+	DL_FOREACH(connection->waiting, transmit)
+		if (transmit->request_id == request_id)
+			break;
+	if (!transmit)
+		return NULL;
+	DL_DELETE(connection->waiting, transmit);
+	/* Ahead of the operations started after it, as it was. */
+	DL_FOREACH(connection->transmits, later)
+		if (!later->internal && later->request_id > request_id)
+			break;
+	if (later)
+		DL_PREPEND_ELEM(connection->transmits, later, transmit);
+	else
+		DL_APPEND(connection->transmits, transmit);
+	return transmit;
+}
+
 /* Ends the operations of list: with the connection's error, or, report false, silently. */
 static void bolt_transmit_end_list(struct bolt_connection *connection, struct bolt_transmit **list,
 				   bool report)
@@ -661,6 +685,7 @@ static void bolt_transmit_end_list(struct bolt_connection *connection, struct bo
 void bolt_transmit_fail_all(struct bolt_connection *connection)
 {
 	connection->streaming = NULL;
+	bolt_transmit_end_list(connection, &connection->waiting, true);
 	bolt_transmit_end_list(connection, &connection->transmits, true);
 	bolt_transmit_end_list(connection, &connection->posted, true);
 }
@@ -668,6 +693,7 @@ void bolt_transmit_fail_all(struct bolt_connection *connection)
 void bolt_transmit_discard_all(struct bolt_connection *connection)
 {
 	connection->streaming = NULL;
+	bolt_transmit_end_list(connection, &connection->waiting, false);
 	bolt_transmit_end_list(connection, &connection->transmits, false);
 	bolt_transmit_end_list(connection, &connection->posted, false);
 }
