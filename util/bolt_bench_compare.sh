@@ -3,7 +3,7 @@
 # (util/softrdma_bench) and what applications get through libfabric
 # (util/bolt_bench: bolt, shm, tcp) for one profile in one run, then one
 # summary line per performance target with the measured numbers:
-#   bandwidth: bolt fi_write >= 90 % of raw RDMA write, at every size from 64 KiB;
+#   bandwidth: bolt fi_write, and fi_send, >= 90 % of raw RDMA write, at every size from 64 KiB;
 #   latency:   bolt 8 B fi_send <= raw 8 B SEND/RECV + 2 us.
 # Run it from the build directory, or name that with --build.
 set -u
@@ -100,7 +100,7 @@ $1 == "bolt" && $2 == "bw" { write_bw[$3] = $4; send_bw[$3] = $5; wrong += $6; c
 $1 == "bolt" && $2 == "lat" { lat[$3] = $4; wrong += $5; checked += 2; next }
 END {
 	print "# targets (profile " profile ")"
-	list = ""; lowest = -1; send_lowest = -1; compared = 0
+	list = ""; send_list = ""; lowest = -1; send_lowest = -1; compared = 0
 	for (size = 65536; size <= 67108864; size *= 4) {
 		if (!(size in raw_bw) || !(size in write_bw) || raw_bw[size] <= 0)
 			continue
@@ -108,16 +108,22 @@ END {
 		send_ratio = send_bw[size] / raw_bw[size]
 		list = list sprintf("%s%s %.2f/%.2f (%.0f%%)", compared ? ", " : "", human(size),
 				    write_bw[size], raw_bw[size], 100 * ratio)
+		send_list = send_list sprintf("%s%s %.0f%%", compared ? ", " : "", human(size),
+					      100 * send_ratio)
 		if (lowest < 0 || ratio < lowest) { lowest = ratio; lowest_size = size }
-		if (send_lowest < 0 || send_ratio < send_lowest) send_lowest = send_ratio
+		if (send_lowest < 0 || send_ratio < send_lowest) {
+			send_lowest = send_ratio; send_lowest_size = size
+		}
 		compared++
 	}
-	if (compared)
+	if (compared) {
 		printf("bandwidth target (bolt fi_write >= 90%% of raw RDMA write, 64 KiB and up): " \
-		       "bolt/raw GB/s %s; lowest %.0f%% at %s (fi_send lowest %.0f%%): %s\n",
-		       list, 100 * lowest, human(lowest_size), 100 * send_lowest,
-		       lowest >= 0.9 ? "MET" : "NOT MET")
-	else
+		       "bolt/raw GB/s %s; lowest %.0f%% at %s: %s\n",
+		       list, 100 * lowest, human(lowest_size), lowest >= 0.9 ? "MET" : "NOT MET")
+		printf("bandwidth target (bolt fi_send >= 90%% of raw RDMA write, 64 KiB and up): " \
+		       "%s; lowest %.0f%% at %s: %s\n", send_list, 100 * send_lowest,
+		       human(send_lowest_size), send_lowest >= 0.9 ? "MET" : "NOT MET")
+	} else
 		print "bandwidth target: NOT MEASURED (no bolt or raw bandwidth rows from 64 KiB)"
 	if ((8 in lat) && (8 in raw_lat))
 		printf("latency target (bolt 8 B <= raw 8 B + 2 us): bolt fi_send %.2f us, raw " \
