@@ -42,11 +42,16 @@ struct link_side {
 	struct link_pair pairs[MOST_PAIRS];
 };
 
+static struct bolt_connection *pair_connection(struct link_pair *pair)
+{
+	return bolt_container_of(pair->endpoint.ep, struct bolt_endpoint, ep_fid)->connections;
+}
+
 static struct bolt_link *pair_link(struct link_pair *pair)
 {
-	struct bolt_endpoint *bolt = bolt_container_of(pair->endpoint.ep, struct bolt_endpoint, ep_fid);
+	struct bolt_connection *connection = pair_connection(pair);
 
-	return bolt->connections ? bolt->connections->link : NULL;
+	return connection ? connection->link : NULL;
 }
 
 /* Opens pair index on the first pair's domain (the first: a domain of its own), connects it, offers a region. */
@@ -496,10 +501,33 @@ static int far_peer(int socket, void *argument)
 }
 
 /*
+ * A write into the peer's region after the round's: the peer granted it,
+ * registered on the port of the link, so it goes directly; read back.
+ */
+static void far_peer_direct_write(struct link_pair *pair)
+{
+	struct bolt_connection *connection = pair_connection(pair);
+	uint64_t direct_writes = connection->direct_writes;
+
+	cr_assert_eq(HASH_COUNT(connection->grants), 1, "the peer's grant came over the other port");
+	rdm_fill(pair->written, REGION, link_seed(0, 0, 99, 2));
+	cr_assert_eq(fi_write(pair->endpoint.ep, pair->written, REGION, NULL, pair->endpoint.peer,
+			      pair->peer_address, pair->peer_key, pair->written), 0);
+	rdm_expect_completion(&pair->endpoint, pair->written, 0);
+	cr_assert_eq(connection->direct_writes, direct_writes + 1, "the write went directly");
+	memset(pair->large_in, 0, REGION);
+	cr_assert_eq(fi_read(pair->endpoint.ep, pair->large_in, REGION, NULL, pair->endpoint.peer,
+			     pair->peer_address, pair->peer_key, pair->large_in), 0);
+	rdm_expect_completion(&pair->endpoint, pair->large_in, 0);
+	cr_assert(!memcmp(pair->large_in, pair->written, REGION), "the write landed");
+}
+
+/*
  * Three hosts, each cabled to the two others: host 0's own port reaches one
  * of them, its other port host 2. The link to host 2 is found by probing, on
  * the other port; large messages, writes and reads cross it by RDMA write,
- * from and to buffers registered on that port.
+ * from and to buffers registered on that port, and granted regions are
+ * written directly.
  */
 static void far_peer_reached(const char *profile)
 {
@@ -520,6 +548,7 @@ static void far_peer_reached(const char *profile)
 	cr_assert(!bolt_link_on_own_ports(link));
 	bolt_mr_cache_stats(link->port->mr_cache, &registrations);
 	cr_assert_gt(registrations.hits + registrations.misses, 0, "transfers registered on the link's port");
+	far_peer_direct_write(&side.pairs[0]);
 	link_end(&test, &side, peer);
 }
 

@@ -51,13 +51,16 @@ enum bolt_rendezvous_phase {
  * bolt_direct_write.c): the peer holds a device registration of the whole
  * MR for as long as the MR is open, and said where it is.
  */
+/* Ports a link may be on: the domain's own, and each stripe port (bolt_link_port_index). */
+#define BOLT_LINK_PORTS_MAX (1 + BOLT_MAX_STRIPE_PORTS)
+
 /*
  * Target: a closed region's registration, kept until every peer told of the
  * close has answered (protocol/bolt_direct_write.c).
  */
 struct bolt_revoke {
 	uint64_t id;
-	struct bolt_mr_cache_entry *grant;
+	struct bolt_mr_cache_entry *grants[BOLT_LINK_PORTS_MAX];        /* the region's, by port */
 	struct bolt_connection **owed;  /* connections whose answer is still to come */
 	int owed_count;
 	bool telling;                   /* the peers are being told: kept even with none owing */
@@ -359,7 +362,9 @@ struct bolt_mr {
 	char *address;
 	size_t length;
 	uint64_t requested_key;         /* without FI_MR_PROV_KEY, the key it gets when enabled */
-	struct bolt_mr_cache_entry *grant;      /* held while peers may write it directly */
+	/* Held while peers may write it directly: one per port the links to them are on
+	 * (bolt_link_port_index). */
+	struct bolt_mr_cache_entry *grants[BOLT_LINK_PORTS_MAX];
 	UT_hash_handle hh;              /* by key: in the endpoint's or the domain's table */
 };
 

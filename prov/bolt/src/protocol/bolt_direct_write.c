@@ -4,7 +4,8 @@
  * most of the time), and a small write goes in segments and waits for an
  * ack. So the target of a write it accepts also grants the whole MR, once
  * per initiator (whose writes say whether it holds a grant): it registers
- * the MR with the device, holds that registration while the MR is open, and
+ * the MR on the port of the connection's link (the domain's own, or another
+ * that reaches that peer), holds that registration while the MR is open, and
  * tells the initiator where it is and its rkey.
  *
  * Later writes into the region are one RDMA write each on the control
@@ -29,6 +30,7 @@
  * connection). fi_close does not wait for the answers.
  */
 #include <stdlib.h>
+#include <string.h>
 #include <utlist.h>
 #include <uthash.h>
 
@@ -40,21 +42,31 @@ static bool bolt_direct_write_may_hold(const struct bolt_domain *domain)
 	return domain->grants_held < domain->primary.budget.user_mr_budget / 2;
 }
 
-/* The whole of mr registered and held for as long as it is open; false if it cannot be. */
-static bool bolt_direct_write_hold(struct bolt_domain *domain, struct bolt_mr *mr)
+/* The registration cache of the port a link's index names. */
+static struct bolt_mr_cache *bolt_direct_write_cache(struct bolt_domain *domain, int port)
+{
+	return port ? domain->stripe_ports[port - 1].mr_cache : domain->primary.mr_cache;
+}
+
+/*
+ * The whole of mr registered on port and held for as long as it is open;
+ * false if it cannot be.
+ */
+static bool bolt_direct_write_hold(struct bolt_domain *domain, struct bolt_mr *mr, int port)
 {
 	int ret;
 
-	if (mr->grant)
+	if (mr->grants[port])
 		return true;
 	if (!(mr->access & FI_REMOTE_WRITE) || !mr->length || mr->length > BOLT_MAX_MSG_SIZE ||
 	    !bolt_direct_write_may_hold(domain))
 		return false;
-	ret = bolt_mr_cache_acquire(domain->primary.mr_cache, mr->address, mr->length, &mr->grant);
+	ret = bolt_mr_cache_acquire(bolt_direct_write_cache(domain, port), mr->address, mr->length,
+				    &mr->grants[port]);
 	if (ret) {
 		FI_INFO(&bolt_prov, FI_LOG_MR, "no registration to grant a region of %zu bytes: %s\n",
 			mr->length, fi_strerror(-ret));
-		mr->grant = NULL;
+		mr->grants[port] = NULL;
 		return false;
 	}
 	domain->grants_held++;
@@ -71,18 +83,19 @@ void bolt_direct_write_grant(struct bolt_connection *connection, const struct bo
 {
 	struct bolt_endpoint *endpoint = connection->endpoint;
 	struct bolt_domain *domain = endpoint->domain;
+	int port = bolt_link_port_index(connection->link);
 	uint64_t key = header->key;
 	struct bolt_mr *mr;
 	struct bolt_transmit *grant;
 
-	if (!domain->primary.rdma_write || !bolt_connection_on_own_ports(connection) ||
-	    (header->flags & BOLT_WIRE_FLAG_GRANTED))
+	/* Registered on the port of the connection's link, whichever that is. */
+	if (!connection->link->port->rdma_write || (header->flags & BOLT_WIRE_FLAG_GRANTED))
 		return;
 	mr = bolt_mr_find(endpoint, key);
-	if (!mr || !bolt_direct_write_hold(domain, mr))
+	if (!mr || !bolt_direct_write_hold(domain, mr, port))
 		return;
 	grant = bolt_transmit_internal(connection, BOLT_WIRE_REGION_GRANT, 0,
-				       bolt_mr_cache_entry_mr(mr->grant)->rkey);
+				       bolt_mr_cache_entry_mr(mr->grants[port])->rkey);
 	if (!grant)
 		return;
 	grant->remote_key = key;
@@ -117,16 +130,23 @@ static bool bolt_direct_write_owed(struct bolt_revoke *revoke, struct bolt_conne
 	return true;
 }
 
-static void bolt_direct_write_release(struct bolt_domain *domain, struct bolt_mr_cache_entry *grant)
+/* Gives back the registrations of grants, one per port, and empties it. */
+static void bolt_direct_write_release(struct bolt_domain *domain,
+				      struct bolt_mr_cache_entry *grants[BOLT_LINK_PORTS_MAX])
 {
-	bolt_mr_cache_release(domain->primary.mr_cache, grant);
-	domain->grants_held--;
+	for (int port = 0; port < BOLT_LINK_PORTS_MAX; port++) {
+		if (!grants[port])
+			continue;
+		bolt_mr_cache_release(bolt_direct_write_cache(domain, port), grants[port]);
+		grants[port] = NULL;
+		domain->grants_held--;
+	}
 }
 
 static void bolt_direct_write_revoke_destroy(struct bolt_domain *domain, struct bolt_revoke *revoke)
 {
 	DL_DELETE(domain->revokes, revoke);
-	bolt_direct_write_release(domain, revoke->grant);
+	bolt_direct_write_release(domain, revoke->grants);
 	free(revoke->owed);
 	free(revoke);
 }
@@ -185,14 +205,18 @@ void bolt_direct_write_revoke(struct bolt_mr *mr)
 	struct bolt_domain *domain = mr->domain;
 	struct bolt_revoke *revoke;
 	struct bolt_endpoint *endpoint;
+	bool held = false;
 
-	if (!mr->grant)
+	for (int port = 0; port < BOLT_LINK_PORTS_MAX; port++)
+		held |= mr->grants[port] != NULL;
+	if (!held)
 		return;
-	/* Without memory to wait, the registration goes at once, as if every answer had come. */
+	/* Without memory to wait, the registrations go at once, as if every answer had come. */
 	revoke = calloc(1, sizeof(*revoke));
 	if (revoke) {
 		revoke->id = ++domain->next_revoke_id;
-		revoke->grant = mr->grant;
+		memcpy(revoke->grants, mr->grants, sizeof(revoke->grants));
+		memset(mr->grants, 0, sizeof(mr->grants));
 		/* A failed post may fail a connection told already: it must not free revoke yet. */
 		revoke->telling = true;
 		DL_APPEND(domain->revokes, revoke);
@@ -204,13 +228,12 @@ void bolt_direct_write_revoke(struct bolt_mr *mr)
 			bolt_direct_write_revoke_on(endpoint, mr->mr_fid.key, revoke);
 	}
 	if (!revoke) {
-		bolt_direct_write_release(domain, mr->grant);
+		bolt_direct_write_release(domain, mr->grants);
 	} else {
 		revoke->telling = false;
 		if (!revoke->owed_count)
 			bolt_direct_write_revoke_destroy(domain, revoke);
 	}
-	mr->grant = NULL;
 }
 
 void bolt_direct_write_revoke_answered(struct bolt_connection *connection,
@@ -238,7 +261,7 @@ static bool bolt_direct_write_still_held(struct bolt_endpoint *endpoint,
 {
 	struct bolt_mr *mr = bolt_mr_find(endpoint, header->key);
 
-	return mr && mr->grant && bolt_mr_cache_entry_mr(mr->grant)->rkey == header->cq_data;
+	return mr && mr->grants[0] && bolt_mr_cache_entry_mr(mr->grants[0])->rkey == header->cq_data;
 }
 
 void bolt_direct_write_granted(struct bolt_connection *connection, const struct bolt_wire_header *header)
@@ -339,8 +362,7 @@ bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
 
 	/* A peer may grant what this end's device cannot write: it only knows its own. */
 	if (!connection->grants || connection->state != BOLT_CONNECTION_ESTABLISHED ||
-	    !connection->endpoint->domain->primary.rdma_write || !bolt_connection_on_own_ports(connection) ||
-	    !bolt_direct_write_suits(transmit))
+	    !connection->link->port->rdma_write || !bolt_direct_write_suits(transmit))
 		return false;
 	/* Worth a request and its answer: stripes over the other cables too. */
 	if (transmit->length >= (size_t) connection->endpoint->domain->fabric->params.stripe_threshold &&
