@@ -41,11 +41,7 @@ static int bolt_receive_post(struct bolt_link *link, struct bolt_control_buffer 
 	}
 	ret = domain->fabric->verbs.post_recv(link->qp, wr, &bad_wr);
 	if (ret) {
-		/* Those before bad_wr are posted; the rest go back to the pool. */
-		for (uint32_t i = (uint32_t) (bad_wr - wr); i < count; i++) {
-			records[i]->posted = false;
-			bolt_control_buffer_put(domain, records[i]);
-		}
+		/* The link fails: its reclaim returns every buffer marked posted, taken or not. */
 		FI_WARN(&bolt_prov, FI_LOG_EP_DATA, "post_recv failed: %s\n", strerror(ret));
 		return -FI_EIO;
 	}
