@@ -297,7 +297,6 @@ struct bolt_connection {
 	struct bolt_link *link;         /* the control rail's queue pair, maybe shared; NULL: none */
 	uint8_t slot;                   /* this connection's on the link, the same at both ends */
 	uint8_t slot_nonce;
-	union ibv_gid peer_gid;
 	struct bolt_data_rail data_rails[BOLT_MAX_CONNECTION_RAILS];
 	uint32_t send_sequence;
 	uint32_t receive_sequence;

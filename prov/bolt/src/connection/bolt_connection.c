@@ -110,7 +110,6 @@ static int bolt_connection_connect_link(struct bolt_connection *connection,
 				    handshake->receive_depth);
 
 	connection->link->peer_port = handshake->port;
-	connection->peer_gid = connection->link->peer_gid;
 	return ret;
 }
 

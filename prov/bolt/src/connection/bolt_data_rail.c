@@ -203,11 +203,11 @@ static const char *bolt_data_rail_check(const struct bolt_wire_header *header, b
 	return NULL;
 }
 
-/* The GID a rail message names: the payload's on a stripe rail, else the peer's own. */
+/* The GID a rail message names: the payload's on a stripe rail, else the link's peer's. */
 static union ibv_gid bolt_data_rail_peer_gid(const struct bolt_connection *connection,
 					     const struct bolt_wire_header *header, const char *payload)
 {
-	union ibv_gid gid = connection->peer_gid;
+	union ibv_gid gid = connection->link->peer_gid;
 
 	if (bolt_data_rail_is_stripe(header->request_id))
 		memcpy(gid.raw, payload, sizeof(gid.raw));

@@ -218,7 +218,6 @@ int bolt_link_join(struct bolt_link *link, struct bolt_connection *connection, i
 	connection->link = link;
 	connection->slot = (uint8_t) slot;
 	connection->slot_nonce = slot_nonce;
-	connection->peer_gid = link->peer_gid;
 	return 0;
 }
 
