@@ -714,6 +714,13 @@ static void bolt_connection_progress_accepted(struct bolt_endpoint *endpoint)
 	}
 }
 
+/* Every state but these two is a step of the handshake. */
+static bool bolt_connection_handshaking(const struct bolt_connection *connection)
+{
+	return connection->state != BOLT_CONNECTION_ESTABLISHED &&
+	       connection->state != BOLT_CONNECTION_FAILED;
+}
+
 void bolt_connection_progress_all(struct bolt_endpoint *endpoint)
 {
 	struct bolt_domain *domain = endpoint->domain;
@@ -742,15 +749,9 @@ void bolt_connection_progress_all(struct bolt_endpoint *endpoint)
 			bolt_connection_answer(connection, connection->peer_domain_id, false, 0);
 		if (connection->state == BOLT_CONNECTION_WAITING_PROBE)
 			bolt_connection_check_probe(connection, now);
-		if (connection->state == BOLT_CONNECTION_CONNECTING ||
-		    connection->state == BOLT_CONNECTION_WAITING_READY ||
-		    connection->state == BOLT_CONNECTION_WAITING_CONNECTED ||
-		    connection->state == BOLT_CONNECTION_WAITING_LINK ||
-		    connection->state == BOLT_CONNECTION_WAITING_PROBED ||
-		    connection->state == BOLT_CONNECTION_WAITING_PROBE)
+		if (bolt_connection_handshaking(connection))
 			endpoint->handshakes_pending = true;
-		if (connection->state != BOLT_CONNECTION_ESTABLISHED &&
-		    connection->state != BOLT_CONNECTION_FAILED &&
+		if (bolt_connection_handshaking(connection) &&
 		    now > connection->started_ns + BOLT_CONNECTION_TIMEOUT_NS)
 			bolt_connection_fail(connection, FI_ETIMEDOUT, "no answer from the peer");
 		/* Its queue pair is gone and the CQ has been polled empty since: no
