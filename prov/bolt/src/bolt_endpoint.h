@@ -458,10 +458,12 @@ int bolt_link_create(struct bolt_domain *domain, int port, uint64_t peer_domain_
 int bolt_link_port_count(const struct bolt_domain *domain);
 /* The number of the link's port among them. */
 int bolt_link_port_index(const struct bolt_link *link);
+/* The domain's port of that number (below bolt_link_port_count), carrying links or not. */
+struct bolt_rail_port *bolt_link_port_of_index(struct bolt_domain *domain, int index);
 /*
  * Whether the link's queue pairs sit on both domains' own ports, where data
- * rails, stripes and granted regions are: else transfers over it register
- * on its ports and go without them.
+ * rails and stripes are: else transfers over it register on its ports and
+ * go without them.
  */
 bool bolt_link_on_own_ports(const struct bolt_link *link);
 /* RTR and RTS towards the peer's queue pair qpn; 0 or a negative error code. */

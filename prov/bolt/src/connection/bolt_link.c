@@ -16,8 +16,9 @@
  * reach (a Thunderbolt mesh of more than two hosts), on another port of the
  * domain, found by probing (bolt_connection.c); transfers over it register
  * their buffers on that port (a stripe port carries RDMA write, or the
- * domain does not open it), and it has no data rails or direct writes,
- * which belong to the domain's own port.
+ * domain does not open it), and so do regions granted over it (direct
+ * writes); it has no data rails or stripes, which belong to the domain's own
+ * port.
  *
  * A connection that leaves takes nothing with it: the receives stay with the
  * link, and its sends still posted complete later, their buffers' device
@@ -54,7 +55,7 @@ static struct bolt_rail_port *bolt_link_port(struct bolt_domain *domain, int ind
 		return NULL;
 	if (!index)
 		return &domain->primary;
-	port = &domain->stripe_ports[index - 1];
+	port = bolt_link_port_of_index(domain, index);
 	return port->control_mr && !bolt_rail_port_claimed(port) ? port : NULL;
 }
 
@@ -63,6 +64,11 @@ int bolt_link_port_index(const struct bolt_link *link)
 	const struct bolt_domain *domain = link->domain;
 
 	return link->port == &domain->primary ? 0 : 1 + (int) (link->port - domain->stripe_ports);
+}
+
+struct bolt_rail_port *bolt_link_port_of_index(struct bolt_domain *domain, int index)
+{
+	return index ? &domain->stripe_ports[index - 1] : &domain->primary;
 }
 
 bool bolt_link_on_own_ports(const struct bolt_link *link)

@@ -42,12 +42,6 @@ static bool bolt_direct_write_may_hold(const struct bolt_domain *domain)
 	return domain->grants_held < domain->primary.budget.user_mr_budget / 2;
 }
 
-/* The registration cache of the port a link's index names. */
-static struct bolt_mr_cache *bolt_direct_write_cache(struct bolt_domain *domain, int port)
-{
-	return port ? domain->stripe_ports[port - 1].mr_cache : domain->primary.mr_cache;
-}
-
 /*
  * The whole of mr registered on port and held for as long as it is open;
  * false if it cannot be.
@@ -61,8 +55,8 @@ static bool bolt_direct_write_hold(struct bolt_domain *domain, struct bolt_mr *m
 	if (!(mr->access & FI_REMOTE_WRITE) || !mr->length || mr->length > BOLT_MAX_MSG_SIZE ||
 	    !bolt_direct_write_may_hold(domain))
 		return false;
-	ret = bolt_mr_cache_acquire(bolt_direct_write_cache(domain, port), mr->address, mr->length,
-				    &mr->grants[port]);
+	ret = bolt_mr_cache_acquire(bolt_link_port_of_index(domain, port)->mr_cache, mr->address,
+				    mr->length, &mr->grants[port]);
 	if (ret) {
 		FI_INFO(&bolt_prov, FI_LOG_MR, "no registration to grant a region of %zu bytes: %s\n",
 			mr->length, fi_strerror(-ret));
@@ -137,7 +131,7 @@ static void bolt_direct_write_release(struct bolt_domain *domain,
 	for (int port = 0; port < BOLT_LINK_PORTS_MAX; port++) {
 		if (!grants[port])
 			continue;
-		bolt_mr_cache_release(bolt_direct_write_cache(domain, port), grants[port]);
+		bolt_mr_cache_release(bolt_link_port_of_index(domain, port)->mr_cache, grants[port]);
 		grants[port] = NULL;
 		domain->grants_held--;
 	}
@@ -256,12 +250,15 @@ void bolt_direct_write_release_all(struct bolt_domain *domain)
 		bolt_direct_write_revoke_destroy(domain, domain->revokes);
 }
 
-static bool bolt_direct_write_still_held(struct bolt_endpoint *endpoint,
+/* Whether the region of a grant over connection is still granted there. */
+static bool bolt_direct_write_still_held(struct bolt_connection *connection,
 					 const struct bolt_wire_header *header)
 {
-	struct bolt_mr *mr = bolt_mr_find(endpoint, header->key);
+	struct bolt_mr *mr = bolt_mr_find(connection->endpoint, header->key);
+	int port = bolt_link_port_index(connection->link);
 
-	return mr && mr->grants[0] && bolt_mr_cache_entry_mr(mr->grants[0])->rkey == header->cq_data;
+	return mr && mr->grants[port] &&
+	       bolt_mr_cache_entry_mr(mr->grants[port])->rkey == header->cq_data;
 }
 
 void bolt_direct_write_granted(struct bolt_connection *connection, const struct bolt_wire_header *header)
@@ -274,7 +271,7 @@ void bolt_direct_write_granted(struct bolt_connection *connection, const struct 
 		return;
 	}
 	/* To ourselves, a grant may arrive after the region closed: revoking found nothing then. */
-	if (connection->loopback && !bolt_direct_write_still_held(connection->endpoint, header))
+	if (connection->loopback && !bolt_direct_write_still_held(connection, header))
 		return;
 	HASH_FIND(hh, connection->grants, &header->key, sizeof(header->key), grant);
 	if (!grant) {
