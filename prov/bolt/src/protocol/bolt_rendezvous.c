@@ -518,8 +518,7 @@ bool bolt_rendezvous_read_prepare(struct bolt_transmit *read)
 {
 	struct bolt_domain *domain = read->connection->endpoint->domain;
 
-	if (!read->connection->endpoint->domain->primary.rdma_write ||
-	    !bolt_rendezvous_registration_pays(read) ||
+	if (!domain->primary.rdma_write || !bolt_rendezvous_registration_pays(read) ||
 	    !bolt_rendezvous_register(read->connection, read->iov[0].iov_base, read->length,
 				      &read->registration))
 		return false;
