@@ -198,7 +198,11 @@ Test(faults, unknown_device)
 	test_loopback_close(&loopback);
 }
 
-/* A peer that connects its QP to the parent's, says so, and waits to be killed. */
+/*
+ * A peer that connects its QP to the parent's, posts two receives (the
+ * message after its death finds one: no receiver-not-ready retry finds the
+ * death first), says so, and waits to be killed.
+ */
 struct peer {
 	struct softrdma_config config;
 	enum ibv_qp_type type;
@@ -222,6 +226,7 @@ static int peer_main(void *argument)
 	    test_channel_send(&peer->channel, false, &self, sizeof(self)) ||
 	    test_channel_receive(&peer->channel, false, &parent, sizeof(parent)) ||
 	    test_qp_connect(qp, &parent, 7) || test_post_recv(qp, mr, 0, 64, 1) ||
+	    test_post_recv(qp, mr, 64, 64, 2) ||
 	    test_channel_send(&peer->channel, false, &self, sizeof(self)))
 		return 2;
 	for (;;)
@@ -229,7 +234,8 @@ static int peer_main(void *argument)
 }
 
 /* reaped: the parent waits for the peer before sending; else the peer is a zombie. */
-static void check_dead_peer(enum ibv_qp_type type, const char *tag, bool reaped)
+/* length 0 moves no bytes, so no copy finds the target gone: the route must. */
+static void check_dead_peer(enum ibv_qp_type type, const char *tag, bool reaped, uint32_t length)
 {
 	struct test_device device;
 	struct test_address self, child;
@@ -262,8 +268,8 @@ static void check_dead_peer(enum ibv_qp_type type, const char *tag, bool reaped)
 		cr_assert_eq(test_wait(pid), -1);
 	else
 		cr_assert_eq(waitid(P_PID, (id_t) pid, &(siginfo_t) { 0 }, WEXITED | WNOWAIT), 0);
-	cr_assert_eq(test_post_send(qp, IBV_WR_SEND, mr, 0, 64, NULL, 0, 0, IBV_SEND_SIGNALED, 2),
-		     0);
+	cr_assert_eq(test_post_send(qp, IBV_WR_SEND, mr, 0, length, NULL, 0, 0, IBV_SEND_SIGNALED,
+				    2), 0);
 	cr_assert_eq(test_poll(device.cq, &wc, TEST_TIMEOUT_MS), 1);
 	cr_assert_eq(wc.status, type == IBV_QPT_RC ? IBV_WC_RETRY_EXC_ERR : IBV_WC_SUCCESS,
 		     "%s", softrdma_wc_status_str(wc.status));
@@ -279,15 +285,20 @@ static void check_dead_peer(enum ibv_qp_type type, const char *tag, bool reaped)
 
 Test(faults, killed_peer_uc_sees_nothing)
 {
-	check_dead_peer(IBV_QPT_UC, "dead-uc", true);
+	check_dead_peer(IBV_QPT_UC, "dead-uc", true, 64);
 }
 
 Test(faults, killed_peer_rc_retry_exceeded)
 {
-	check_dead_peer(IBV_QPT_RC, "dead-rc", true);
+	check_dead_peer(IBV_QPT_RC, "dead-rc", true, 64);
 }
 
 Test(faults, killed_peer_not_yet_reaped_rc_retry_exceeded)
 {
-	check_dead_peer(IBV_QPT_RC, "zombie-rc", false);
+	check_dead_peer(IBV_QPT_RC, "zombie-rc", false, 64);
+}
+
+Test(faults, killed_peer_rc_empty_message_retry_exceeded)
+{
+	check_dead_peer(IBV_QPT_RC, "dead-rc-empty", true, 0);
 }

@@ -156,7 +156,12 @@ static enum softrdma_step softrdma_transfer_route(struct softrdma_segment *segme
 	target = softrdma_table_lookup(segment, &segment->qps, source->remote_qpn);
 	if (!target || target->device != source->remote_device || target->type != source->type)
 		return softrdma_transfer_unanswered(transfer);
-	if (target->slot.owner != softrdma_process.pid &&
+	/*
+	 * A copy finds a dead target by itself (ESRCH); asking the kernel here,
+	 * under the device lock, for every message would hold the other processes
+	 * off for a system call. Only a transfer with no bytes to move must ask.
+	 */
+	if (!transfer->length && target->slot.owner != softrdma_process.pid &&
 	    !softrdma_process_exists(target->slot.owner))
 		return softrdma_transfer_target_dead(segment, transfer, target->slot.owner);
 	if (target->state != IBV_QPS_RTR && target->state != IBV_QPS_RTS)
@@ -394,33 +399,6 @@ static int softrdma_transfer_move(const struct softrdma_transfer *transfer)
 }
 
 /*
- * CONTINUE: copied, or failed with the statuses set: the target died (as if
- * unreachable), or its memory is gone. WAIT: the target did not take the data
- * in time, or no staging channel was free; that is a target not answering.
- */
-static enum softrdma_step softrdma_transfer_copy(struct softrdma_transfer *transfer)
-{
-	bool is_send = transfer->entry->opcode == IBV_WR_SEND ||
-		       transfer->entry->opcode == IBV_WR_SEND_WITH_IMM;
-	int ret = softrdma_transfer_move(transfer);
-
-	if (!ret)
-		return SOFTRDMA_STEP_CONTINUE;
-	if (ret == -ETIMEDOUT || ret == -EBUSY)
-		return SOFTRDMA_STEP_WAIT;
-	if (ret == -ESRCH) {
-		transfer->has_receive = false;
-		softrdma_transfer_fail(transfer, IBV_WC_RETRY_EXC_ERR);
-		return SOFTRDMA_STEP_CONTINUE;
-	}
-	FI_WARN(&bolt_prov, FI_LOG_CORE, "software device: copy to or from process %d failed: %s\n",
-		transfer->target_pid, strerror(-ret));
-	softrdma_transfer_receive_error(transfer, IBV_WC_LOC_PROT_ERR,
-					is_send ? IBV_WC_REM_OP_ERR : IBV_WC_REM_ACCESS_ERR);
-	return SOFTRDMA_STEP_CONTINUE;
-}
-
-/*
  * The target took too long: the receive the message took goes back to the
  * head of its queue (a UC responder reuses the WQE of a message it lost; an
  * RC retransmission lands in it again), and the target did not answer.
@@ -496,15 +474,48 @@ static void softrdma_transfer_complete_locked(struct softrdma_segment *segment,
 		softrdma_qp_enter_error_locked(segment, transfer->qp->index);
 }
 
+/*
+ * What the copy's result means, under the lock. CONTINUE: copied, or failed
+ * with the statuses set (the target's memory is gone). A dead target is
+ * released, as the kernel would, and does not answer; so does one that did
+ * not take the data in time, or left no staging channel free.
+ */
+static enum softrdma_step softrdma_transfer_copied_locked(struct softrdma_segment *segment,
+							  struct softrdma_transfer *transfer,
+							  int copy_result)
+{
+	bool is_send = transfer->entry->opcode == IBV_WR_SEND ||
+		       transfer->entry->opcode == IBV_WR_SEND_WITH_IMM;
+
+	switch (copy_result) {
+	case 0:
+		return SOFTRDMA_STEP_CONTINUE;
+	case -ETIMEDOUT:
+	case -EBUSY:
+		return softrdma_transfer_stalled_locked(segment, transfer);
+	case -ESRCH:
+		/* The receive it took went with the target's other resources. */
+		transfer->has_receive = false;
+		return softrdma_transfer_target_dead(segment, transfer, transfer->target_pid);
+	default:
+		FI_WARN(&bolt_prov, FI_LOG_CORE,
+			"software device: copy to or from process %d failed: %s\n",
+			transfer->target_pid, strerror(-copy_result));
+		softrdma_transfer_receive_error(transfer, IBV_WC_LOC_PROT_ERR,
+						is_send ? IBV_WC_REM_OP_ERR : IBV_WC_REM_ACCESS_ERR);
+		return SOFTRDMA_STEP_CONTINUE;
+	}
+}
+
 /* The copy, with no lock held, then the completions; WAIT: RC tries it again later. */
 static enum softrdma_step softrdma_transfer_deliver(struct softrdma_segment *segment,
 						    struct softrdma_transfer *transfer)
 {
-	enum softrdma_step step = softrdma_transfer_copy(transfer);
+	int copy_result = softrdma_transfer_move(transfer);
+	enum softrdma_step step;
 
 	softrdma_lock(segment);
-	if (step == SOFTRDMA_STEP_WAIT)
-		step = softrdma_transfer_stalled_locked(segment, transfer);
+	step = softrdma_transfer_copied_locked(segment, transfer, copy_result);
 	if (step != SOFTRDMA_STEP_WAIT)
 		softrdma_transfer_complete_locked(segment, transfer);
 	softrdma_unlock(segment);
