@@ -3,9 +3,10 @@
  * up with (the one it asks for, auto, its segment creator's, auto where a
  * seccomp filter forbids cross-memory attach); and what copy mode shm adds:
  * a target that never calls the device while several senders stage RDMA
- * writes and reads to it at once, and a stopped target (RC rides out a short
- * stop and gives up on a long one; UC loses the message, and the receive it
- * took serves the next one).
+ * writes and reads to it at once, and a stopped target of a message too
+ * large to ride in its completion (RC rides out a short stop and gives up on
+ * a long one; UC loses the message, and the receive it took serves the next
+ * one).
  */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -255,6 +256,8 @@ struct sleeper {
 
 static struct sleeper sleeper;
 static char message[4096];
+/* More than a receive completion carries: the data goes through a staging channel. */
+#define SLEEPER_MESSAGE_LENGTH (SOFTRDMA_COMPLETION_PAYLOAD + 64)
 
 /* Posts one receive, says it is ready, reports its first completion, waits to be told to go. */
 static int sleeper_main(void *argument)
@@ -276,7 +279,8 @@ static int sleeper_main(void *argument)
 	if (!mr || !qp || test_address_of(&device, qp, mr, &self) ||
 	    test_channel_send(channel, false, &self, sizeof(self)) ||
 	    test_channel_receive(channel, false, &peer, sizeof(peer)) ||
-	    test_qp_connect(qp, &peer, 7) || test_post_recv(qp, mr, 0, 64, 1) ||
+	    test_qp_connect(qp, &peer, 7) ||
+	    test_post_recv(qp, mr, 0, SLEEPER_MESSAGE_LENGTH, 1) ||
 	    test_channel_send(channel, false, &self, sizeof(self)))
 		return 2;
 	if (test_poll(device.cq, &wc, TEST_TIMEOUT_MS) == 1)
@@ -329,8 +333,8 @@ static void sleeper_continue(void)
 static void post_message(char first)
 {
 	message[0] = first;
-	cr_assert_eq(test_post_send(sleeper.qp, IBV_WR_SEND, sleeper.mr, 0, 64, NULL, 0, 0,
-				    IBV_SEND_SIGNALED, 1), 0);
+	cr_assert_eq(test_post_send(sleeper.qp, IBV_WR_SEND, sleeper.mr, 0, SLEEPER_MESSAGE_LENGTH,
+				    NULL, 0, 0, IBV_SEND_SIGNALED, 1), 0);
 }
 
 static enum ibv_wc_status message_status(void)
@@ -349,7 +353,7 @@ static void expect_received(char first)
 	cr_assert_eq(test_channel_receive(&sleeper.channel, true, &report, sizeof(report)), 0);
 	cr_assert_eq(report.status, IBV_WC_SUCCESS, "target: status %d", report.status);
 	cr_assert_eq(report.wr_id, 1);
-	cr_assert_eq(report.byte_len, 64);
+	cr_assert_eq(report.byte_len, SLEEPER_MESSAGE_LENGTH);
 	cr_assert_eq(report.first, first, "target got '%c'", report.first);
 }
 

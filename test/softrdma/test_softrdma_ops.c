@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "softrdma/softrdma_internal.h"
 #include "softrdma_test.h"
 
 #define BUFFER_SIZE (64 * 1024)
@@ -250,35 +251,50 @@ Test(ops, completions_in_order_and_chained_wrs)
 	close_loopback();
 }
 
-Test(ops, scatter_gather_lists)
+/*
+ * 3 * piece bytes gathered from three pieces (piece, 1.5 piece, piece / 2),
+ * scattered into piece + 5 * piece. A small message rides in its receive
+ * completion and is placed by the target's poll; a larger one is copied.
+ */
+static void check_scatter_gather(const char *tag, uint32_t piece)
 {
 	struct ibv_sge send_sge[3];
 	struct ibv_sge receive_sge[2];
 	struct ibv_send_wr wr = { .sg_list = send_sge, .num_sge = 3, .opcode = IBV_WR_SEND,
 				  .send_flags = IBV_SEND_SIGNALED }, *bad_send;
 	struct ibv_recv_wr receive = { .sg_list = receive_sge, .num_sge = 2 }, *bad_receive;
+	uint32_t lkey_a, lkey_b;
 	struct ibv_wc wc;
 
-	open_loopback(SOFTRDMA_PROFILE_ROCEV2, IBV_QPT_RC, "sgl");
-	test_pattern_fill(loopback.buffer_a, 3000, 5);
-	/* 3000 bytes gathered from three pieces, scattered into 1000 + 5000. */
-	send_sge[0] = (struct ibv_sge) { (uintptr_t) loopback.buffer_a, 1000, loopback.mr_a->lkey };
-	send_sge[1] = (struct ibv_sge) { (uintptr_t) loopback.buffer_a + 1000, 1500,
-					 loopback.mr_a->lkey };
-	send_sge[2] = (struct ibv_sge) { (uintptr_t) loopback.buffer_a + 2500, 500,
-					 loopback.mr_a->lkey };
-	receive_sge[0] = (struct ibv_sge) { (uintptr_t) loopback.buffer_b + 20000, 1000,
-					    loopback.mr_b->lkey };
-	receive_sge[1] = (struct ibv_sge) { (uintptr_t) loopback.buffer_b + 40000, 5000,
-					    loopback.mr_b->lkey };
+	open_loopback(SOFTRDMA_PROFILE_ROCEV2, IBV_QPT_RC, tag);
+	lkey_a = loopback.mr_a->lkey;
+	lkey_b = loopback.mr_b->lkey;
+	test_pattern_fill(loopback.buffer_a, 3 * piece, 5);
+	send_sge[0] = (struct ibv_sge) { (uintptr_t) loopback.buffer_a, piece, lkey_a };
+	send_sge[1] = (struct ibv_sge) { (uintptr_t) loopback.buffer_a + piece, piece * 3 / 2,
+					 lkey_a };
+	send_sge[2] = (struct ibv_sge) { (uintptr_t) loopback.buffer_a + piece * 5 / 2, piece / 2,
+					 lkey_a };
+	receive_sge[0] = (struct ibv_sge) { (uintptr_t) loopback.buffer_b + 20000, piece, lkey_b };
+	receive_sge[1] = (struct ibv_sge) { (uintptr_t) loopback.buffer_b + 40000, 5 * piece,
+					    lkey_b };
 	cr_assert_eq(softrdma_post_recv(loopback.qp_b, &receive, &bad_receive), 0);
 	cr_assert_eq(softrdma_post_send(loopback.qp_a, &wr, &bad_send), 0);
 	wc = expect_completion(loopback.cq_b);
-	cr_assert_eq(wc.byte_len, 3000);
-	cr_assert(test_pattern_check(loopback.buffer_b + 20000, 1000, 5));
-	test_pattern_fill(loopback.buffer_a, 3000, 5);
-	cr_assert_eq(memcmp(loopback.buffer_b + 40000, loopback.buffer_a + 1000, 2000), 0);
+	cr_assert_eq(wc.byte_len, 3 * piece);
+	cr_assert(test_pattern_check(loopback.buffer_b + 20000, piece, 5));
+	cr_assert_eq(memcmp(loopback.buffer_b + 40000, loopback.buffer_a + piece, 2 * piece), 0);
 	close_loopback();
+}
+
+Test(ops, scatter_gather_lists)
+{
+	check_scatter_gather("sgl", 1000);
+}
+
+Test(ops, scatter_gather_lists_of_a_message_its_completion_carries)
+{
+	check_scatter_gather("sgl-small", SOFTRDMA_COMPLETION_PAYLOAD / 4);
 }
 
 Test(ops, bad_lkey_is_a_local_protection_error_then_flush)

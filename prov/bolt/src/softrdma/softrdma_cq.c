@@ -6,7 +6,10 @@
  * poll takes receive completions without the segment lock, so a target's
  * polls do not stall the senders writing into it. Polling a send completion
  * retires its QP's send queue slots, which does take the segment lock.
+ * Polling a receive completion that carries a small SEND's data places that
+ * data in the receive's buffers (softrdma_internal.h).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,7 +104,7 @@ int softrdma_destroy_cq(struct ibv_cq *ibv_cq)
  */
 int softrdma_cq_push_locked(struct softrdma_segment *segment, int cq_index,
 			    const struct ibv_wc *wc, uint32_t qp_index, bool retires,
-			    uint64_t sequence)
+			    uint64_t sequence, const struct softrdma_completion_payload *payload)
 {
 	struct softrdma_shared_cq *cq = softrdma_table_slot(segment, &segment->cqs,
 							    (uint32_t) cq_index);
@@ -123,6 +126,10 @@ int softrdma_cq_push_locked(struct softrdma_segment *segment, int cq_index,
 	entry->qp_index = qp_index;
 	entry->retires = retires;
 	entry->sequence = sequence;
+	entry->has_payload = payload != NULL;
+	if (payload)
+		memcpy(&cq->payloads[cq->produced % SOFTRDMA_CQ_RING], payload,
+		       offsetof(struct softrdma_completion_payload, data) + payload->length);
 	__atomic_store_n(&cq->produced, cq->produced + 1, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -136,6 +143,18 @@ static void softrdma_cq_retire_locked(struct softrdma_segment *segment,
 	if (qp->slot.in_use && qp->qpn == entry->wc.qp_num &&
 	    qp->send_retired < entry->sequence + 1)
 		__atomic_store_n(&qp->send_retired, entry->sequence + 1, __ATOMIC_RELEASE);
+}
+
+/* A receive completion's data, into the receive's buffers: this process's memory. */
+static void softrdma_cq_place(const struct softrdma_completion_payload *payload)
+{
+	uint64_t offset = 0;
+
+	for (uint32_t index = 0; index < payload->place_count; index++) {
+		memcpy((void *) (uintptr_t) payload->place[index].addr, payload->data + offset,
+		       payload->place[index].length);
+		offset += payload->place[index].length;
+	}
 }
 
 /*
@@ -155,6 +174,8 @@ static int softrdma_cq_pop(struct softrdma_segment *segment, struct softrdma_sha
 		if (entry->retires && !segment)
 			break;
 		wc[count++] = entry->wc;
+		if (entry->has_payload)
+			softrdma_cq_place(&cq->payloads[consumed % SOFTRDMA_CQ_RING]);
 		if (entry->retires)
 			softrdma_cq_retire_locked(segment, entry);
 		/* The producer may reuse the entry from here on. */

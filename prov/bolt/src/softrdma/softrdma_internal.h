@@ -24,7 +24,7 @@
 #include "softrdma/softrdma.h"
 
 #define SOFTRDMA_MAGIC 0x74666f73746c6f62ULL /* "boltsoft" */
-#define SOFTRDMA_LAYOUT_VERSION 3
+#define SOFTRDMA_LAYOUT_VERSION 4
 
 /* Table sizes: generous, since the file is sparse and pages are touched only when used. */
 #define SOFTRDMA_MAX_PROCESSES 256
@@ -122,12 +122,38 @@ struct softrdma_shared_qp {
 	struct softrdma_shared_receive receives[SOFTRDMA_RECEIVE_RING];
 };
 
+/*
+ * A small SEND's data rides in its receive completion, and the target's poll
+ * places it in the receive's buffers, its own memory: the sender makes no
+ * system call (cross-memory attach) for it, much as a real device places a
+ * small message without the host's CPU. The target sees the data once it
+ * has the completion, as it would from a device, and keeps the buffers of a
+ * receive until then, as it must anyway. Only on UC, or within a process:
+ * an RC sender must see its target's death, zombies included, and only the
+ * copy tells that cheaply (UC loses the message to a dead target anyway).
+ */
+#define SOFTRDMA_COMPLETION_PAYLOAD 256
+
+struct softrdma_completion_payload {
+	uint32_t length;        /* 0: none */
+	uint32_t place_count;
+	struct {
+		uint64_t addr;
+		uint64_t length;
+	} place[SOFTRDMA_MAX_SGE]; /* where, in the receive's buffers */
+	uint8_t data[SOFTRDMA_COMPLETION_PAYLOAD];
+};
+
 struct softrdma_shared_completion {
 	struct ibv_wc wc;
 	uint32_t qp_index;
-	uint32_t retires;       /* a send completion: retires its QP's WRs up to sequence */
+	uint16_t retires;       /* a send completion: retires its QP's WRs up to sequence */
+	uint16_t has_payload;   /* its payload is at the same index of the CQ's payloads */
 	uint64_t sequence;
 };
+
+/* One cache line: a poll that has no payload to place reads only that. */
+_Static_assert(sizeof(struct softrdma_shared_completion) == 64, "a completion is one cache line");
 
 struct softrdma_shared_cq {
 	struct softrdma_slot slot;
@@ -136,6 +162,7 @@ struct softrdma_shared_cq {
 	uint64_t produced;      /* read without the lock by poll_cq's fast path */
 	uint64_t consumed;
 	struct softrdma_shared_completion ring[SOFTRDMA_CQ_RING];
+	struct softrdma_completion_payload payloads[SOFTRDMA_CQ_RING]; /* touched only when used */
 };
 
 /* A counter one side rings and the other waits on, across processes. */
@@ -361,9 +388,10 @@ struct softrdma_shared_mr *softrdma_mr_check_locked(struct softrdma_segment *seg
 						    uint64_t addr, uint64_t length);
 
 /* ---- softrdma_cq.c ---- */
+/* payload: a receive completion's data for its poll to place, or NULL. */
 int softrdma_cq_push_locked(struct softrdma_segment *segment, int cq_index,
 			    const struct ibv_wc *wc, uint32_t qp_index, bool retires,
-			    uint64_t sequence);
+			    uint64_t sequence, const struct softrdma_completion_payload *payload);
 void softrdma_cq_release_locked(struct softrdma_segment *segment, uint32_t index);
 
 /* ---- softrdma_qp.c ---- */
@@ -377,7 +405,8 @@ void softrdma_qp_enter_error_locked(struct softrdma_segment *segment, uint32_t i
 
 /* ---- softrdma_recv.c ---- */
 void softrdma_receive_complete_locked(struct softrdma_segment *segment, uint32_t qp_index,
-				      struct ibv_wc *wc);
+				      struct ibv_wc *wc,
+				      const struct softrdma_completion_payload *payload);
 bool softrdma_receive_pop_locked(struct softrdma_shared_qp *shared,
 				 struct softrdma_shared_receive *receive);
 /* A sender takes the head receive; it stays outstanding until finished or given back. */
@@ -385,7 +414,8 @@ bool softrdma_receive_take_locked(struct softrdma_shared_qp *shared,
 				  struct softrdma_shared_receive *receive, uint32_t *epoch);
 /* Both do nothing if the QP (index, qpn) is gone or was reset since the take (epoch). */
 void softrdma_receive_finish_locked(struct softrdma_segment *segment, uint32_t qp_index,
-				    uint32_t qpn, uint32_t epoch, struct ibv_wc *wc);
+				    uint32_t qpn, uint32_t epoch, struct ibv_wc *wc,
+				    const struct softrdma_completion_payload *payload);
 void softrdma_receive_give_back_locked(struct softrdma_segment *segment, uint32_t qp_index,
 				       uint32_t qpn, uint32_t epoch,
 				       const struct softrdma_shared_receive *receive);

@@ -12,14 +12,15 @@
 
 /* Completes a receive of the QP at qp_index; an error moves the QP to ERR. */
 void softrdma_receive_complete_locked(struct softrdma_segment *segment, uint32_t qp_index,
-				      struct ibv_wc *wc)
+				      struct ibv_wc *wc,
+				      const struct softrdma_completion_payload *payload)
 {
 	struct softrdma_shared_qp *shared = softrdma_table_slot(segment, &segment->qps, qp_index);
 
 	if (!shared->slot.in_use)
 		return;
 	wc->qp_num = shared->qpn;
-	softrdma_cq_push_locked(segment, shared->recv_cq, wc, qp_index, false, 0);
+	softrdma_cq_push_locked(segment, shared->recv_cq, wc, qp_index, false, 0, payload);
 	if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR)
 		softrdma_qp_enter_error_locked(segment, qp_index);
 }
@@ -33,7 +34,7 @@ static void softrdma_receive_flush_one_locked(struct softrdma_segment *segment,
 		.opcode = IBV_WC_RECV,
 	};
 
-	softrdma_receive_complete_locked(segment, qp_index, &wc);
+	softrdma_receive_complete_locked(segment, qp_index, &wc, NULL);
 }
 
 bool softrdma_receive_pop_locked(struct softrdma_shared_qp *shared,
@@ -70,7 +71,8 @@ static struct softrdma_shared_qp *softrdma_receive_owner_locked(struct softrdma_
 }
 
 void softrdma_receive_finish_locked(struct softrdma_segment *segment, uint32_t qp_index,
-				    uint32_t qpn, uint32_t epoch, struct ibv_wc *wc)
+				    uint32_t qpn, uint32_t epoch, struct ibv_wc *wc,
+				    const struct softrdma_completion_payload *payload)
 {
 	struct softrdma_shared_qp *shared = softrdma_receive_owner_locked(segment, qp_index, qpn,
 									  epoch);
@@ -78,7 +80,7 @@ void softrdma_receive_finish_locked(struct softrdma_segment *segment, uint32_t q
 	if (!shared)
 		return;
 	shared->receive_taken--;
-	softrdma_receive_complete_locked(segment, qp_index, wc);
+	softrdma_receive_complete_locked(segment, qp_index, wc, payload);
 }
 
 /*

@@ -41,6 +41,7 @@ struct softrdma_transfer {
 	uint32_t target_pd_id;
 	pid_t target_pid;
 	bool delivers;          /* there is data to copy */
+	bool in_completion;     /* a small SEND: its data rides in the receive completion */
 	bool has_receive;       /* a posted receive of the target was consumed */
 	uint32_t receive_epoch; /* of the target's receive queue when it was taken */
 	struct softrdma_shared_receive receive;
@@ -311,7 +312,11 @@ static enum softrdma_step softrdma_transfer_scatter(struct softrdma_segment *seg
 		left -= take;
 	}
 	transfer->remote_access = IBV_ACCESS_LOCAL_WRITE;
-	transfer->delivers = transfer->length > 0;
+	/* RC copies, to see a dead target (softrdma_internal.h). */
+	transfer->in_completion = transfer->length &&
+				  transfer->length <= SOFTRDMA_COMPLETION_PAYLOAD &&
+				  (!transfer->rc || transfer->target_pid == softrdma_process.pid);
+	transfer->delivers = !transfer->in_completion && transfer->length > 0;
 	return SOFTRDMA_STEP_CONTINUE;
 }
 
@@ -427,6 +432,25 @@ static enum ibv_wc_opcode softrdma_send_wc_opcode(enum ibv_wr_opcode opcode)
 	}
 }
 
+/* A small SEND's data and where the receive puts it, for its receive completion. */
+static void softrdma_transfer_payload(const struct softrdma_transfer *transfer,
+				      struct softrdma_completion_payload *payload)
+{
+	uint64_t offset = 0;
+
+	for (int index = 0; index < transfer->local_count; index++) {
+		memcpy(payload->data + offset, transfer->local[index].iov_base,
+		       transfer->local[index].iov_len);
+		offset += transfer->local[index].iov_len;
+	}
+	payload->length = (uint32_t) offset;
+	payload->place_count = (uint32_t) transfer->remote_count;
+	for (int index = 0; index < transfer->remote_count; index++) {
+		payload->place[index].addr = (uintptr_t) transfer->remote[index].iov_base;
+		payload->place[index].length = transfer->remote[index].iov_len;
+	}
+}
+
 static void softrdma_transfer_complete_receive_locked(struct softrdma_segment *segment,
 						      struct softrdma_transfer *transfer)
 {
@@ -444,10 +468,14 @@ static void softrdma_transfer_complete_receive_locked(struct softrdma_segment *s
 		.wc_flags = with_imm ? IBV_WC_WITH_IMM : 0,
 		.src_qp = transfer->source->qpn,
 	};
+	bool carries = transfer->in_completion && transfer->receiver_status == IBV_WC_SUCCESS;
+	struct softrdma_completion_payload payload;
 
+	if (carries)
+		softrdma_transfer_payload(transfer, &payload);
 	/* The target may have been destroyed or reset while the data was copied. */
 	softrdma_receive_finish_locked(segment, transfer->target_index, transfer->target_qpn,
-				       transfer->receive_epoch, &wc);
+				       transfer->receive_epoch, &wc, carries ? &payload : NULL);
 }
 
 static void softrdma_transfer_complete_locked(struct softrdma_segment *segment,
@@ -468,7 +496,7 @@ static void softrdma_transfer_complete_locked(struct softrdma_segment *segment,
 		};
 
 		softrdma_cq_push_locked(segment, transfer->source->send_cq, &wc,
-					transfer->qp->index, true, entry->sequence);
+					transfer->qp->index, true, entry->sequence, NULL);
 	}
 	if (failed && transfer->sender_status != IBV_WC_WR_FLUSH_ERR)
 		softrdma_qp_enter_error_locked(segment, transfer->qp->index);
