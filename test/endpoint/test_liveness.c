@@ -230,31 +230,40 @@ Test(liveness, every_packet_lost_thunderbolt_uc)
 }
 
 /*
- * Some UC packets lost, among them whole RDMA writes of large messages: a
- * receive completes with the data intact or with an error, never with data
- * the write did not bring (on UC a write may be lost while what follows it
- * arrives).
+ * Some UC packets lost, among them whole RDMA writes of large messages (or,
+ * of messages no larger than a bounce buffer, writes of header and data
+ * both): a receive completes with the data intact or with an error, never
+ * with data the write did not bring (on UC a write may be lost while what
+ * follows it arrives).
  */
 #define SOME_LOST_LENGTH (128 * 1024)
 #define SOME_LOST_MESSAGES 64
 
+struct some_lost {
+	struct rdm_options options;
+	size_t length;          /* of each message */
+};
+
 static int receiving_peer(int socket, void *argument)
 {
-	const struct rdm_options *options = argument;
+	const struct some_lost *setup = argument;
 	struct rdm_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
-	char *buffer = malloc(SOME_LOST_LENGTH);
-	int ret = buffer ? rdm_open_connected(&endpoint, options, socket) : -FI_ENOMEM;
+	char *buffer = malloc(setup->length);
+	int ret = buffer ? rdm_open_connected(&endpoint, &setup->options, socket) : -FI_ENOMEM;
+	/* A receive from any peer outlives one peer's failure; one from this peer ends with it. */
+	fi_addr_t source = setup->options.caps & FI_DIRECTED_RECV ? endpoint.peer : FI_ADDR_UNSPEC;
 
 	for (int i = 0; !ret && i < SOME_LOST_MESSAGES; i++) {
-		memset(buffer, 0, SOME_LOST_LENGTH);
-		ret = (int) fi_recv(endpoint.ep, buffer, SOME_LOST_LENGTH, NULL, FI_ADDR_UNSPEC, NULL);
+		memset(buffer, 0, setup->length);
+		ret = (int) fi_recv(endpoint.ep, buffer, setup->length, NULL, source, NULL);
 		if (!ret)
 			ret = rdm_wait(&endpoint, &entry, &error);
 		if (ret == -FI_EAVAIL && error.err == FI_EIO)
 			break;          /* the loss was found: the connection failed */
-		if (!ret && !rdm_check(buffer, SOME_LOST_LENGTH, (uint32_t) i))
+		if (!ret && (entry.len != setup->length ||
+			     !rdm_check(buffer, setup->length, (uint32_t) i)))
 			ret = 3;        /* a receive that completed with wrong data */
 	}
 	rdm_close(&endpoint);
@@ -263,12 +272,21 @@ static int receiving_peer(int socket, void *argument)
 	return ret == -FI_EAVAIL ? 0 : ret;
 }
 
-/* drop_every: FI_BOLT_SOFT_DROP_EVERY; a topology with two cables must have used the second. */
-static void some_packets_lost(const char *topology, const char *drop_every, const char *tag)
+/*
+ * Messages of length bytes, with every drop_every-th packet lost
+ * (FI_BOLT_SOFT_DROP_EVERY); a topology with two cables must have used the
+ * second. A lost message that no receive had matched yet fails only the
+ * receives that name its sender: the peer's do, for eager (small) messages.
+ */
+static void some_packets_lost(const char *topology, const char *drop_every, const char *tag,
+			      size_t length)
 {
-	struct rdm_options options = {
-		.profile = "thunderbolt", .software_device_only = true, .topology = topology,
+	struct some_lost setup = {
+		.options = { .profile = "thunderbolt", .software_device_only = true,
+			     .topology = topology },
+		.length = length,
 	};
+	struct rdm_options options;
 	struct rdm_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
@@ -276,14 +294,17 @@ static void some_packets_lost(const char *topology, const char *drop_every, cons
 	char *buffer;
 	pid_t peer;
 
+	if (length < SOME_LOST_LENGTH)
+		setup.options.caps = FI_MSG | FI_TAGGED | FI_RMA | FI_DIRECTED_RECV;
+	options = setup.options;
 	setenv("FI_BOLT_SOFT_DROP_EVERY", drop_every, 1);
-	peer = rdm_pair_start(&options, tag, receiving_peer, &options, &endpoint, &socket);
+	peer = rdm_pair_start(&options, tag, receiving_peer, &setup, &endpoint, &socket);
 	cr_assert(peer > 0);
-	buffer = malloc(SOME_LOST_LENGTH);      /* after the fork: the peer has no copy to leak */
+	buffer = malloc(length);        /* after the fork: the peer has no copy to leak */
 	cr_assert(buffer);
 	for (int i = 0; i < SOME_LOST_MESSAGES && !failed; i++) {
-		rdm_fill(buffer, SOME_LOST_LENGTH, (uint32_t) i);
-		cr_assert_eq(fi_send(endpoint.ep, buffer, SOME_LOST_LENGTH, NULL, endpoint.peer, NULL), 0);
+		rdm_fill(buffer, length, (uint32_t) i);
+		cr_assert_eq(fi_send(endpoint.ep, buffer, length, NULL, endpoint.peer, NULL), 0);
 		failed = rdm_wait(&endpoint, &entry, &error) != 0;
 	}
 	if (topology)
@@ -297,13 +318,19 @@ static void some_packets_lost(const char *topology, const char *drop_every, cons
 /* Every 300th packet: a 128 KiB write is 128 packets, its header one. */
 Test(liveness, some_packets_lost_thunderbolt_uc)
 {
-	some_packets_lost(NULL, "300", "live-some");
+	some_packets_lost(NULL, "300", "live-some", SOME_LOST_LENGTH);
+}
+
+/* 16 KiB messages go written whole into bounce buffers, 17 packets each. */
+Test(liveness, some_packets_lost_bounce_buffers_thunderbolt_uc)
+{
+	some_packets_lost(NULL, "300", "live-some-bounce", 16 * 1024);
 }
 
 /* Two cables: stripes on the second one's rail are lost too; fewer, so that some go first. */
 Test(liveness, some_packets_lost_thunderbolt_uc_two_cables)
 {
-	some_packets_lost("mesh:2x2", "1000", "live-cables");
+	some_packets_lost("mesh:2x2", "1000", "live-cables", SOME_LOST_LENGTH);
 }
 
 /* Offers a region of SOME_LOST_LENGTH bytes filled with seed 7, and serves reads of it. */

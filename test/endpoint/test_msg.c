@@ -290,8 +290,11 @@ static uint64_t registrations_used(struct rdm_endpoint *endpoint)
 	return stats.hits + stats.misses;
 }
 
-/* A 32 KiB message to ourselves; threshold: FI_BOLT_RENDEZVOUS_THRESHOLD, or NULL for the default. */
-static uint64_t registrations_for_32k_message(const char *threshold)
+/*
+ * A 32 KiB message to ourselves; threshold: FI_BOLT_RENDEZVOUS_THRESHOLD,
+ * bounce: FI_BOLT_BOUNCE_SIZE, each NULL for the default.
+ */
+static uint64_t registrations_for_32k_message(const char *threshold, const char *bounce)
 {
 	struct rdm_options options = { .profile = "thunderbolt" };
 	struct rdm_endpoint endpoint;
@@ -304,6 +307,8 @@ static uint64_t registrations_for_32k_message(const char *threshold)
 	cr_assert(buffer);
 	if (threshold)
 		setenv("FI_BOLT_RENDEZVOUS_THRESHOLD", threshold, 1);
+	if (bounce)
+		setenv("FI_BOLT_BOUNCE_SIZE", bounce, 1);
 	rdm_environment(&options, "msg-threshold");
 	cr_assert_eq(rdm_open_self(&endpoint, &options), 0);
 	rdm_fill(buffer, length, 3);
@@ -316,13 +321,28 @@ static uint64_t registrations_for_32k_message(const char *threshold)
 	rdm_close(&endpoint);
 	rdm_environment_cleanup(&options);
 	unsetenv("FI_BOLT_RENDEZVOUS_THRESHOLD");
+	unsetenv("FI_BOLT_BOUNCE_SIZE");
 	free(buffer);
 	return used;
 }
 
-/* By default 32 KiB goes by rendezvous (both buffers registered); above the threshold, in segments. */
+/*
+ * Without bounce buffers, 32 KiB goes by rendezvous (both buffers
+ * registered) by default; above the threshold, in segments.
+ */
 Test(msg, rendezvous_threshold)
 {
-	cr_expect_eq(registrations_for_32k_message(NULL), 2);
-	cr_expect_eq(registrations_for_32k_message("65536"), 0);
+	cr_expect_eq(registrations_for_32k_message(NULL, "0"), 2);
+	cr_expect_eq(registrations_for_32k_message("65536", "0"), 0);
+}
+
+/*
+ * By default, on Thunderbolt's UC, 32 KiB is written whole into a bounce
+ * buffer: the sender's buffer is registered, and the link's bounce buffers,
+ * but not the receiver's buffer.
+ */
+Test(msg, bounce_buffers)
+{
+	cr_expect_eq(registrations_for_32k_message(NULL, NULL), 2);
+	cr_expect_eq(registrations_for_32k_message(NULL, "16384"), 3);
 }

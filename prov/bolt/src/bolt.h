@@ -52,6 +52,7 @@ struct bolt_params {
 	int rail_probe_timeout;     /* FI_BOLT_RAIL_PROBE_TIMEOUT: milliseconds */
 	int stripe_threshold;       /* FI_BOLT_STRIPE_THRESHOLD: bytes of a granted write striped from */
 	int rendezvous_threshold;   /* FI_BOLT_RENDEZVOUS_THRESHOLD: bytes written by RDMA from */
+	int bounce_size;            /* FI_BOLT_BOUNCE_SIZE: most bytes of a message written whole */
 	int collective_ring_threshold;  /* FI_BOLT_COLLECTIVE_RING_THRESHOLD: bytes */
 	int collective_doubling_members; /* FI_BOLT_COLLECTIVE_DOUBLING_MEMBERS: group size */
 	int collective_segment_size;    /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE: bytes */
@@ -70,6 +71,7 @@ struct bolt_params {
  * and one RDMA write cost less than four segments copied at both ends.
  */
 #define BOLT_RENDEZVOUS_THRESHOLD (16 * 1024)
+#define BOLT_BOUNCE_SIZE (32 * 1024)
 
 /* Defines the parameters with libfabric; safe to call more than once. */
 void bolt_params_define(void);

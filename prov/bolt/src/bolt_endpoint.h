@@ -44,6 +44,7 @@ enum bolt_rendezvous_phase {
 	BOLT_RENDEZVOUS_WAIT,           /* asked; operations behind it go on */
 	BOLT_RENDEZVOUS_WRITE,          /* answered: the write (stripes, or data and DONE) to post */
 	BOLT_RENDEZVOUS_DIRECT,         /* a write into a granted region: no request, no answer */
+	BOLT_RENDEZVOUS_BOUNCE,         /* a message written whole into the peer's bounce buffer */
 };
 
 /*
@@ -248,6 +249,23 @@ struct bolt_inbound {
 /* Receives a link posts again together (bolt_receive.c): a quarter of its depth. */
 #define BOLT_LINK_REPOST_BATCH 8
 
+/*
+ * The buffers a link sets aside for its peer's messages written whole, one
+ * per receive it posts for the peer (protocol/bolt_bounce.c).
+ */
+struct bolt_bounce {
+	char *memory;                   /* NULL: none */
+	size_t size;                    /* of each buffer: a header and its payload */
+	struct bolt_mr_cache_entry *entry; /* their registration on the link's port */
+};
+
+/* Where the peer's bounce buffers are: size 0, none. */
+struct bolt_peer_bounce {
+	uint64_t address;
+	uint32_t rkey;
+	uint32_t size;
+};
+
 struct bolt_link {
 	struct bolt_domain *domain;
 	struct bolt_rail_port *port;    /* where its queue pair is: the domain's own, or another
@@ -271,6 +289,9 @@ struct bolt_link {
 	uint32_t peer_receive_depth;    /* what the peer posted for us */
 	uint32_t send_credits;          /* receives the peer has posted for us */
 	uint32_t credits_to_return;
+	struct bolt_bounce bounce;      /* ours, for the peer's messages */
+	struct bolt_peer_bounce peer_bounce;
+	uint32_t bounces_sent;          /* into the peer's buffers, which are used in turn */
 	struct bolt_control_buffer *unposted[BOLT_LINK_REPOST_BATCH]; /* handled, to post again;
 								       * reclaimed with the link */
 	uint32_t unposted_count;
@@ -466,9 +487,12 @@ struct bolt_rail_port *bolt_link_port_of_index(struct bolt_domain *domain, int i
  * go without them.
  */
 bool bolt_link_on_own_ports(const struct bolt_link *link);
-/* RTR and RTS towards the peer's queue pair qpn; 0 or a negative error code. */
+/*
+ * RTR and RTS towards the peer's queue pair qpn, whose link has the bounce
+ * buffers peer_bounce describes; 0 or a negative error code.
+ */
 int bolt_link_connect(struct bolt_link *link, uint32_t qpn, uint32_t psn, const uint8_t *gid,
-		      uint32_t receive_depth);
+		      uint32_t receive_depth, const struct bolt_peer_bounce *peer_bounce);
 /*
  * A link to peer_domain_id that more connections may join: an established
  * one, else one still connecting, which they wait for; or NULL.
@@ -715,19 +739,44 @@ void bolt_direct_write_arrived(struct bolt_connection *connection, const struct 
 /* The connection failed or goes: its grants with it, and no answer to a revoke will come. */
 void bolt_direct_write_forget_all(struct bolt_connection *connection);
 
+/* Messages written whole into the peer's bounce buffers (protocol/bolt_bounce.c). */
+/* Sets the link's buffers aside, where its port and the parameters allow. */
+void bolt_bounce_create(struct bolt_link *link);
+void bolt_bounce_destroy(struct bolt_link *link);
+/* What the peer needs to write into the link's buffers (all 0: it has none). */
+void bolt_bounce_describe_own(const struct bolt_link *link, struct bolt_peer_bounce *peer_bounce);
+/* Why the peer's buffers as the handshake describes them cannot be used, or NULL. */
+const char *bolt_bounce_check_peer(const struct bolt_peer_bounce *peer_bounce);
+/* Initiator: whether transmit is a message to write whole. */
+bool bolt_bounce_wanted(const struct bolt_transmit *transmit);
+/*
+ * Initiator: the work request that writes transmit whole, its header first
+ * from record (wr_id and flags are the caller's); false if it cannot now.
+ */
+bool bolt_bounce_describe(struct bolt_transmit *transmit, const struct bolt_control_buffer *record,
+			  struct ibv_sge sge[2], struct ibv_send_wr *wr);
+/* Target: whether a write with immediate data on link filled a bounce buffer. */
+bool bolt_bounce_immediate(const struct bolt_link *link, const struct ibv_wc *wc);
+/* Target: the message in the buffer wc names, copied to header; why not, or NULL. */
+const char *bolt_bounce_arrived(const struct bolt_link *link, const struct ibv_wc *wc,
+				struct bolt_wire_header *header, const char **payload);
+
 /* Matching (protocol/bolt_match.c). */
 void bolt_match_post(struct bolt_endpoint *endpoint, struct bolt_receive *receive);
-/* The first segment of a message from connection: matched or kept as unexpected. */
+/*
+ * The first segment of a message from connection, payload_length bytes at
+ * payload (all of it, from a bounce buffer): matched or kept as unexpected.
+ */
 void bolt_match_arrival(struct bolt_connection *connection, const struct bolt_wire_header *header,
-			const char *payload);
+			const char *payload, size_t payload_length);
 /* The message inbound describes has all its data: deliver it. */
 void bolt_match_complete_inbound(struct bolt_connection *connection, struct bolt_inbound *inbound);
 /* Fills inbound for a message header and matches it to a posted receive, or makes it unexpected. */
 int bolt_match_start(struct bolt_connection *connection, struct bolt_inbound *inbound,
 		     const struct bolt_wire_header *header);
-/* A later segment of the message connection->inbound is receiving. */
+/* A later segment of the message connection->inbound is receiving, length bytes at payload. */
 void bolt_match_segment(struct bolt_connection *connection, const struct bolt_wire_header *header,
-			const char *payload);
+			const char *payload, size_t length);
 /* FI_ECANCELED for the posted receive with this context; -FI_ENOENT if none. */
 int bolt_match_cancel(struct bolt_endpoint *endpoint, void *context);
 /* Forgets an unexpected message (a rendezvous whose sender is gone). */

@@ -92,6 +92,13 @@ static const struct bolt_param bolt_param_table[] = {
 		"Messages and writes of at least this many bytes are written by RDMA into the "
 		"receiver's buffer after a request and its answer; smaller ones go in 4 KiB "
 		"segments, copied at both ends (default: 16384)"),
+	BOLT_INT_PARAM("bounce_size", bounce_size, 0, 16 << 20,
+		"On UC links (Thunderbolt), messages longer than one 4 KiB segment and of at most "
+		"this many bytes are written whole, header and data in one RDMA write, into buffers "
+		"the receiver set aside for its peer, and copied out there: no request and answer "
+		"before the data. Each link sets aside 32 buffers of this size for its peer "
+		"(default: 32768; 0, or one segment or less: none, such messages go by rendezvous "
+		"or in segments)"),
 	BOLT_INT_PARAM("collective_ring_threshold", collective_ring_threshold, 0, 1 << 30,
 		"All-reduce, all-gather and reduce-scatter of at least this many bytes in all run "
 		"as a pipelined ring; smaller ones fully connected, in one round, or by recursive "
@@ -124,6 +131,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.rail_probe_timeout = 200,
 	.stripe_threshold = 1 << 20,
 	.rendezvous_threshold = BOLT_RENDEZVOUS_THRESHOLD,
+	.bounce_size = BOLT_BOUNCE_SIZE,
 	.collective_ring_threshold = 131072,
 	.collective_doubling_members = 4,
 	.collective_segment_size = 4 << 20,

@@ -47,6 +47,7 @@ static void bolt_connection_handshake_fill(const struct bolt_connection *connect
 {
 	const struct bolt_domain *domain = connection->endpoint->domain;
 	const struct bolt_link *link = connection->link;
+	struct bolt_peer_bounce peer_bounce;
 
 	memset(handshake, 0, sizeof(*handshake));
 	handshake->sender = connection->endpoint->address;
@@ -66,8 +67,22 @@ static void bolt_connection_handshake_fill(const struct bolt_connection *connect
 	handshake->psn = link->psn;
 	handshake->peer_qpn = link->peer_qpn;
 	handshake->receive_depth = link->receive_depth;
+	bolt_bounce_describe_own(link, &peer_bounce);
+	handshake->bounce_address = peer_bounce.address;
+	handshake->bounce_rkey = peer_bounce.rkey;
+	handshake->bounce_size = peer_bounce.size;
 	handshake->slot = connection->slot;
 	handshake->slot_nonce = connection->slot_nonce;
+}
+
+/* The bounce buffers of the link a handshake describes. */
+static struct bolt_peer_bounce bolt_connection_peer_bounce(const struct bolt_handshake *handshake)
+{
+	return (struct bolt_peer_bounce) {
+		.address = handshake->bounce_address,
+		.rkey = handshake->bounce_rkey,
+		.size = handshake->bounce_size,
+	};
 }
 
 /* Why a handshake from the peer cannot be used, or NULL; with_qp: it must name a queue pair. */
@@ -75,6 +90,8 @@ static const char *bolt_connection_handshake_check(const struct bolt_endpoint *e
 						   const struct bolt_handshake *handshake,
 						   uint32_t length, bool with_qp)
 {
+	struct bolt_peer_bounce peer_bounce;
+
 	if (length != sizeof(*handshake))
 		return "handshake of the wrong size";
 	if (handshake->byte_order != BOLT_HANDSHAKE_BYTE_ORDER)
@@ -99,15 +116,17 @@ static const char *bolt_connection_handshake_check(const struct bolt_endpoint *e
 		return "queue pair number or PSN out of range";
 	if (handshake->receive_depth < 2 || handshake->receive_depth > 1024)
 		return "receive depth out of range";
-	return NULL;
+	peer_bounce = bolt_connection_peer_bounce(handshake);
+	return bolt_bounce_check_peer(&peer_bounce);
 }
 
 /* Connects the connection's new link to the queue pair the handshake describes. */
 static int bolt_connection_connect_link(struct bolt_connection *connection,
 					const struct bolt_handshake *handshake)
 {
+	struct bolt_peer_bounce peer_bounce = bolt_connection_peer_bounce(handshake);
 	int ret = bolt_link_connect(connection->link, handshake->qpn, handshake->psn, handshake->gid,
-				    handshake->receive_depth);
+				    handshake->receive_depth, &peer_bounce);
 
 	connection->link->peer_port = handshake->port;
 	return ret;

@@ -64,8 +64,11 @@ struct bolt_handshake {
 	uint8_t peer_port;              /* HELLO: the receiver's port to make a new link on */
 	uint8_t reserved[2];
 	uint8_t gid[16];
+	uint64_t bounce_address;        /* REPLY, READY of a new link: its bounce buffers for the */
+	uint32_t bounce_rkey;           /* receiver, receive_depth of bounce_size bytes each; */
+	uint32_t bounce_size;           /* 0: none (protocol/bolt_bounce.c) */
 };
 
-_Static_assert(sizeof(struct bolt_handshake) == 104, "the handshake has no padding");
+_Static_assert(sizeof(struct bolt_handshake) == 120, "the handshake has no padding");
 
 #endif /* BOLT_HANDSHAKE_H */

@@ -103,6 +103,7 @@ static int bolt_link_create_qp(struct bolt_link *link)
 	ret = bolt_qp_init(verbs, link->qp, port->qp_local.port_num);
 	if (ret)
 		return ret;
+	bolt_bounce_create(link);
 	return bolt_receive_post_initial(link);
 }
 
@@ -148,7 +149,7 @@ int bolt_link_create(struct bolt_domain *domain, int port, uint64_t peer_domain_
 }
 
 int bolt_link_connect(struct bolt_link *link, uint32_t qpn, uint32_t psn, const uint8_t *gid,
-		      uint32_t receive_depth)
+		      uint32_t receive_depth, const struct bolt_peer_bounce *peer_bounce)
 {
 	struct bolt_domain *domain = link->domain;
 	struct bolt_qp_local local = link->port->qp_local;
@@ -160,6 +161,7 @@ int bolt_link_connect(struct bolt_link *link, uint32_t qpn, uint32_t psn, const 
 	link->peer_qpn = qpn;
 	link->peer_receive_depth = receive_depth;
 	link->send_credits = receive_depth;
+	link->peer_bounce = *peer_bounce;
 	return bolt_qp_connect(&domain->fabric->verbs, link->qp, &local, &remote);
 }
 
@@ -309,6 +311,7 @@ void bolt_link_reclaim(struct bolt_domain *domain)
 				bolt_control_buffer_put(domain, record);
 		}
 		DL_DELETE(domain->retired_links, link);
+		bolt_bounce_destroy(link);
 		free(link);
 	}
 }

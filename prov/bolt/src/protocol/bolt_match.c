@@ -283,7 +283,7 @@ int bolt_match_start(struct bolt_connection *connection, struct bolt_inbound *in
  * sender could not write after all, by the request it already made.
  */
 void bolt_match_arrival(struct bolt_connection *connection, const struct bolt_wire_header *header,
-			const char *payload)
+			const char *payload, size_t payload_length)
 {
 	struct bolt_inbound *inbound = &connection->inbound;
 	struct bolt_inbound *record = bolt_rendezvous_take(connection, header->request_id);
@@ -304,7 +304,7 @@ void bolt_match_arrival(struct bolt_connection *connection, const struct bolt_wi
 		bolt_connection_fail(connection, FI_ENOMEM, "no memory for an unexpected message");
 		return;
 	}
-	bolt_match_segment(connection, header, payload);
+	bolt_match_segment(connection, header, payload, payload_length);
 }
 
 void bolt_match_complete_inbound(struct bolt_connection *connection, struct bolt_inbound *inbound)
@@ -325,10 +325,9 @@ void bolt_match_complete_inbound(struct bolt_connection *connection, struct bolt
 }
 
 void bolt_match_segment(struct bolt_connection *connection, const struct bolt_wire_header *header,
-			const char *payload)
+			const char *payload, size_t length)
 {
 	struct bolt_inbound *inbound = &connection->inbound;
-	size_t length = header->payload_length;
 
 	if (header->total_length != inbound->length) {
 		bolt_connection_fail(connection, FI_EIO, "segment of another message");

@@ -91,6 +91,14 @@ int bolt_receive_post_initial(struct bolt_link *link)
 	return 0;
 }
 
+static const char *bolt_receive_check_credits(const struct bolt_link *link,
+					      const struct bolt_wire_header *header)
+{
+	if ((uint64_t) link->send_credits + header->credits > link->peer_receive_depth)
+		return "more credits than the peer has receives";
+	return NULL;
+}
+
 /* Why a message on link cannot be trusted, or NULL. */
 static const char *bolt_receive_check_link(const struct bolt_link *link,
 					   const struct bolt_wire_header *header, uint32_t length)
@@ -102,9 +110,7 @@ static const char *bolt_receive_check_link(const struct bolt_link *link,
 	if (header->payload_length != length - sizeof(*header) ||
 	    header->payload_length > BOLT_SEGMENT_PAYLOAD)
 		return "payload length does not match the message";
-	if ((uint64_t) link->send_credits + header->credits > link->peer_receive_depth)
-		return "more credits than the peer has receives";
-	return NULL;
+	return bolt_receive_check_credits(link, header);
 }
 
 /* Why a message cannot be trusted by its connection, or NULL. */
@@ -130,22 +136,25 @@ static void bolt_receive_read_response(struct bolt_connection *connection,
 				       const struct bolt_wire_header *header, const char *payload);
 
 static void bolt_receive_message(struct bolt_connection *connection,
-				 const struct bolt_wire_header *header, const char *payload)
+				 const struct bolt_wire_header *header, const char *payload,
+				 size_t payload_length)
 {
 	if (header->offset == 0 && !connection->inbound.active)
-		bolt_match_arrival(connection, header, payload);
+		bolt_match_arrival(connection, header, payload, payload_length);
 	else if (connection->inbound.active && header->offset == connection->inbound.received)
-		bolt_match_segment(connection, header, payload);
+		bolt_match_segment(connection, header, payload, payload_length);
 	else
 		bolt_connection_fail(connection, FI_EIO, "message segment out of order");
 }
 
+/* payload_length: a message's, which a bounce buffer's header does not hold. */
 static void bolt_receive_dispatch(struct bolt_connection *connection,
-				  const struct bolt_wire_header *header, const char *payload)
+				  const struct bolt_wire_header *header, const char *payload,
+				  size_t payload_length)
 {
 	switch (header->op) {
 	case BOLT_WIRE_MESSAGE:
-		bolt_receive_message(connection, header, payload);
+		bolt_receive_message(connection, header, payload, payload_length);
 		break;
 	case BOLT_WIRE_WRITE:
 		bolt_receive_write(connection, header, payload);
@@ -230,7 +239,8 @@ static void bolt_receive_landed(struct bolt_connection *connection, const struct
  * know yet that it left); returns the connection.
  */
 static struct bolt_connection *bolt_receive_arrived(struct bolt_link *link,
-						    const struct bolt_wire_header *header)
+						    const struct bolt_wire_header *header,
+						    const char *payload, size_t payload_length)
 {
 	struct bolt_connection *connection = bolt_link_connection(link, header->slot);
 	const char *problem;
@@ -243,7 +253,7 @@ static struct bolt_connection *bolt_receive_arrived(struct bolt_link *link,
 		return NULL;
 	}
 	connection->receive_sequence++;
-	bolt_receive_dispatch(connection, header, (const char *) (header + 1));
+	bolt_receive_dispatch(connection, header, payload, payload_length);
 	return connection;
 }
 
@@ -253,8 +263,9 @@ static void bolt_receive_completed(struct bolt_work_completion *work, const stru
 	struct bolt_link *link = record->link;
 	struct bolt_domain *domain;
 	const struct bolt_wire_header *header;
+	struct bolt_wire_header bounced;
 	struct bolt_connection *connection;
-	const char *problem;
+	const char *problem, *payload;
 
 	if (!record->posted)
 		return;
@@ -274,6 +285,17 @@ static void bolt_receive_completed(struct bolt_work_completion *work, const stru
 		link->probe_arrived = true;
 		link->probe_nonce = wc->imm_data;
 		connection = NULL;
+	} else if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM && bolt_bounce_immediate(link, wc)) {
+		problem = bolt_bounce_arrived(link, wc, &bounced, &payload);
+		if (!problem)
+			problem = bolt_receive_check_credits(link, &bounced);
+		if (problem) {
+			bolt_control_buffer_put(domain, record);
+			bolt_link_fail(link, FI_EIO, problem);
+			return;
+		}
+		link->send_credits += bounced.credits;
+		connection = bolt_receive_arrived(link, &bounced, payload, bounced.total_length);
 	} else if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
 		connection = bolt_receive_write_connection(link, wc);
 		if (connection)
@@ -287,7 +309,8 @@ static void bolt_receive_completed(struct bolt_work_completion *work, const stru
 			return;
 		}
 		link->send_credits += header->credits;
-		connection = bolt_receive_arrived(link, header);
+		connection = bolt_receive_arrived(link, header, (const char *) (header + 1),
+						  header->payload_length);
 	}
 	/* Handling it may have failed the last connection, and retired the link with it. */
 	if (!link->qp) {

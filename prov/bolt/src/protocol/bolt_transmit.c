@@ -54,7 +54,9 @@ static bool bolt_transmit_may_go(const struct bolt_connection *connection,
 {
 	if (transmit->rendezvous == BOLT_RENDEZVOUS_WAIT)
 		return false;
-	if (transmit->internal || transmit->rendezvous != BOLT_RENDEZVOUS_NONE)
+	/* A message written whole is a message: it waits for the one in segments. */
+	if (transmit->internal || (transmit->rendezvous != BOLT_RENDEZVOUS_NONE &&
+				   transmit->rendezvous != BOLT_RENDEZVOUS_BOUNCE))
 		return true;
 	return !connection->streaming || connection->streaming == transmit;
 }
@@ -235,6 +237,32 @@ static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
 		transmit->in_flight--;
 }
 
+/* A message written whole into the peer's next bounce buffer; false if it cannot be now. */
+static bool bolt_transmit_bounce(struct bolt_connection *connection, struct bolt_transmit *transmit,
+				 struct bolt_control_buffer *record)
+{
+	struct bolt_wire_header *header =
+		(struct bolt_wire_header *) bolt_control_buffer_data(connection->endpoint->domain, record);
+	struct ibv_send_wr wr = { 0 };
+	struct ibv_sge sge[2];
+
+	if (!bolt_bounce_describe(transmit, record, sge, &wr))
+		return false;
+	/* The whole payload follows the header: its length is the message's. */
+	bolt_transmit_header(connection, header, transmit->op, 0);
+	bolt_transmit_describe(header, transmit);
+	header->flags |= BOLT_WIRE_FLAG_LAST;
+	transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
+	transmit->sent = transmit->length;
+	bolt_transmit_posted_all(transmit);
+	connection->streaming = NULL;
+	record->transmit = transmit;
+	transmit->in_flight++;
+	if (!bolt_transmit_post_request(connection, record, &wr))
+		transmit->in_flight--;
+	return true;
+}
+
 /* Puts the next segment of transmit on the wire; false when no buffer is free. */
 static bool bolt_transmit_segment(struct bolt_connection *connection, struct bolt_transmit *transmit)
 {
@@ -252,6 +280,15 @@ static bool bolt_transmit_segment(struct bolt_connection *connection, struct bol
 	if (transmit->rendezvous == BOLT_RENDEZVOUS_DIRECT) {
 		bolt_transmit_direct_write(connection, transmit, record);
 		return true;
+	}
+	/* A message started before its connection had a link learns of bounce buffers now. */
+	if (transmit->rendezvous == BOLT_RENDEZVOUS_NONE && !transmit->sent &&
+	    bolt_bounce_wanted(transmit))
+		transmit->rendezvous = BOLT_RENDEZVOUS_BOUNCE;
+	if (transmit->rendezvous == BOLT_RENDEZVOUS_BOUNCE) {
+		if (bolt_transmit_bounce(connection, transmit, record))
+			return true;
+		transmit->rendezvous = BOLT_RENDEZVOUS_NONE;    /* segments, then */
 	}
 	if (transmit->rendezvous == BOLT_RENDEZVOUS_WRITE && bolt_rendezvous_unreliable(connection)) {
 		bolt_transmit_control_stripe(connection, transmit, record);
@@ -473,6 +510,9 @@ int bolt_transmit_detach(struct bolt_transmit *transmit)
 
 	if (transmit->posted_last || transmit->inject_copy)
 		return 0;
+	/* Not yet written, nor registered: segments of the copy. */
+	if (transmit->rendezvous == BOLT_RENDEZVOUS_BOUNCE)
+		transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
 	copy = malloc(transmit->length ? transmit->length : 1);
 	if (!copy)
 		return -FI_ENOMEM;
@@ -577,8 +617,14 @@ static void bolt_transmit_choose_path(struct bolt_connection *connection,
 {
 	transmit->reply_pending = transmit->op == BOLT_WIRE_WRITE ||
 				  transmit->op == BOLT_WIRE_READ_REQUEST;
-	/* A write into a region the target granted needs no request. */
-	if (!bolt_direct_write_prepare(transmit) && bolt_rendezvous_wanted(transmit)) {
+	/* A write into a region the target granted needs no request, nor a message written whole. */
+	if (bolt_direct_write_prepare(transmit))
+		return;
+	if (bolt_bounce_wanted(transmit)) {
+		transmit->rendezvous = BOLT_RENDEZVOUS_BOUNCE;
+		return;
+	}
+	if (bolt_rendezvous_wanted(transmit)) {
 		transmit->rendezvous = BOLT_RENDEZVOUS_ASK;
 		/* Asked for ahead of the request, so its answer can name them. */
 		bolt_data_rail_request(connection);

@@ -78,6 +78,8 @@ enum bolt_wire_flag {
 #define BOLT_IMMEDIATE_SLOT_SHIFT 26
 #define BOLT_IMMEDIATE_SLOT_MASK 0x7c000000u
 #define BOLT_IMMEDIATE_ID 0x03ffffffu
+/* WRITE_BACK with no ID (UC): a message written whole into the bounce buffer the slot bits name. */
+#define BOLT_IMMEDIATE_BOUNCE BOLT_IMMEDIATE_WRITE_BACK
 
 struct bolt_wire_header {
 	uint8_t op;                 /* enum bolt_wire_op */
