@@ -291,6 +291,80 @@ static uint64_t registrations_used(struct rdm_endpoint *endpoint)
 }
 
 /*
+ * Many more messages than the peer has bounce buffers, sent as soon as the
+ * connection is asked for, all arriving before any receive: each is written
+ * whole (the peer registers none of its receives), each arrives intact, in
+ * order, though the buffers are used again and again.
+ */
+#define BOUNCED_COUNT 100
+#define BOUNCED_SIZE (16 * 1024)
+
+static int bounced_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *in = NULL;
+	int ret;
+
+	ret = rdm_open_connected(&endpoint, options, socket);
+	if (!ret && !(in = calloc(BOUNCED_COUNT, BOUNCED_SIZE)))
+		ret = 1;
+	if (!ret)
+		ret = rdm_send_value(socket, 1);
+	/* Every message arrives, and waits for its receive. */
+	if (!ret)
+		rdm_progress_for(&endpoint, 500);
+	for (size_t i = 0; !ret && i < BOUNCED_COUNT; i++)
+		ret = (int) fi_recv(endpoint.ep, in + i * BOUNCED_SIZE, BOUNCED_SIZE, NULL, FI_ADDR_UNSPEC,
+				    in + i * BOUNCED_SIZE);
+	for (size_t i = 0; !ret && i < BOUNCED_COUNT; i++) {
+		ret = rdm_wait(&endpoint, &entry, &error);
+		if (!ret && (entry.op_context != in + i * BOUNCED_SIZE || entry.len != BOUNCED_SIZE ||
+			     !rdm_check(in + i * BOUNCED_SIZE, BOUNCED_SIZE, (uint32_t) (500 + i))))
+			ret = 2;
+	}
+	/* The link's own bounce buffers are one registration; a rendezvous registers each receive. */
+	if (!ret && registrations_used(&endpoint) > 2)
+		ret = 3;
+	if (!ret)
+		ret = rdm_send_value(socket, 2);
+	rdm_progress_for(&endpoint, 100);
+	rdm_close(&endpoint);
+	free(in);
+	return ret;
+}
+
+Test(msg, unexpected_messages_through_bounce_buffers)
+{
+	struct rdm_options options = { .profile = "thunderbolt", .software_device_only = true };
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *out = malloc((size_t) BOUNCED_COUNT * BOUNCED_SIZE);
+	uint64_t value;
+	int socket;
+	pid_t peer;
+
+	cr_assert(out);
+	peer = rdm_pair_start(&options, "msg-bounced", bounced_peer, &options, &endpoint, &socket);
+	cr_assert(peer > 0);
+	cr_assert_eq(rdm_receive_value(socket, &value), 0);
+	for (size_t i = 0; i < BOUNCED_COUNT; i++) {
+		rdm_fill(out + i * BOUNCED_SIZE, BOUNCED_SIZE, (uint32_t) (500 + i));
+		cr_assert_eq(fi_send(endpoint.ep, out + i * BOUNCED_SIZE, BOUNCED_SIZE, NULL, endpoint.peer,
+				     NULL), 0);
+	}
+	for (size_t i = 0; i < BOUNCED_COUNT; i++)
+		cr_assert_eq(rdm_wait(&endpoint, &entry, &error), 0, "send: error %d", error.err);
+	cr_assert_eq(rdm_serve_until_told(&endpoint, socket, &value), 0);
+	cr_assert_eq(value, 2, "a message arrived damaged or out of order");
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the peer failed");
+	free(out);
+}
+
+/*
  * A 32 KiB message to ourselves; threshold: FI_BOLT_RENDEZVOUS_THRESHOLD,
  * bounce: FI_BOLT_BOUNCE_SIZE, each NULL for the default.
  */

@@ -281,14 +281,20 @@ static bool bolt_transmit_segment(struct bolt_connection *connection, struct bol
 		bolt_transmit_direct_write(connection, transmit, record);
 		return true;
 	}
-	/* A message started before its connection had a link learns of bounce buffers now. */
-	if (transmit->rendezvous == BOLT_RENDEZVOUS_NONE && !transmit->sent &&
-	    bolt_bounce_wanted(transmit))
-		transmit->rendezvous = BOLT_RENDEZVOUS_BOUNCE;
-	if (transmit->rendezvous == BOLT_RENDEZVOUS_BOUNCE) {
+	/*
+	 * A message started before its connection had a link learns of bounce
+	 * buffers now; if it cannot use them after all, it goes as it would have.
+	 */
+	if (transmit->rendezvous == BOLT_RENDEZVOUS_BOUNCE ||
+	    ((transmit->rendezvous == BOLT_RENDEZVOUS_NONE ||
+	      transmit->rendezvous == BOLT_RENDEZVOUS_ASK) && !transmit->sent &&
+	     bolt_bounce_wanted(transmit))) {
+		enum bolt_rendezvous_phase chosen = transmit->rendezvous;
+
 		if (bolt_transmit_bounce(connection, transmit, record))
 			return true;
-		transmit->rendezvous = BOLT_RENDEZVOUS_NONE;    /* segments, then */
+		/* Buffers chosen at the start fall back to segments; a rendezvous stays one. */
+		transmit->rendezvous = chosen == BOLT_RENDEZVOUS_BOUNCE ? BOLT_RENDEZVOUS_NONE : chosen;
 	}
 	if (transmit->rendezvous == BOLT_RENDEZVOUS_WRITE && bolt_rendezvous_unreliable(connection)) {
 		bolt_transmit_control_stripe(connection, transmit, record);
