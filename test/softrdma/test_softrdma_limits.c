@@ -327,6 +327,39 @@ Test(limits, rocev2_uc_send_without_receive_is_lost)
 	test_loopback_close(&loopback);
 }
 
+/*
+ * A CQ filled to its capacity, polled empty, and filled again, several
+ * times: producers look at what the consumer took only when the CQ seems
+ * full, and must see that it took it.
+ */
+Test(limits, cq_filled_again_after_polling)
+{
+	struct test_loopback loopback;
+	struct ibv_cq *small;
+	struct ibv_qp *qp;
+	struct ibv_wc wc[4];
+
+	test_config_init(&config, SOFTRDMA_PROFILE_ROCEV2, "single", "cq-again");
+	cr_assert_eq(test_loopback_open(&loopback, &config, IBV_QPT_UC, 4096, 8), 0);
+	small = softrdma_create_cq(loopback.device.context, 2, NULL, NULL, 0);
+	cr_assert_not_null(small);
+	qp = test_qp_create(loopback.device.pd, small, IBV_QPT_UC, 8);
+	cr_assert_not_null(qp);
+	cr_assert_eq(test_qp_connect(qp, &loopback.address_b, 7), 0);
+	for (int round = 0; round < 4; round++) {
+		for (int index = 0; index < 2; index++)
+			cr_assert_eq(test_post_send(qp, IBV_WR_SEND, loopback.mr_a, 0, 8, NULL, 0, 0,
+						    IBV_SEND_SIGNALED, (uint64_t) index), 0);
+		cr_assert_eq(softrdma_poll_cq(small, 4, wc), 2, "round %d", round);
+		cr_assert_eq(wc[0].status, IBV_WC_SUCCESS);
+		cr_assert_eq(wc[1].status, IBV_WC_SUCCESS);
+	}
+	cr_assert_eq(softrdma_poll_cq(small, 4, wc), 0);
+	cr_assert_eq(softrdma_destroy_qp(qp), 0);
+	cr_assert_eq(softrdma_destroy_cq(small), 0);
+	test_loopback_close(&loopback);
+}
+
 Test(limits, cq_capacity_and_overrun)
 {
 	struct test_loopback loopback;

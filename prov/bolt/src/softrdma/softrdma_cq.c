@@ -112,8 +112,9 @@ int softrdma_cq_push_locked(struct softrdma_segment *segment, int cq_index,
 
 	if (!cq->slot.in_use)
 		return -ENOENT;
-	if (cq->produced - __atomic_load_n(&cq->consumed, __ATOMIC_ACQUIRE) >=
-	    (uint64_t) cq->capacity) {
+	if (cq->produced - cq->consumed_seen >= (uint64_t) cq->capacity)
+		cq->consumed_seen = __atomic_load_n(&cq->consumed, __ATOMIC_ACQUIRE);
+	if (cq->produced - cq->consumed_seen >= (uint64_t) cq->capacity) {
 		if (!cq->overflowed)
 			FI_WARN(&bolt_prov, FI_LOG_CORE,
 				"software device: CQ of %d entries overrun; completions lost\n",

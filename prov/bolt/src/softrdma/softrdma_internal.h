@@ -24,7 +24,7 @@
 #include "softrdma/softrdma.h"
 
 #define SOFTRDMA_MAGIC 0x74666f73746c6f62ULL /* "boltsoft" */
-#define SOFTRDMA_LAYOUT_VERSION 4
+#define SOFTRDMA_LAYOUT_VERSION 5
 
 /* Table sizes: generous, since the file is sparse and pages are touched only when used. */
 #define SOFTRDMA_MAX_PROCESSES 256
@@ -155,13 +155,20 @@ struct softrdma_shared_completion {
 /* One cache line: a poll that has no payload to place reads only that. */
 _Static_assert(sizeof(struct softrdma_shared_completion) == 64, "a completion is one cache line");
 
+/*
+ * Producers (under the segment lock) and the consumer (its poll) keep to
+ * lines of their own: a producer in another process that read the line the
+ * consumer had just written would wait for it at every completion.
+ */
 struct softrdma_shared_cq {
 	struct softrdma_slot slot;
 	int32_t capacity;       /* the cqe the creator asked for */
 	uint32_t overflowed;
 	uint64_t produced;      /* read without the lock by poll_cq's fast path */
-	uint64_t consumed;
-	struct softrdma_shared_completion ring[SOFTRDMA_CQ_RING];
+	uint64_t consumed_seen; /* producers' last look at consumed: they look again only
+				 * when the ring seems full */
+	uint64_t consumed __attribute__((aligned(64)));         /* the consumer's line */
+	struct softrdma_shared_completion ring[SOFTRDMA_CQ_RING] __attribute__((aligned(64)));
 	struct softrdma_completion_payload payloads[SOFTRDMA_CQ_RING]; /* touched only when used */
 };
 
