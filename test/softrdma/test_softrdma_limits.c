@@ -328,6 +328,25 @@ Test(limits, rocev2_uc_send_without_receive_is_lost)
 }
 
 /*
+ * A loopback pair (namespace tag) and a UC QP of its first device whose
+ * completions go to a new CQ of two entries.
+ */
+static struct ibv_qp *small_cq_qp(struct test_loopback *loopback, const char *tag,
+				  struct ibv_cq **small)
+{
+	struct ibv_qp *qp;
+
+	test_config_init(&config, SOFTRDMA_PROFILE_ROCEV2, "single", tag);
+	cr_assert_eq(test_loopback_open(loopback, &config, IBV_QPT_UC, 4096, 8), 0);
+	*small = softrdma_create_cq(loopback->device.context, 2, NULL, NULL, 0);
+	cr_assert_not_null(*small);
+	qp = test_qp_create(loopback->device.pd, *small, IBV_QPT_UC, 8);
+	cr_assert_not_null(qp);
+	cr_assert_eq(test_qp_connect(qp, &loopback->address_b, 7), 0);
+	return qp;
+}
+
+/*
  * A CQ filled to its capacity, polled empty, and filled again, several
  * times: producers look at what the consumer took only when the CQ seems
  * full, and must see that it took it.
@@ -339,13 +358,7 @@ Test(limits, cq_filled_again_after_polling)
 	struct ibv_qp *qp;
 	struct ibv_wc wc[4];
 
-	test_config_init(&config, SOFTRDMA_PROFILE_ROCEV2, "single", "cq-again");
-	cr_assert_eq(test_loopback_open(&loopback, &config, IBV_QPT_UC, 4096, 8), 0);
-	small = softrdma_create_cq(loopback.device.context, 2, NULL, NULL, 0);
-	cr_assert_not_null(small);
-	qp = test_qp_create(loopback.device.pd, small, IBV_QPT_UC, 8);
-	cr_assert_not_null(qp);
-	cr_assert_eq(test_qp_connect(qp, &loopback.address_b, 7), 0);
+	qp = small_cq_qp(&loopback, "cq-again", &small);
 	for (int round = 0; round < 4; round++) {
 		for (int index = 0; index < 2; index++)
 			cr_assert_eq(test_post_send(qp, IBV_WR_SEND, loopback.mr_a, 0, 8, NULL, 0, 0,
@@ -367,16 +380,10 @@ Test(limits, cq_capacity_and_overrun)
 	struct ibv_qp *qp;
 	struct ibv_wc wc[4];
 
-	test_config_init(&config, SOFTRDMA_PROFILE_ROCEV2, "single", "cq");
-	cr_assert_eq(test_loopback_open(&loopback, &config, IBV_QPT_UC, 4096, 8), 0);
+	qp = small_cq_qp(&loopback, "cq", &small);
 	cr_assert_null(softrdma_create_cq(loopback.device.context, 4097, NULL, NULL, 0));
 	cr_assert_eq(errno, EINVAL);
 	cr_assert_null(softrdma_create_cq(loopback.device.context, 0, NULL, NULL, 0));
-	small = softrdma_create_cq(loopback.device.context, 2, NULL, NULL, 0);
-	cr_assert_not_null(small);
-	qp = test_qp_create(loopback.device.pd, small, IBV_QPT_UC, 8);
-	cr_assert_not_null(qp);
-	cr_assert_eq(test_qp_connect(qp, &loopback.address_b, 7), 0);
 	for (int index = 0; index < 3; index++)
 		cr_assert_eq(test_post_send(qp, IBV_WR_SEND, loopback.mr_a, 0, 8, NULL, 0, 0,
 					    IBV_SEND_SIGNALED, (uint64_t) index), 0);
