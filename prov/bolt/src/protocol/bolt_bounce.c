@@ -17,10 +17,10 @@
  * loses consumes no receive and no credit comes back for it; the next
  * message's sequence shows the loss.
  *
- * Up to FI_BOLT_BOUNCE_SIZE, 32 KiB by default. A sender that waits for no
- * answer runs ahead of the receives posted, and a message that arrives
- * before its receive is copied out twice (into an unexpected buffer, then
- * into the receive); at 64 KiB that cost as much as the rendezvous saves.
+ * Up to FI_BOLT_BOUNCE_SIZE, 32 KiB by default. The data is copied twice,
+ * into the buffer and out of it into the receive, where a rendezvous
+ * writes the receive directly; from 64 KiB the target's copy costs more
+ * than the rendezvous saves.
  *
  * RC has no immediate value to spare (fi_writedata's remote CQ data takes
  * them all) and keeps the rendezvous.
