@@ -263,6 +263,21 @@ static bool bolt_transmit_bounce(struct bolt_connection *connection, struct bolt
 	return true;
 }
 
+/*
+ * Whether transmit tries the peer's bounce buffers now: chosen at the start,
+ * or a message started before its connection had a link, eager or a
+ * rendezvous not yet asked for, that learns of them only now. If the buffers
+ * cannot take it after all, it goes as it would have.
+ */
+static bool bolt_transmit_bounce_now(const struct bolt_transmit *transmit)
+{
+	if (transmit->rendezvous == BOLT_RENDEZVOUS_BOUNCE)
+		return true;
+	return (transmit->rendezvous == BOLT_RENDEZVOUS_NONE ||
+		transmit->rendezvous == BOLT_RENDEZVOUS_ASK) &&
+	       !transmit->sent && bolt_bounce_wanted(transmit);
+}
+
 /* Puts the next segment of transmit on the wire; false when no buffer is free. */
 static bool bolt_transmit_segment(struct bolt_connection *connection, struct bolt_transmit *transmit)
 {
@@ -281,20 +296,12 @@ static bool bolt_transmit_segment(struct bolt_connection *connection, struct bol
 		bolt_transmit_direct_write(connection, transmit, record);
 		return true;
 	}
-	/*
-	 * A message started before its connection had a link learns of bounce
-	 * buffers now; if it cannot use them after all, it goes as it would have.
-	 */
-	if (transmit->rendezvous == BOLT_RENDEZVOUS_BOUNCE ||
-	    ((transmit->rendezvous == BOLT_RENDEZVOUS_NONE ||
-	      transmit->rendezvous == BOLT_RENDEZVOUS_ASK) && !transmit->sent &&
-	     bolt_bounce_wanted(transmit))) {
-		enum bolt_rendezvous_phase chosen = transmit->rendezvous;
-
+	if (bolt_transmit_bounce_now(transmit)) {
 		if (bolt_transmit_bounce(connection, transmit, record))
 			return true;
 		/* Buffers chosen at the start fall back to segments; a rendezvous stays one. */
-		transmit->rendezvous = chosen == BOLT_RENDEZVOUS_BOUNCE ? BOLT_RENDEZVOUS_NONE : chosen;
+		if (transmit->rendezvous == BOLT_RENDEZVOUS_BOUNCE)
+			transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
 	}
 	if (transmit->rendezvous == BOLT_RENDEZVOUS_WRITE && bolt_rendezvous_unreliable(connection)) {
 		bolt_transmit_control_stripe(connection, transmit, record);
