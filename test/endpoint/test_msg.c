@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <criterion/criterion.h>
+#include <utlist.h>
 
 #include "bolt_endpoint.h"
 #include "rails/bolt_mr_cache.h"
@@ -424,4 +425,129 @@ Test(msg, bounce_buffers)
 
 	cr_expect_eq(registrations_for_32k_message(&options, NULL, NULL), 2);
 	cr_expect_eq(registrations_for_32k_message(&options, NULL, "16384"), 3);
+}
+
+/*
+ * FI_BOLT_UNEXPECTED_LIMIT: a peer sends many more messages than this end has
+ * receives for. This end keeps no more of them than its limit and what the
+ * peer already had in flight: the peer waits for credits. Meanwhile the peer
+ * can still answer this end's large message (a rendezvous answer passes the
+ * receives held back). Once receives are posted, every message arrives
+ * intact and in order, and nothing is left held or kept.
+ */
+#define LIMITED_COUNT 200
+#define LIMITED_SIZE (8 * 1024)
+#define LIMIT 262144
+#define LARGE_SIZE (1 << 20)
+
+/* What a peer can have sent beyond the limit: a message per receive of the link. */
+#define LIMIT_SLACK ((size_t) BOLT_LINK_RECEIVE_DEPTH * (LIMITED_SIZE + sizeof(struct bolt_unexpected)))
+
+static bool nothing_held(struct rdm_endpoint *endpoint)
+{
+	struct bolt_domain *domain = bolt_container_of(endpoint->domain, struct bolt_domain, domain_fid);
+	struct bolt_link *link;
+
+	DL_FOREACH(domain->links, link) {
+		if (link->held_count)
+			return false;
+	}
+	return true;
+}
+
+static struct bolt_endpoint *bolt_endpoint_of(struct rdm_endpoint *endpoint)
+{
+	return bolt_container_of(endpoint->ep, struct bolt_endpoint, ep_fid);
+}
+
+/* The flood's sender: its messages, then a receive for the large message, all completed. */
+static int flooding_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *out = NULL, *large = NULL;
+	uint64_t done;
+	int ret;
+
+	ret = rdm_open_connected(&endpoint, options, socket);
+	if (!ret && (!(out = malloc((size_t) LIMITED_COUNT * LIMITED_SIZE)) ||
+		     !(large = calloc(1, LARGE_SIZE))))
+		ret = 1;
+	for (size_t i = 0; !ret && i < LIMITED_COUNT; i++) {
+		rdm_fill(out + i * LIMITED_SIZE, LIMITED_SIZE, (uint32_t) (700 + i));
+		ret = (int) fi_send(endpoint.ep, out + i * LIMITED_SIZE, LIMITED_SIZE, NULL,
+				    endpoint.peer, out + i * LIMITED_SIZE);
+	}
+	if (!ret)
+		ret = (int) fi_recv(endpoint.ep, large, LARGE_SIZE, NULL, FI_ADDR_UNSPEC, large);
+	for (size_t i = 0; !ret && i < LIMITED_COUNT + 1; i++) {
+		ret = rdm_wait(&endpoint, &entry, &error);
+		if (!ret && entry.op_context == large &&
+		    (entry.len != LARGE_SIZE || !rdm_check(large, LARGE_SIZE, 77)))
+			ret = 2;
+	}
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &done);
+	rdm_close(&endpoint);
+	free(out);
+	free(large);
+	return ret;
+}
+
+static void flooded_by_peer(const char *profile, const char *tag)
+{
+	struct rdm_options options = { .profile = profile };
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *in = calloc(LIMITED_COUNT, LIMITED_SIZE), *large = malloc(LARGE_SIZE);
+	size_t kept;
+	int socket;
+	pid_t peer;
+
+	cr_assert(in && large);
+	setenv("FI_BOLT_UNEXPECTED_LIMIT", "262144", 1);
+	peer = rdm_pair_start(&options, tag, flooding_peer, &options, &endpoint, &socket);
+	cr_assert(peer > 0);
+	rdm_progress_for(&endpoint, 300);
+	kept = bolt_endpoint_of(&endpoint)->unexpected_bytes;
+	cr_assert_gt(kept, LIMIT, "the flood did not reach the limit: %zu bytes kept", kept);
+	cr_assert_leq(kept, LIMIT + LIMIT_SLACK, "%zu bytes kept, beyond the limit", kept);
+	cr_assert(!nothing_held(&endpoint), "no receive held back");
+	/* The peer, waiting for credits, still answers this end's large message. */
+	rdm_fill(large, LARGE_SIZE, 77);
+	cr_assert_eq(fi_send(endpoint.ep, large, LARGE_SIZE, NULL, endpoint.peer, large), 0);
+	rdm_expect_completion(&endpoint, large, 0);
+	cr_assert_leq(bolt_endpoint_of(&endpoint)->unexpected_bytes, LIMIT + LIMIT_SLACK);
+	for (size_t i = 0; i < LIMITED_COUNT; i++)
+		cr_assert_eq(fi_recv(endpoint.ep, in + i * LIMITED_SIZE, LIMITED_SIZE, NULL,
+				     FI_ADDR_UNSPEC, in + i * LIMITED_SIZE), 0);
+	for (size_t i = 0; i < LIMITED_COUNT; i++) {
+		int ret = rdm_wait(&endpoint, &entry, &error);
+
+		cr_assert_eq(ret, 0, "receive %zu: %d", i, ret);
+		cr_assert_eq(entry.op_context, in + i * LIMITED_SIZE, "message %zu out of order", i);
+		cr_assert_eq(entry.len, LIMITED_SIZE);
+		cr_assert(rdm_check(in + i * LIMITED_SIZE, LIMITED_SIZE, (uint32_t) (700 + i)),
+			  "message %zu arrived damaged", i);
+	}
+	cr_assert_eq(bolt_endpoint_of(&endpoint)->unexpected_bytes, 0);
+	cr_assert(nothing_held(&endpoint), "receives still held back");
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the peer failed");
+	unsetenv("FI_BOLT_UNEXPECTED_LIMIT");
+	free(in);
+	free(large);
+}
+
+Test(msg, unexpected_limit_thunderbolt)
+{
+	flooded_by_peer("thunderbolt", "msg-limit-tb");
+}
+
+Test(msg, unexpected_limit_rocev2)
+{
+	flooded_by_peer("rocev2", "msg-limit-roce");
 }

@@ -53,6 +53,8 @@ struct bolt_params {
 	int stripe_threshold;       /* FI_BOLT_STRIPE_THRESHOLD: bytes of a granted write striped from */
 	int rendezvous_threshold;   /* FI_BOLT_RENDEZVOUS_THRESHOLD: bytes written by RDMA from */
 	int bounce_size;            /* FI_BOLT_BOUNCE_SIZE: most bytes of a message written whole */
+	int unexpected_limit;       /* FI_BOLT_UNEXPECTED_LIMIT: bytes an endpoint keeps of messages
+				     * no receive has taken, before its peers must wait */
 	int collective_ring_threshold;  /* FI_BOLT_COLLECTIVE_RING_THRESHOLD: bytes */
 	int collective_doubling_members; /* FI_BOLT_COLLECTIVE_DOUBLING_MEMBERS: group size */
 	int collective_segment_size;    /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE: bytes */
@@ -72,6 +74,11 @@ struct bolt_params {
  */
 #define BOLT_RENDEZVOUS_THRESHOLD (16 * 1024)
 #define BOLT_BOUNCE_SIZE (32 * 1024)
+/*
+ * FI_BOLT_UNEXPECTED_LIMIT's default: many times the 32 receives' worth of
+ * 32 KiB messages in flight, small against a process's memory.
+ */
+#define BOLT_UNEXPECTED_LIMIT (8 << 20)
 
 /* Defines the parameters with libfabric; safe to call more than once. */
 void bolt_params_define(void);

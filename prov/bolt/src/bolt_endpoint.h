@@ -246,6 +246,8 @@ struct bolt_inbound {
  * link; each message names its connection's slot. Operations, sequence and
  * loss stay per connection.
  */
+/* Receives a link posts for its peer, which are also the peer's credits. */
+#define BOLT_LINK_RECEIVE_DEPTH 32
 /* Receives a link posts again together (bolt_receive.c): a quarter of its depth. */
 #define BOLT_LINK_REPOST_BATCH 8
 
@@ -295,6 +297,11 @@ struct bolt_link {
 	struct bolt_control_buffer *unposted[BOLT_LINK_REPOST_BATCH]; /* handled, to post again;
 								       * reclaimed with the link */
 	uint32_t unposted_count;
+	struct bolt_control_buffer *held[BOLT_LINK_RECEIVE_DEPTH]; /* handled messages' receives
+								  * not posted again while an
+								  * endpoint keeps too much
+								  * unexpected data */
+	uint32_t held_count;
 	int outstanding_sends;          /* posted on its queue pair, send completion pending */
 	uint64_t retired_generation;    /* retired: the domain poll its buffers wait for */
 	struct bolt_link *prev, *next;  /* domain->links, or domain->retired_links */
@@ -420,6 +427,7 @@ struct bolt_endpoint {
 	struct bolt_receive *posted_tagged;     /* fi_trecv, in order */
 	struct bolt_unexpected *unexpected;
 	struct bolt_unexpected *unexpected_tagged;
+	size_t unexpected_bytes;                /* kept for both: data and bookkeeping */
 
 	struct bolt_mr *mrs;                    /* FI_MR_ENDPOINT: enabled on it, by key */
 	int bound_mr_count;                     /* bound, enabled or not: must close first */
@@ -569,6 +577,16 @@ void bolt_transmit_start(struct bolt_transmit *transmit);
 void bolt_transmit_progress(struct bolt_connection *connection);
 /* Posts the link's receives; 0 or a negative error code. */
 int bolt_receive_post_initial(struct bolt_link *link);
+/*
+ * An endpoint keeps no more unexpected data than FI_BOLT_UNEXPECTED_LIMIT:
+ * beyond it, the receives its peers' messages took are held back, and each
+ * peer waits for credits (bolt_receive.c). When one endpoint falls back under
+ * its limit (domain->release_held), every link of the domain posts what it
+ * held again, at the next progress: not from inside matching, where a failed
+ * post would fail connections while a receive is being handled.
+ */
+bool bolt_receive_over_limit(const struct bolt_endpoint *endpoint);
+void bolt_receive_release_held(struct bolt_domain *domain);
 /*
  * Initiator of a new link: a SEND of no bytes with nonce as immediate data,
  * which shows the answerer that the link's ports meet. 0 or a negative error.

@@ -99,6 +99,11 @@ static const struct bolt_param bolt_param_table[] = {
 		"before the data. Each link sets aside 32 buffers of this size for its peer "
 		"(default: 32768; 0, or one segment or less: none, such messages go by rendezvous "
 		"or in segments)"),
+	BOLT_INT_PARAM("unexpected_limit", unexpected_limit, 0, 1 << 30,
+		"Bytes of messages that arrived before their receive an endpoint keeps (their data "
+		"and bookkeeping); beyond it the endpoint stops taking more such data from its "
+		"peers, which wait until the application's receives take some, instead of growing "
+		"without bound (default: 8388608; 0: no more than the peers have already sent)"),
 	BOLT_INT_PARAM("collective_ring_threshold", collective_ring_threshold, 0, 1 << 30,
 		"All-reduce, all-gather and reduce-scatter of at least this many bytes in all run "
 		"as a pipelined ring; smaller ones fully connected, in one round, or by recursive "
@@ -132,6 +137,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.stripe_threshold = 1 << 20,
 	.rendezvous_threshold = BOLT_RENDEZVOUS_THRESHOLD,
 	.bounce_size = BOLT_BOUNCE_SIZE,
+	.unexpected_limit = BOLT_UNEXPECTED_LIMIT,
 	.collective_ring_threshold = 131072,
 	.collective_doubling_members = 4,
 	.collective_segment_size = 4 << 20,

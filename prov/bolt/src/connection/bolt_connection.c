@@ -747,6 +747,8 @@ void bolt_connection_progress_all(struct bolt_endpoint *endpoint)
 	uint64_t now;
 	bool watch;
 
+	if (domain->release_held)
+		bolt_receive_release_held(domain);
 	now = bolt_connection_now_ns();
 	watch = endpoint->handshakes_pending ||
 		now >= endpoint->side_channels_watched_ns + BOLT_CONNECTION_WATCH_INTERVAL_NS;

@@ -33,7 +33,6 @@
 
 #include "bolt_endpoint.h"
 
-#define BOLT_LINK_RECEIVE_DEPTH 32     /* also the peer's credits */
 /* A peer out of credits must find at least half of them posted, to be returned. */
 _Static_assert(BOLT_LINK_REPOST_BATCH <= BOLT_LINK_RECEIVE_DEPTH / 4, "repost batch too large");
 

@@ -46,51 +46,67 @@ static void bolt_match_deliver(struct bolt_endpoint *endpoint, struct bolt_recei
 				       tag, cq_data, truncated ? FI_ETRUNC : 0);
 }
 
-static void bolt_match_free_unexpected(struct bolt_unexpected **list, struct bolt_unexpected *unexpected)
+static struct bolt_unexpected **bolt_match_unexpected_list(struct bolt_endpoint *endpoint, bool tagged)
 {
-	DL_DELETE(*list, unexpected);
+	return tagged ? &endpoint->unexpected_tagged : &endpoint->unexpected;
+}
+
+/* What an unexpected message of length bytes costs its endpoint (FI_BOLT_UNEXPECTED_LIMIT). */
+static size_t bolt_match_unexpected_cost(const struct bolt_unexpected *unexpected)
+{
+	return sizeof(*unexpected) + (unexpected->data ? unexpected->length : 0);
+}
+
+/* Falling back under the limit lets the peers' held messages come again. */
+static void bolt_match_free_unexpected(struct bolt_endpoint *endpoint, struct bolt_unexpected *unexpected)
+{
+	bool over = bolt_receive_over_limit(endpoint);
+
+	DL_DELETE(*bolt_match_unexpected_list(endpoint, unexpected->tagged), unexpected);
+	endpoint->unexpected_bytes -= bolt_match_unexpected_cost(unexpected);
 	free(unexpected->data);
 	free(unexpected);
+	if (over && !bolt_receive_over_limit(endpoint))
+		endpoint->domain->release_held = true;
 }
 
 /* An unexpected message is complete and has a receive: hand it over. */
-static void bolt_match_hand_over(struct bolt_endpoint *endpoint, struct bolt_unexpected **list,
-				 struct bolt_unexpected *unexpected, struct bolt_receive *receive)
+static void bolt_match_hand_over(struct bolt_endpoint *endpoint, struct bolt_unexpected *unexpected,
+				 struct bolt_receive *receive)
 {
 	bolt_iov_copy_in(receive->iov, receive->iov_count, 0, unexpected->data,
 			 unexpected->length < receive->length ? unexpected->length : receive->length);
 	bolt_match_deliver(endpoint, receive, unexpected->connection, unexpected->length,
 			   unexpected->wire_flags, unexpected->tag, unexpected->cq_data);
-	bolt_match_free_unexpected(list, unexpected);
+	bolt_match_free_unexpected(endpoint, unexpected);
 }
 
 /* A rendezvous waits at the sender: the receive takes the place of the unexpected entry. */
-static void bolt_match_claim_rendezvous(struct bolt_unexpected **list, struct bolt_unexpected *unexpected,
-					struct bolt_receive *receive)
+static void bolt_match_claim_rendezvous(struct bolt_endpoint *endpoint,
+					struct bolt_unexpected *unexpected, struct bolt_receive *receive)
 {
 	struct bolt_connection *connection = unexpected->connection;
 	struct bolt_inbound *record = unexpected->rendezvous;
 
 	record->unexpected = NULL;
 	record->receive = receive;
-	bolt_match_free_unexpected(list, unexpected);
+	bolt_match_free_unexpected(endpoint, unexpected);
 	bolt_rendezvous_answer(connection, record);
 }
 
 void bolt_match_drop_unexpected(struct bolt_endpoint *endpoint, struct bolt_unexpected *unexpected)
 {
-	bolt_match_free_unexpected(unexpected->tagged ? &endpoint->unexpected_tagged : &endpoint->unexpected,
-				   unexpected);
+	bolt_match_free_unexpected(endpoint, unexpected);
 }
 
 /* receive takes unexpected: now, when it is complete, or as its data arrives. */
-static void bolt_match_take(struct bolt_endpoint *endpoint, struct bolt_unexpected **list,
-			    struct bolt_unexpected *unexpected, struct bolt_receive *receive)
+static void bolt_match_take(struct bolt_endpoint *endpoint, struct bolt_unexpected *unexpected,
+			    struct bolt_receive *receive)
 {
 	if (unexpected->rendezvous)
-		bolt_match_claim_rendezvous(list, unexpected, receive);
+		bolt_match_claim_rendezvous(endpoint, unexpected, receive);
 	else if (unexpected->received == unexpected->length)
-		bolt_match_hand_over(endpoint, list, unexpected, receive);
+		bolt_match_hand_over(endpoint, unexpected, receive);
 	else
 		unexpected->claimed = receive;
 }
@@ -112,12 +128,12 @@ static struct bolt_unexpected *bolt_match_find_unexpected(struct bolt_endpoint *
 }
 
 /* FI_DISCARD: the message is taken into no buffer and its data dropped. */
-static void bolt_match_discard(struct bolt_endpoint *endpoint, struct bolt_unexpected **list,
-			       struct bolt_unexpected *unexpected, struct bolt_receive *receive)
+static void bolt_match_discard(struct bolt_endpoint *endpoint, struct bolt_unexpected *unexpected,
+			       struct bolt_receive *receive)
 {
 	receive->iov_count = 0;
 	receive->length = 0;
-	bolt_match_take(endpoint, list, unexpected, receive);
+	bolt_match_take(endpoint, unexpected, receive);
 }
 
 /*
@@ -140,7 +156,7 @@ static void bolt_match_peek(struct bolt_endpoint *endpoint, struct bolt_receive 
 		return;
 	}
 	if (receive->flags & FI_DISCARD) {
-		bolt_match_discard(endpoint, &endpoint->unexpected_tagged, unexpected, receive);
+		bolt_match_discard(endpoint, unexpected, receive);
 		return;
 	}
 	if (receive->flags & FI_CLAIM)
@@ -174,9 +190,9 @@ static void bolt_match_claimed(struct bolt_endpoint *endpoint, struct bolt_recei
 	}
 	unexpected->claim_context = NULL;
 	if (receive->flags & FI_DISCARD)
-		bolt_match_discard(endpoint, &endpoint->unexpected_tagged, unexpected, receive);
+		bolt_match_discard(endpoint, unexpected, receive);
 	else
-		bolt_match_take(endpoint, &endpoint->unexpected_tagged, unexpected, receive);
+		bolt_match_take(endpoint, unexpected, receive);
 }
 
 /* The failed connection a directed receive names: nothing more comes from that peer. */
@@ -195,8 +211,6 @@ static struct bolt_connection *bolt_match_failed_source(struct bolt_endpoint *en
 
 void bolt_match_post(struct bolt_endpoint *endpoint, struct bolt_receive *receive)
 {
-	struct bolt_unexpected **list = receive->tagged ? &endpoint->unexpected_tagged :
-				       &endpoint->unexpected;
 	struct bolt_unexpected *unexpected;
 	struct bolt_connection *failed;
 
@@ -208,9 +222,11 @@ void bolt_match_post(struct bolt_endpoint *endpoint, struct bolt_receive *receiv
 		bolt_match_claimed(endpoint, receive);
 		return;
 	}
-	unexpected = bolt_match_find_unexpected(endpoint, *list, receive);
+	unexpected = bolt_match_find_unexpected(endpoint,
+						*bolt_match_unexpected_list(endpoint, receive->tagged),
+						receive);
 	if (unexpected) {
-		bolt_match_take(endpoint, list, unexpected, receive);
+		bolt_match_take(endpoint, unexpected, receive);
 		return;
 	}
 	failed = bolt_match_failed_source(endpoint, receive);
@@ -273,7 +289,8 @@ int bolt_match_start(struct bolt_connection *connection, struct bolt_inbound *in
 	unexpected->tag = header->tag;
 	unexpected->cq_data = header->cq_data;
 	unexpected->length = header->total_length;
-	DL_APPEND(*(tagged ? &endpoint->unexpected_tagged : &endpoint->unexpected), unexpected);
+	endpoint->unexpected_bytes += bolt_match_unexpected_cost(unexpected);
+	DL_APPEND(*bolt_match_unexpected_list(endpoint, tagged), unexpected);
 	inbound->unexpected = unexpected;
 	return 0;
 }
@@ -320,8 +337,7 @@ void bolt_match_complete_inbound(struct bolt_connection *connection, struct bolt
 		return;
 	}
 	if (unexpected->claimed)
-		bolt_match_hand_over(endpoint, inbound->tagged ? &endpoint->unexpected_tagged :
-				     &endpoint->unexpected, unexpected, unexpected->claimed);
+		bolt_match_hand_over(endpoint, unexpected, unexpected->claimed);
 }
 
 void bolt_match_segment(struct bolt_connection *connection, const struct bolt_wire_header *header,
@@ -405,8 +421,7 @@ void bolt_match_connection_failed(struct bolt_connection *connection)
 		if (unexpected->claimed)
 			bolt_endpoint_complete_receive(endpoint, unexpected->claimed, connection, 0, 0,
 						       0, inbound->tag, 0, connection->error);
-		bolt_match_free_unexpected(inbound->tagged ? &endpoint->unexpected_tagged :
-					   &endpoint->unexpected, unexpected);
+		bolt_match_free_unexpected(endpoint, unexpected);
 	}
 	bolt_rendezvous_unregister(endpoint->domain, &inbound->registration, inbound->covered);
 	memset(inbound, 0, sizeof(*inbound));
@@ -424,18 +439,18 @@ static void bolt_match_free_receives(struct bolt_receive **list)
 	}
 }
 
-static void bolt_match_free_unexpected_list(struct bolt_unexpected **list)
+static void bolt_match_free_unexpected_list(struct bolt_endpoint *endpoint, bool tagged)
 {
 	struct bolt_unexpected *unexpected, *next;
 
-	DL_FOREACH_SAFE(*list, unexpected, next)
-		bolt_match_free_unexpected(list, unexpected);
+	DL_FOREACH_SAFE(*bolt_match_unexpected_list(endpoint, tagged), unexpected, next)
+		bolt_match_free_unexpected(endpoint, unexpected);
 }
 
 void bolt_match_free_all(struct bolt_endpoint *endpoint)
 {
 	bolt_match_free_receives(&endpoint->posted);
 	bolt_match_free_receives(&endpoint->posted_tagged);
-	bolt_match_free_unexpected_list(&endpoint->unexpected);
-	bolt_match_free_unexpected_list(&endpoint->unexpected_tagged);
+	bolt_match_free_unexpected_list(endpoint, false);
+	bolt_match_free_unexpected_list(endpoint, true);
 }

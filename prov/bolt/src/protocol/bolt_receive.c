@@ -3,11 +3,15 @@
  * posted; every arriving message is checked (op, lengths, credits, then its
  * connection's slot and sequence) before anything in it is trusted, handled
  * by its op on its connection, and its buffer posted again with the next
- * few, which earns the peer credits back on the link.
+ * few, which earns the peer credits back on the link. While an endpoint
+ * keeps more unexpected data than FI_BOLT_UNEXPECTED_LIMIT, the buffers its
+ * messages took are held back instead: their credits stay here, and the peer
+ * waits rather than this process growing without bound.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utlist.h>
 
 #include "bolt_endpoint.h"
 
@@ -68,6 +72,35 @@ static int bolt_receive_repost(struct bolt_link *link, struct bolt_control_buffe
 	link->credits_to_return += link->unposted_count;
 	link->unposted_count = 0;
 	return 0;
+}
+
+bool bolt_receive_over_limit(const struct bolt_endpoint *endpoint)
+{
+	return endpoint->unexpected_bytes > (size_t) endpoint->domain->fabric->params.unexpected_limit;
+}
+
+/*
+ * Whether the receive a message of the application took stays unposted: its
+ * credit then stays here, and the peer, which keeps some credits back from
+ * such messages for answers (bolt_transmit.c), soon waits.
+ */
+static bool bolt_receive_should_hold(const struct bolt_link *link,
+				     const struct bolt_connection *connection, bool message)
+{
+	return message && connection && link->held_count < BOLT_LINK_RECEIVE_DEPTH &&
+	       bolt_receive_over_limit(connection->endpoint);
+}
+
+void bolt_receive_release_held(struct bolt_domain *domain)
+{
+	struct bolt_link *link, *next;
+
+	domain->release_held = false;
+	/* A failed post retires the link; its reclaim returns what is still held. */
+	DL_FOREACH_SAFE(domain->links, link, next)
+		while (link->qp && link->held_count &&
+		       !bolt_receive_repost(link, link->held[--link->held_count]))
+			;
 }
 
 int bolt_receive_post_initial(struct bolt_link *link)
@@ -266,6 +299,7 @@ static void bolt_receive_completed(struct bolt_work_completion *work, const stru
 	struct bolt_wire_header bounced;
 	struct bolt_connection *connection;
 	const char *problem, *payload;
+	bool message = false;
 
 	if (!record->posted)
 		return;
@@ -295,6 +329,7 @@ static void bolt_receive_completed(struct bolt_work_completion *work, const stru
 			return;
 		}
 		link->send_credits += bounced.credits;
+		message = true;
 		connection = bolt_receive_arrived(link, &bounced, payload, bounced.total_length);
 	} else if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
 		connection = bolt_receive_write_connection(link, wc);
@@ -309,6 +344,7 @@ static void bolt_receive_completed(struct bolt_work_completion *work, const stru
 			return;
 		}
 		link->send_credits += header->credits;
+		message = header->op == BOLT_WIRE_MESSAGE;
 		connection = bolt_receive_arrived(link, header, (const char *) (header + 1),
 						  header->payload_length);
 	}
@@ -318,7 +354,9 @@ static void bolt_receive_completed(struct bolt_work_completion *work, const stru
 		return;
 	}
 	/* The payload has been copied out: the buffer can take the next message. */
-	if (bolt_receive_repost(link, record))
+	if (bolt_receive_should_hold(link, connection, message))
+		link->held[link->held_count++] = record;
+	else if (bolt_receive_repost(link, record))
 		return;
 	/* Its connection returns the credit; with none left there, any other may. */
 	if (connection && connection->state != BOLT_CONNECTION_FAILED)

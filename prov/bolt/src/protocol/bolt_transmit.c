@@ -3,7 +3,9 @@
  * cuts them into segments of one control buffer each. A segment goes out only
  * when the peer has a receive posted for it (a credit: UC loses a SEND that
  * finds none), the send queue has room and a buffer is free. The last credit
- * is kept for returning credits, so two busy peers never wait on each other.
+ * is kept for returning credits, so two busy peers never wait on each other,
+ * and the application's messages leave a batch of reposts more for answers
+ * (bolt_transmit_spare_credits).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +22,8 @@ void bolt_transmit_posted_all(struct bolt_transmit *transmit)
 	DL_APPEND(connection->posted, transmit);
 }
 
-/*
- * Room for slots more send queue entries on the link, and a credit (the
- * last one only to return credits).
- */
-static bool bolt_transmit_can_send(const struct bolt_connection *connection, bool credit_only,
+/* Room for slots more send queue entries on the link, and more credits than spare. */
+static bool bolt_transmit_can_send(const struct bolt_connection *connection, uint32_t spare,
 				   int slots)
 {
 	const struct bolt_domain *domain = connection->endpoint->domain;
@@ -32,7 +31,20 @@ static bool bolt_transmit_can_send(const struct bolt_connection *connection, boo
 
 	return connection->state == BOLT_CONNECTION_ESTABLISHED &&
 	       link->outstanding_sends + slots <= (int) domain->primary.budget.queue_depth &&
-	       link->send_credits > (credit_only ? 0u : 1u);
+	       link->send_credits > spare;
+}
+
+/*
+ * Credits transmit must leave: the last one returns credits. A receiver over
+ * its unexpected limit holds back the receives the application's messages
+ * took (bolt_receive.c); those messages leave a batch of reposts more, so
+ * answers (rendezvous, acks, read data) still fill a batch, get it posted
+ * and the credits back, and two peers never wait on each other.
+ */
+static uint32_t bolt_transmit_spare_credits(const struct bolt_transmit *transmit)
+{
+	return transmit->op == BOLT_WIRE_MESSAGE && !transmit->internal ?
+	       BOLT_LINK_REPOST_BATCH + 1 : 1;
 }
 
 /* On RC a rendezvous write goes out with its DONE: two send queue entries; on UC it is one. */
@@ -382,10 +394,13 @@ void bolt_transmit_other_ports(struct bolt_connection *connection)
 static void bolt_transmit_return_credits(struct bolt_connection *connection)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_link *link = connection->link;
 	struct bolt_control_buffer *record;
 
-	if (connection->link->credits_to_return < connection->link->receive_depth / 2 ||
-	    !bolt_transmit_can_send(connection, true, 1))
+	/* Receives held back are no credits the peer can wait for. */
+	if (!link->credits_to_return ||
+	    link->credits_to_return < (link->receive_depth - link->held_count) / 2 ||
+	    !bolt_transmit_can_send(connection, 0, 1))
 		return;
 	record = bolt_control_buffer_get(domain);
 	if (!record)
@@ -419,7 +434,8 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 			if (transmit->rendezvous == BOLT_RENDEZVOUS_WRITE && transmit->rail_mask) {
 				if (!bolt_transmit_stripes(connection, transmit))
 					break;
-			} else if (!bolt_transmit_can_send(connection, false,
+			} else if (!bolt_transmit_can_send(connection,
+							   bolt_transmit_spare_credits(transmit),
 							   bolt_transmit_slots(connection, transmit))) {
 				break;
 			} else if (!bolt_transmit_segment(connection, transmit)) {
