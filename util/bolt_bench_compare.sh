@@ -5,24 +5,29 @@
 # summary line per performance target with the measured numbers:
 #   bandwidth: bolt fi_write, and fi_send, >= 90 % of raw RDMA write, at every size from 64 KiB;
 #   latency:   bolt 8 B fi_send <= raw 8 B SEND/RECV + 2 us.
+# With --rounds N, raw and bolt run N times in turn and the targets use each
+# figure's median over the rounds (its range is printed beside it): on a shared
+# machine single runs of the same build differ by 10 to 30 %.
 # Run it from the build directory, or name that with --build.
 set -u
 
 usage() {
 	echo "usage: $0 [--profile thunderbolt|rocev2] [--build DIR] [--providers bolt,shm,tcp]"
-	echo "       [--bolt-bench PATH] [-- more bolt_bench options]"
+	echo "       [--bolt-bench PATH] [--rounds N] [-- more bolt_bench options]"
 }
 
 profile=thunderbolt
 build=$(pwd)
 providers=bolt,shm,tcp
 bolt_bench=
+rounds=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--profile) profile=${2:?}; shift 2 ;;
 	--build) build=${2:?}; shift 2 ;;
 	--providers) providers=${2:?}; shift 2 ;;
 	--bolt-bench) bolt_bench=${2:?}; shift 2 ;;
+	--rounds) rounds=${2:?}; shift 2 ;;
 	--) shift; break ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
@@ -31,6 +36,9 @@ done
 case "$profile" in
 thunderbolt|rocev2) ;;
 *) echo "$0: unknown profile $profile" >&2; exit 2 ;;
+esac
+case "$rounds" in
+''|*[!0-9]*|0) echo "$0: --rounds takes a count of 1 or more" >&2; exit 2 ;;
 esac
 build=$(cd "$build" && pwd) || exit 2
 bolt_bench=${bolt_bench:-$build/util/bolt_bench}
@@ -41,9 +49,10 @@ done
 [ -f "$build/.libs/libbolt-fi.so" ] || { echo "$0: no $build/.libs/libbolt-fi.so" >&2; exit 2; }
 
 namespace="bolt-bench-$$"
-raw_output=$(mktemp) && bolt_output=$(mktemp) && status_file=$(mktemp) || exit 2
+outputs=$(mktemp -d) && status_file=$(mktemp) || exit 2
 cleanup() {
-	rm -f "$raw_output" "$bolt_output" "$status_file" /dev/shm/bolt-softrdma-*-"$namespace"
+	rm -rf "$outputs"
+	rm -f "$status_file" /dev/shm/bolt-softrdma-*-"$namespace"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -68,51 +77,78 @@ run() {
 
 echo "# bolt_bench_compare: profile $profile, build $build, namespace $namespace"
 echo "# $(nproc) cores, load average before: $(load) (figures are disturbed if other jobs ran)"
-echo "## raw software device: $softrdma_bench $profile"
-run "$raw_output" "$softrdma_bench" "$profile"
-raw_status=$?
-echo "## through libfabric: $bolt_bench -p $providers $*"
-run "$bolt_output" "$bolt_bench" -p "$providers" "$@"
-bolt_status=$?
+raw_status=0
+bolt_status=0
+round=1
+while [ "$round" -le "$rounds" ]; do
+	[ "$rounds" -gt 1 ] && echo "# round $round of $rounds"
+	echo "## raw software device: $softrdma_bench $profile"
+	run "$outputs/raw.$round" "$softrdma_bench" "$profile" || raw_status=1
+	echo "## through libfabric: $bolt_bench -p $providers $*"
+	run "$outputs/bolt.$round" "$bolt_bench" -p "$providers" "$@" || bolt_status=1
+	round=$((round + 1))
+done
 echo "# load average after: $(load)"
 
-# Both outputs, tagged, into one awk program that prints the summary lines.
-{
+# Every round's outputs, tagged, into one awk program that takes each figure's
+# median over the rounds and prints the summary lines.
+for round_output in "$outputs"/raw.*; do
 	awk '/write GB\/s/ { table = "bw"; next }
 	     /latency us/ { table = "lat"; next }
 	     /^#/ || NF < 3 { next }
-	     { print "raw", table, $1, $3 }' "$raw_output"
+	     { print "raw", table, $1, $3 }' "$round_output"
+done >"$outputs/rows"
+for round_output in "$outputs"/bolt.*; do
 	awk '/^# bolt_bench: provider/ { provider = $4; next }
 	     /send_GB\/s/ { table = "bw"; next }
 	     /latency_us/ { table = "lat"; next }
 	     /^#/ || provider != "bolt" { next }
-	     table == "bw" && NF == 5 { print "bolt", "bw", $1, $4, $3, $5 }
-	     table == "lat" && NF == 4 { print "bolt", "lat", $1, $3, $4 }' "$bolt_output"
-} | awk -v profile="$profile" '
+	     table == "bw" && NF == 5 { print "write", "bw", $1, $4; print "send", "bw", $1, $3
+					wrong += $5; checked += 2 }
+	     table == "lat" && NF == 4 { print "bolt", "lat", $1, $3; wrong += $4; checked += 2 }
+	     END { print "check", "-", "-", wrong + 0, checked + 0 }' "$round_output"
+done >>"$outputs/rows"
+awk -v profile="$profile" -v rounds="$rounds" '
 function human(size) {
 	if (size >= 1048576) return size / 1048576 "M"
 	if (size >= 1024) return size / 1024 "K"
 	return size
 }
-$1 == "raw" && $2 == "bw" { raw_bw[$3] = $4; next }
-$1 == "raw" && $2 == "lat" { raw_lat[$3] = $4; next }
-$1 == "bolt" && $2 == "bw" { write_bw[$3] = $4; send_bw[$3] = $5; wrong += $6; checked += 2; next }
-$1 == "bolt" && $2 == "lat" { lat[$3] = $4; wrong += $5; checked += 2; next }
+# The median of the figures kept under key (the mean of the middle two for an even count).
+function median(key,    count, sorted, i, j, value) {
+	count = split(figures[key], sorted, " ")
+	for (i = 2; i <= count; i++) {
+		value = sorted[i] + 0
+		for (j = i - 1; j >= 1 && sorted[j] + 0 > value; j--)
+			sorted[j + 1] = sorted[j]
+		sorted[j + 1] = value
+	}
+	low[key] = sorted[1]; high[key] = sorted[count]
+	return count % 2 ? sorted[(count + 1) / 2] : (sorted[count / 2] + sorted[count / 2 + 1]) / 2
+}
+function range(key) {
+	return rounds > 1 ? sprintf(" [%s-%s]", low[key], high[key]) : ""
+}
+$1 == "check" { wrong += $4; checked += $5; next }
+{ figures[$1 " " $2 " " $3] = figures[$1 " " $2 " " $3] " " $4 }
 END {
-	print "# targets (profile " profile ")"
+	print "# targets (profile " profile (rounds > 1 ? ", medians of " rounds " rounds, [range]" : "") ")"
 	list = ""; send_list = ""; lowest = -1; send_lowest = -1; compared = 0
 	for (size = 65536; size <= 67108864; size *= 4) {
-		if (!(size in raw_bw) || !(size in write_bw) || raw_bw[size] <= 0)
+		if (!(("raw bw " size) in figures) || !(("write bw " size) in figures))
 			continue
-		ratio = write_bw[size] / raw_bw[size]
-		send_ratio = send_bw[size] / raw_bw[size]
-		list = list sprintf("%s%s %.2f/%.2f (%.0f%%)", compared ? ", " : "", human(size),
-				    write_bw[size], raw_bw[size], 100 * ratio)
-		send_list = send_list sprintf("%s%s %.0f%%", compared ? ", " : "", human(size),
-					      100 * send_ratio)
-		if (lowest < 0 || ratio < lowest) { lowest = ratio; lowest_size = size }
-		if (send_lowest < 0 || send_ratio < send_lowest) {
-			send_lowest = send_ratio; send_lowest_size = size
+		raw = median("raw bw " size); write = median("write bw " size)
+		send = median("send bw " size)
+		if (raw <= 0)
+			continue
+		list = list sprintf("%s%s %.2f%s/%.2f%s (%.0f%%)", compared ? ", " : "", human(size),
+				    write, range("write bw " size), raw, range("raw bw " size),
+				    100 * write / raw)
+		send_list = send_list sprintf("%s%s %.2f%s (%.0f%%)", compared ? ", " : "", human(size),
+					      send, range("send bw " size), 100 * send / raw)
+		if (lowest < 0 || write / raw < lowest) { lowest = write / raw; lowest_size = size }
+		if (send_lowest < 0 || send / raw < send_lowest) {
+			send_lowest = send / raw; send_lowest_size = size
 		}
 		compared++
 	}
@@ -121,17 +157,19 @@ END {
 		       "bolt/raw GB/s %s; lowest %.0f%% at %s: %s\n",
 		       list, 100 * lowest, human(lowest_size), lowest >= 0.9 ? "MET" : "NOT MET")
 		printf("bandwidth target (bolt fi_send >= 90%% of raw RDMA write, 64 KiB and up): " \
-		       "%s; lowest %.0f%% at %s: %s\n", send_list, 100 * send_lowest,
+		       "bolt GB/s %s; lowest %.0f%% at %s: %s\n", send_list, 100 * send_lowest,
 		       human(send_lowest_size), send_lowest >= 0.9 ? "MET" : "NOT MET")
 	} else
 		print "bandwidth target: NOT MEASURED (no bolt or raw bandwidth rows from 64 KiB)"
-	if ((8 in lat) && (8 in raw_lat))
-		printf("latency target (bolt 8 B <= raw 8 B + 2 us): bolt fi_send %.2f us, raw " \
-		       "SEND/RECV %.2f us, limit %.2f us: %s\n", lat[8], raw_lat[8], raw_lat[8] + 2,
-		       lat[8] <= raw_lat[8] + 2 ? "MET" : "NOT MET")
-	else
+	if (("bolt lat 8" in figures) && ("raw lat 8" in figures)) {
+		latency = median("bolt lat 8"); raw_latency = median("raw lat 8")
+		printf("latency target (bolt 8 B <= raw 8 B + 2 us): bolt fi_send %.2f%s us, raw " \
+		       "SEND/RECV %.2f%s us, limit %.2f us: %s\n", latency, range("bolt lat 8"),
+		       raw_latency, range("raw lat 8"), raw_latency + 2,
+		       latency <= raw_latency + 2 ? "MET" : "NOT MET")
+	} else
 		print "latency target: NOT MEASURED (no 8 B latency row from bolt or raw)"
 	printf("data check: %d wrong of %d checked bolt transfers\n", wrong, checked)
-}'
+}' "$outputs/rows"
 
 [ "$raw_status" -eq 0 ] && [ "$bolt_status" -eq 0 ]
