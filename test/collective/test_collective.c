@@ -517,6 +517,22 @@ Test(collective, rocev2_2) { test_group("rocev2", 2); }
 Test(collective, rocev2_3) { test_group("rocev2", 3); }
 Test(collective, rocev2_4) { test_group("rocev2", 4); }
 Test(collective, rocev2_8) { test_group("rocev2", 8); }
+/*
+ * The ring in 256-byte segments, whose lanes run ahead, with no room for
+ * unexpected data: a member full of one neighbour's later segments still
+ * takes the other neighbour's, which it needs first (FI_BOLT_UNEXPECTED_LIMIT
+ * holds back credits per peer).
+ */
+Test(collective, ring_without_room_for_unexpected_data)
+{
+	struct collective_options ring = {
+		.profile = "thunderbolt", .size = 8, .ring_threshold = "0", .segment_size = "256",
+		.unexpected_limit = "0",
+	};
+
+	cr_assert_eq(collective_run(&ring, "coll-ring-limit", test_matrix, NULL), 0);
+}
+
 Test(collective_focused, ranks_2) { test_group_with("rocev2", 2, test_focused); }
 Test(collective_focused, ranks_4) { test_group_with("rocev2", 4, test_focused); }
 

@@ -430,15 +430,18 @@ Test(msg, bounce_buffers)
 /*
  * FI_BOLT_UNEXPECTED_LIMIT: a peer sends many more messages than this end has
  * receives for. This end keeps no more of them than its limit and what the
- * peer already had in flight: the peer waits for credits. Meanwhile the peer
- * can still answer this end's large message (a rendezvous answer passes the
- * receives held back). Once receives are posted, every message arrives
+ * peer already had in flight: the peer waits for credits. Meanwhile a second
+ * peer's messages still arrive, many more than its credits, and the first
+ * peer can still answer this end's large message (a rendezvous answer passes
+ * the receives held back). Once receives are posted, every message arrives
  * intact and in order, and nothing is left held or kept.
  */
 #define LIMITED_COUNT 200
 #define LIMITED_SIZE (8 * 1024)
 #define LIMIT 262144
 #define LARGE_SIZE (1 << 20)
+#define SECOND_COUNT 40
+#define SECOND_TAG 0xb0b0
 
 /* What a peer can have sent beyond the limit: a message per receive of the link. */
 #define LIMIT_SLACK ((size_t) BOLT_LINK_RECEIVE_DEPTH * (LIMITED_SIZE + sizeof(struct bolt_unexpected)))
@@ -455,9 +458,17 @@ static bool nothing_held(struct rdm_endpoint *endpoint)
 	return true;
 }
 
-static struct bolt_endpoint *bolt_endpoint_of(struct rdm_endpoint *endpoint)
+/* What the endpoint keeps of its peers' messages no receive has taken. */
+static size_t unexpected_kept(struct rdm_endpoint *endpoint)
 {
-	return bolt_container_of(endpoint->ep, struct bolt_endpoint, ep_fid);
+	struct bolt_endpoint *bolt_endpoint = bolt_container_of(endpoint->ep, struct bolt_endpoint,
+								 ep_fid);
+	struct bolt_connection *connection, *next;
+	size_t kept = 0;
+
+	HASH_ITER(hh, bolt_endpoint->connections, connection, next)
+		kept += connection->unexpected_bytes;
+	return kept;
 }
 
 /* The flood's sender: its messages, then a receive for the large message, all completed. */
@@ -496,6 +507,65 @@ static int flooding_peer(int socket, void *argument)
 	return ret;
 }
 
+/* The second peer: its tagged messages, all completed, while the first peer waits. */
+static int second_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *out = malloc((size_t) SECOND_COUNT * LIMITED_SIZE);
+	uint64_t done;
+	int ret;
+
+	ret = out ? rdm_open_connected(&endpoint, options, socket) : 1;
+	for (size_t i = 0; !ret && i < SECOND_COUNT; i++) {
+		rdm_fill(out + i * LIMITED_SIZE, LIMITED_SIZE, (uint32_t) (900 + i));
+		ret = (int) fi_tsend(endpoint.ep, out + i * LIMITED_SIZE, LIMITED_SIZE, NULL,
+				     endpoint.peer, SECOND_TAG + i, NULL);
+	}
+	for (size_t i = 0; !ret && i < SECOND_COUNT; i++)
+		ret = rdm_wait(&endpoint, &entry, &error);
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &done);
+	if (out)
+		rdm_close(&endpoint);
+	free(out);
+	return ret;
+}
+
+/* The second peer's messages reach this end while it is over its limit for the first. */
+static void receive_from_second_peer(struct rdm_endpoint *endpoint, const struct rdm_options *options)
+{
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *in = calloc(SECOND_COUNT, LIMITED_SIZE);
+	fi_addr_t first = endpoint->peer;
+	int socket;
+	pid_t peer;
+
+	cr_assert(in);
+	peer = rdm_fork(second_peer, (void *) options, &socket);
+	cr_assert(peer > 0);
+	cr_assert_eq(rdm_connect(endpoint, socket), 0);
+	endpoint->peer = first;
+	for (size_t i = 0; i < SECOND_COUNT; i++)
+		cr_assert_eq(fi_trecv(endpoint->ep, in + i * LIMITED_SIZE, LIMITED_SIZE, NULL,
+				      FI_ADDR_UNSPEC, SECOND_TAG + i, 0, in + i * LIMITED_SIZE), 0);
+	for (size_t i = 0; i < SECOND_COUNT; i++) {
+		int ret = rdm_wait(endpoint, &entry, &error);
+
+		cr_assert_eq(ret, 0, "the second peer's message %zu: %d", i, ret);
+		cr_assert_eq(entry.op_context, in + i * LIMITED_SIZE);
+		cr_assert(rdm_check(in + i * LIMITED_SIZE, LIMITED_SIZE, (uint32_t) (900 + i)),
+			  "the second peer's message %zu arrived damaged", i);
+	}
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(rdm_join(peer), 0, "the second peer failed");
+	close(socket);
+	free(in);
+}
+
 static void flooded_by_peer(const char *profile, const char *tag)
 {
 	struct rdm_options options = { .profile = profile };
@@ -512,15 +582,16 @@ static void flooded_by_peer(const char *profile, const char *tag)
 	peer = rdm_pair_start(&options, tag, flooding_peer, &options, &endpoint, &socket);
 	cr_assert(peer > 0);
 	rdm_progress_for(&endpoint, 300);
-	kept = bolt_endpoint_of(&endpoint)->unexpected_bytes;
+	kept = unexpected_kept(&endpoint);
 	cr_assert_gt(kept, LIMIT, "the flood did not reach the limit: %zu bytes kept", kept);
 	cr_assert_leq(kept, LIMIT + LIMIT_SLACK, "%zu bytes kept, beyond the limit", kept);
 	cr_assert(!nothing_held(&endpoint), "no receive held back");
+	receive_from_second_peer(&endpoint, &options);
 	/* The peer, waiting for credits, still answers this end's large message. */
 	rdm_fill(large, LARGE_SIZE, 77);
 	cr_assert_eq(fi_send(endpoint.ep, large, LARGE_SIZE, NULL, endpoint.peer, large), 0);
 	rdm_expect_completion(&endpoint, large, 0);
-	cr_assert_leq(bolt_endpoint_of(&endpoint)->unexpected_bytes, LIMIT + LIMIT_SLACK);
+	cr_assert_leq(unexpected_kept(&endpoint), LIMIT + LIMIT_SLACK);
 	for (size_t i = 0; i < LIMITED_COUNT; i++)
 		cr_assert_eq(fi_recv(endpoint.ep, in + i * LIMITED_SIZE, LIMITED_SIZE, NULL,
 				     FI_ADDR_UNSPEC, in + i * LIMITED_SIZE), 0);
@@ -533,7 +604,7 @@ static void flooded_by_peer(const char *profile, const char *tag)
 		cr_assert(rdm_check(in + i * LIMITED_SIZE, LIMITED_SIZE, (uint32_t) (700 + i)),
 			  "message %zu arrived damaged", i);
 	}
-	cr_assert_eq(bolt_endpoint_of(&endpoint)->unexpected_bytes, 0);
+	cr_assert_eq(unexpected_kept(&endpoint), 0);
 	cr_assert(nothing_held(&endpoint), "receives still held back");
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the peer failed");

@@ -53,8 +53,8 @@ struct bolt_params {
 	int stripe_threshold;       /* FI_BOLT_STRIPE_THRESHOLD: bytes of a granted write striped from */
 	int rendezvous_threshold;   /* FI_BOLT_RENDEZVOUS_THRESHOLD: bytes written by RDMA from */
 	int bounce_size;            /* FI_BOLT_BOUNCE_SIZE: most bytes of a message written whole */
-	int unexpected_limit;       /* FI_BOLT_UNEXPECTED_LIMIT: bytes an endpoint keeps of messages
-				     * no receive has taken, before its peers must wait */
+	int unexpected_limit;       /* FI_BOLT_UNEXPECTED_LIMIT: bytes an endpoint keeps of a peer's
+				     * messages no receive has taken, before that peer must wait */
 	int collective_ring_threshold;  /* FI_BOLT_COLLECTIVE_RING_THRESHOLD: bytes */
 	int collective_doubling_members; /* FI_BOLT_COLLECTIVE_DOUBLING_MEMBERS: group size */
 	int collective_segment_size;    /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE: bytes */

@@ -335,6 +335,8 @@ struct bolt_connection {
 	uint64_t plain_writes;          /* of which without immediate data */
 	uint64_t reads_written_back;    /* our reads whose data the peer wrote by RDMA */
 	struct bolt_loss_watch loss;
+	size_t unexpected_bytes;        /* kept of its messages no receive has taken yet:
+					 * data and bookkeeping (FI_BOLT_UNEXPECTED_LIMIT) */
 	uint64_t next_request_id;
 	struct bolt_transmit *transmits;        /* in order, with something still to post */
 	struct bolt_transmit *waiting;          /* rendezvous asked: nothing to post until answered */
@@ -427,7 +429,6 @@ struct bolt_endpoint {
 	struct bolt_receive *posted_tagged;     /* fi_trecv, in order */
 	struct bolt_unexpected *unexpected;
 	struct bolt_unexpected *unexpected_tagged;
-	size_t unexpected_bytes;                /* kept for both: data and bookkeeping */
 
 	struct bolt_mr *mrs;                    /* FI_MR_ENDPOINT: enabled on it, by key */
 	int bound_mr_count;                     /* bound, enabled or not: must close first */
@@ -578,14 +579,16 @@ void bolt_transmit_progress(struct bolt_connection *connection);
 /* Posts the link's receives; 0 or a negative error code. */
 int bolt_receive_post_initial(struct bolt_link *link);
 /*
- * An endpoint keeps no more unexpected data than FI_BOLT_UNEXPECTED_LIMIT:
- * beyond it, the receives its peers' messages took are held back, and each
- * peer waits for credits (bolt_receive.c). When one endpoint falls back under
- * its limit (domain->release_held), every link of the domain posts what it
- * held again, at the next progress: not from inside matching, where a failed
- * post would fail connections while a receive is being handled.
+ * An endpoint keeps no more unexpected data from one peer than
+ * FI_BOLT_UNEXPECTED_LIMIT: beyond it, the receives that peer's messages took
+ * are held back, and the peer waits for credits (bolt_receive.c). Per peer,
+ * not per endpoint: a receiver full of one peer's messages must still take
+ * another's, which it may need first. When a connection falls back under the
+ * limit (domain->release_held), every link of the domain posts what it held
+ * again, at the next progress: not from inside matching, where a failed post
+ * would fail connections while a receive is being handled.
  */
-bool bolt_receive_over_limit(const struct bolt_endpoint *endpoint);
+bool bolt_receive_over_limit(const struct bolt_connection *connection);
 void bolt_receive_release_held(struct bolt_domain *domain);
 /*
  * Initiator of a new link: a SEND of no bytes with nonce as immediate data,

@@ -100,10 +100,10 @@ static const struct bolt_param bolt_param_table[] = {
 		"(default: 32768; 0, or one segment or less: none, such messages go by rendezvous "
 		"or in segments)"),
 	BOLT_INT_PARAM("unexpected_limit", unexpected_limit, 0, 1 << 30,
-		"Bytes of messages that arrived before their receive an endpoint keeps (their data "
-		"and bookkeeping); beyond it the endpoint stops taking more such data from its "
-		"peers, which wait until the application's receives take some, instead of growing "
-		"without bound (default: 8388608; 0: no more than the peers have already sent)"),
+		"Bytes of one peer's messages that arrived before their receive an endpoint keeps "
+		"(their data and bookkeeping); beyond it the endpoint takes no more such data from "
+		"that peer, which waits until the application's receives take some, instead of "
+		"growing without bound (default: 8388608; 0: no more than the peer has already sent)"),
 	BOLT_INT_PARAM("collective_ring_threshold", collective_ring_threshold, 0, 1 << 30,
 		"All-reduce, all-gather and reduce-scatter of at least this many bytes in all run "
 		"as a pipelined ring; smaller ones fully connected, in one round, or by recursive "

@@ -51,22 +51,29 @@ static struct bolt_unexpected **bolt_match_unexpected_list(struct bolt_endpoint 
 	return tagged ? &endpoint->unexpected_tagged : &endpoint->unexpected;
 }
 
-/* What an unexpected message of length bytes costs its endpoint (FI_BOLT_UNEXPECTED_LIMIT). */
+/* What an unexpected message costs its connection (FI_BOLT_UNEXPECTED_LIMIT). */
 static size_t bolt_match_unexpected_cost(const struct bolt_unexpected *unexpected)
 {
 	return sizeof(*unexpected) + (unexpected->data ? unexpected->length : 0);
 }
 
-/* Falling back under the limit lets the peers' held messages come again. */
-static void bolt_match_free_unexpected(struct bolt_endpoint *endpoint, struct bolt_unexpected *unexpected)
+static void bolt_match_discard_unexpected(struct bolt_endpoint *endpoint,
+					  struct bolt_unexpected *unexpected)
 {
-	bool over = bolt_receive_over_limit(endpoint);
-
 	DL_DELETE(*bolt_match_unexpected_list(endpoint, unexpected->tagged), unexpected);
-	endpoint->unexpected_bytes -= bolt_match_unexpected_cost(unexpected);
 	free(unexpected->data);
 	free(unexpected);
-	if (over && !bolt_receive_over_limit(endpoint))
+}
+
+/* Its connection falling back under the limit lets that peer's held messages come again. */
+static void bolt_match_free_unexpected(struct bolt_endpoint *endpoint, struct bolt_unexpected *unexpected)
+{
+	struct bolt_connection *connection = unexpected->connection;
+	bool over = bolt_receive_over_limit(connection);
+
+	connection->unexpected_bytes -= bolt_match_unexpected_cost(unexpected);
+	bolt_match_discard_unexpected(endpoint, unexpected);
+	if (over && !bolt_receive_over_limit(connection))
 		endpoint->domain->release_held = true;
 }
 
@@ -289,7 +296,7 @@ int bolt_match_start(struct bolt_connection *connection, struct bolt_inbound *in
 	unexpected->tag = header->tag;
 	unexpected->cq_data = header->cq_data;
 	unexpected->length = header->total_length;
-	endpoint->unexpected_bytes += bolt_match_unexpected_cost(unexpected);
+	connection->unexpected_bytes += bolt_match_unexpected_cost(unexpected);
 	DL_APPEND(*bolt_match_unexpected_list(endpoint, tagged), unexpected);
 	inbound->unexpected = unexpected;
 	return 0;
@@ -439,12 +446,13 @@ static void bolt_match_free_receives(struct bolt_receive **list)
 	}
 }
 
+/* Closing the endpoint: its connections, which the counts belong to, are gone already. */
 static void bolt_match_free_unexpected_list(struct bolt_endpoint *endpoint, bool tagged)
 {
 	struct bolt_unexpected *unexpected, *next;
 
 	DL_FOREACH_SAFE(*bolt_match_unexpected_list(endpoint, tagged), unexpected, next)
-		bolt_match_free_unexpected(endpoint, unexpected);
+		bolt_match_discard_unexpected(endpoint, unexpected);
 }
 
 void bolt_match_free_all(struct bolt_endpoint *endpoint)

@@ -4,9 +4,9 @@
  * connection's slot and sequence) before anything in it is trusted, handled
  * by its op on its connection, and its buffer posted again with the next
  * few, which earns the peer credits back on the link. While an endpoint
- * keeps more unexpected data than FI_BOLT_UNEXPECTED_LIMIT, the buffers its
- * messages took are held back instead: their credits stay here, and the peer
- * waits rather than this process growing without bound.
+ * keeps more of a peer's unexpected data than FI_BOLT_UNEXPECTED_LIMIT, the
+ * buffers that peer's messages took are held back instead: their credits stay
+ * here, and the peer waits rather than this process growing without bound.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,9 +74,10 @@ static int bolt_receive_repost(struct bolt_link *link, struct bolt_control_buffe
 	return 0;
 }
 
-bool bolt_receive_over_limit(const struct bolt_endpoint *endpoint)
+bool bolt_receive_over_limit(const struct bolt_connection *connection)
 {
-	return endpoint->unexpected_bytes > (size_t) endpoint->domain->fabric->params.unexpected_limit;
+	return connection->unexpected_bytes >
+	       (size_t) connection->endpoint->domain->fabric->params.unexpected_limit;
 }
 
 /*
@@ -88,7 +89,7 @@ static bool bolt_receive_should_hold(const struct bolt_link *link,
 				     const struct bolt_connection *connection, bool message)
 {
 	return message && connection && link->held_count < BOLT_LINK_RECEIVE_DEPTH &&
-	       bolt_receive_over_limit(connection->endpoint);
+	       bolt_receive_over_limit(connection);
 }
 
 void bolt_receive_release_held(struct bolt_domain *domain)
