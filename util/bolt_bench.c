@@ -33,7 +33,7 @@
 #define BENCH_POOL_SIZE 256             /* operations in flight, receives included */
 #define BENCH_MAX_WINDOW 64
 #define BENCH_NAME_SIZE 256
-#define BENCH_TIMEOUT_S 30.0            /* for completions, and for data to land */
+#define BENCH_TIMEOUT_S 30.0            /* without a completion, and for data to land */
 #define BENCH_LANDING_TIMEOUT_S 5.0     /* for written data to show at the target */
 #define BENCH_SOCKET_TIMEOUT_S 120.0    /* for the peer's next message */
 #define BENCH_MR_KEY 0xb017             /* requested keys, without FI_MR_PROV_KEY */
@@ -179,18 +179,35 @@ static int bench_progress(struct bench_endpoint *endpoint)
 	return 0;
 }
 
+/*
+ * Whether count has not moved for BENCH_TIMEOUT_S: a run is judged by its
+ * progress, not its length, which a slow device (Soft-RoCE in a VM) stretches.
+ */
+static bool bench_stalled(uint64_t count, uint64_t *seen, double *deadline)
+{
+	double now = bench_now();
+
+	if (count != *seen) {
+		*seen = count;
+		*deadline = now + BENCH_TIMEOUT_S;
+		return false;
+	}
+	return now > *deadline;
+}
+
 /* Progresses until *counter reaches goal. */
 static int bench_wait_count(struct bench_endpoint *endpoint, const uint64_t *counter,
 			    uint64_t goal)
 {
 	double deadline = bench_now() + BENCH_TIMEOUT_S;
+	uint64_t seen = *counter;
 
 	while (*counter < goal) {
 		int ret = bench_progress(endpoint);
 
 		if (ret)
 			return ret;
-		if (bench_now() > deadline)
+		if (bench_stalled(*counter, &seen, &deadline))
 			return bench_fail("waiting for completions", -FI_ETIMEDOUT);
 	}
 	return 0;
@@ -509,6 +526,7 @@ static int bench_connect(struct bench_endpoint *endpoint)
 static int bench_serve_send(struct bench_endpoint *endpoint, const struct bench_request *request)
 {
 	uint64_t depth = 2 * (uint64_t) request->window, posted = 0, base = endpoint->receives_done;
+	uint64_t seen = endpoint->receives_done;
 	double deadline = bench_now() + BENCH_TIMEOUT_S;
 	int ret = 0;
 
@@ -524,7 +542,7 @@ static int bench_serve_send(struct bench_endpoint *endpoint, const struct bench_
 		for (; !ret && posted < request->iterations &&
 		       posted - (endpoint->receives_done - base) < depth; posted++)
 			ret = bench_post(endpoint, BENCH_RECEIVE, request->size);
-		if (!ret && bench_now() > deadline)
+		if (!ret && bench_stalled(endpoint->receives_done, &seen, &deadline))
 			ret = bench_fail("receiving every message", -FI_ETIMEDOUT);
 	}
 	if (!ret)
@@ -623,7 +641,7 @@ static int bench_ask(struct bench_endpoint *endpoint, const struct bench_request
 static int bench_transmit_window(struct bench_endpoint *endpoint, enum bench_kind kind,
 				 const struct bench_request *request)
 {
-	uint64_t base = endpoint->transmits_done, posted = 0;
+	uint64_t base = endpoint->transmits_done, posted = 0, seen = endpoint->transmits_done;
 	double deadline = bench_now() + BENCH_TIMEOUT_S;
 	int ret = 0;
 
@@ -633,7 +651,7 @@ static int bench_transmit_window(struct bench_endpoint *endpoint, enum bench_kin
 			ret = bench_post(endpoint, kind, request->size);
 		if (!ret)
 			ret = bench_progress(endpoint);
-		if (!ret && bench_now() > deadline)
+		if (!ret && bench_stalled(endpoint->transmits_done, &seen, &deadline))
 			ret = bench_fail("waiting for completions", -FI_ETIMEDOUT);
 	}
 	return ret;
