@@ -3,6 +3,7 @@
  * profiles of the software device, with and without RDMA write: every size
  * from empty to many segments arrives intact, with its length, tag and data.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -573,12 +574,14 @@ static void flooded_by_peer(const char *profile, const char *tag)
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *in = calloc(LIMITED_COUNT, LIMITED_SIZE), *large = malloc(LARGE_SIZE);
+	char limit[16];
 	size_t kept;
 	int socket;
 	pid_t peer;
 
 	cr_assert(in && large);
-	setenv("FI_BOLT_UNEXPECTED_LIMIT", "262144", 1);
+	snprintf(limit, sizeof(limit), "%d", LIMIT);
+	setenv("FI_BOLT_UNEXPECTED_LIMIT", limit, 1);
 	peer = rdm_pair_start(&options, tag, flooding_peer, &options, &endpoint, &socket);
 	cr_assert(peer > 0);
 	rdm_progress_for(&endpoint, 300);

@@ -298,9 +298,9 @@ struct bolt_link {
 								       * reclaimed with the link */
 	uint32_t unposted_count;
 	struct bolt_control_buffer *held[BOLT_LINK_RECEIVE_DEPTH]; /* handled messages' receives
-								  * not posted again while an
-								  * endpoint keeps too much
-								  * unexpected data */
+								  * not posted again while their
+								  * connection is over its
+								  * unexpected limit */
 	uint32_t held_count;
 	int outstanding_sends;          /* posted on its queue pair, send completion pending */
 	uint64_t retired_generation;    /* retired: the domain poll its buffers wait for */

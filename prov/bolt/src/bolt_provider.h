@@ -75,7 +75,7 @@ struct bolt_domain {
 	uint64_t domain_id;                   /* random, never 0: how peers tell domains apart */
 	struct bolt_link *links;              /* control queue pairs to peer domains (bolt_link.c) */
 	struct bolt_link *retired_links;      /* their queue pairs gone, buffers not yet reclaimed */
-	bool release_held;                    /* an endpoint fell under its unexpected limit: links
+	bool release_held;                    /* a connection fell under its unexpected limit: links
 					       * post their held receives at the next progress */
 	struct bolt_endpoint *endpoints;      /* utlist of enabled endpoints, for progress */
 	uint64_t poll_generation;             /* times the device CQs were polled empty */
