@@ -446,7 +446,11 @@ static void bolt_match_free_receives(struct bolt_receive **list)
 	}
 }
 
-/* Closing the endpoint: its connections, which the counts belong to, are gone already. */
+/*
+ * Closing the endpoint: its connections, which the counts belong to, are gone
+ * already. Receives held for them may sit on links other endpoints share:
+ * those post them again at their next progress.
+ */
 static void bolt_match_free_unexpected_list(struct bolt_endpoint *endpoint, bool tagged)
 {
 	struct bolt_unexpected *unexpected, *next;
@@ -461,4 +465,5 @@ void bolt_match_free_all(struct bolt_endpoint *endpoint)
 	bolt_match_free_receives(&endpoint->posted_tagged);
 	bolt_match_free_unexpected_list(endpoint, false);
 	bolt_match_free_unexpected_list(endpoint, true);
+	endpoint->domain->release_held = true;
 }
