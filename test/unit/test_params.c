@@ -17,6 +17,7 @@ static void clear_environment(void)
 		"FI_BOLT_SOFT_SEED", "FI_BOLT_SOFT_COPY", "FI_BOLT_JOB_KEY", "FI_BOLT_SIDE_CHANNEL_ADDRESS",
 		"FI_BOLT_RENDEZVOUS_THRESHOLD", "FI_BOLT_STRIPE_PORTS", "FI_BOLT_RAIL_PROBE_TIMEOUT",
 		"FI_BOLT_STRIPE_THRESHOLD", "FI_BOLT_BOUNCE_SIZE", "FI_BOLT_UNEXPECTED_LIMIT",
+		"FI_BOLT_RECEIVE_GRANTS",
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -42,6 +43,7 @@ Test(params, defaults)
 	cr_expect_eq(params.rendezvous_threshold, 16384);
 	cr_expect_eq(params.bounce_size, 32768);
 	cr_expect_eq(params.unexpected_limit, 8 << 20);
+	cr_expect_eq(params.receive_grants, 16);
 	cr_expect_eq(params.stripe_ports, -1);
 	cr_expect_eq(params.rail_probe_timeout, 200);
 	cr_expect_eq(params.stripe_threshold, 1 << 20);
@@ -62,6 +64,7 @@ Test(params, values_are_read)
 	setenv("FI_BOLT_RAIL_PROBE_TIMEOUT", "50", 1);
 	setenv("FI_BOLT_BOUNCE_SIZE", "0", 1);
 	setenv("FI_BOLT_UNEXPECTED_LIMIT", "0", 1);
+	setenv("FI_BOLT_RECEIVE_GRANTS", "0", 1);
 	cr_assert_eq(bolt_params_read(&params), 0);
 	cr_expect_str_eq(params.soft_profile, "thunderbolt");
 	cr_expect_eq(params.gid_index, 1);
@@ -74,6 +77,7 @@ Test(params, values_are_read)
 	cr_expect_eq(params.rail_probe_timeout, 50);
 	cr_expect_eq(params.bounce_size, 0);
 	cr_expect_eq(params.unexpected_limit, 0);
+	cr_expect_eq(params.receive_grants, 0);
 }
 
 Test(params, rocev2_profile_is_accepted)
@@ -106,6 +110,8 @@ Test(params, invalid_values_are_rejected)
 		{ "FI_BOLT_BOUNCE_SIZE", "16777217" },         /* more than 16 MiB */
 		{ "FI_BOLT_UNEXPECTED_LIMIT", "-1" },
 		{ "FI_BOLT_UNEXPECTED_LIMIT", "1073741825" },  /* more than 1 GiB */
+		{ "FI_BOLT_RECEIVE_GRANTS", "-1" },
+		{ "FI_BOLT_RECEIVE_GRANTS", "33" },            /* more than a peer keeps */
 		{ "FI_BOLT_SOFT_TOPOLOGY",
 		  "a-topology-name-that-is-far-longer-than-the-sixty-three-characters-allowed" },
 	};

@@ -55,6 +55,7 @@ struct bolt_params {
 	int bounce_size;            /* FI_BOLT_BOUNCE_SIZE: most bytes of a message written whole */
 	int unexpected_limit;       /* FI_BOLT_UNEXPECTED_LIMIT: bytes an endpoint keeps of a peer's
 				     * messages no receive has taken, before that peer must wait */
+	int receive_grants;         /* FI_BOLT_RECEIVE_GRANTS: receives granted a peer ahead, at most */
 	int collective_ring_threshold;  /* FI_BOLT_COLLECTIVE_RING_THRESHOLD: bytes */
 	int collective_doubling_members; /* FI_BOLT_COLLECTIVE_DOUBLING_MEMBERS: group size */
 	int collective_segment_size;    /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE: bytes */
@@ -79,6 +80,9 @@ struct bolt_params {
  * 32 KiB messages in flight, small against a process's memory.
  */
 #define BOLT_UNEXPECTED_LIMIT (8 << 20)
+/* FI_BOLT_RECEIVE_GRANTS: its default, and the most a peer keeps of them at once. */
+#define BOLT_RECEIVE_GRANTS 16
+#define BOLT_RECEIVE_GRANTS_MAX 32
 
 /* Defines the parameters with libfabric; safe to call more than once. */
 void bolt_params_define(void);

@@ -149,6 +149,9 @@ struct bolt_transmit {
 	uint64_t remote_address;
 	uint64_t remote_key;
 	uint64_t request_id;            /* ours, or the peer's for a reply */
+	uint64_t message_number;        /* an untagged message's, as the peer counts them: the
+					 * receive it grants ahead for it (header tag) */
+	bool receive_granted;           /* WRITE phase: into the receive the peer granted, no answer */
 	char *inject_copy;              /* FI_INJECT: the data, owned */
 	struct bolt_transmit *prev, *next;
 };
@@ -165,7 +168,29 @@ struct bolt_receive {
 	fi_addr_t source;               /* FI_ADDR_UNSPEC: any */
 	uint64_t tag;
 	uint64_t ignore;
+	uint64_t sequence;              /* posting order: a granted receive given back keeps its place */
+	bool cancelled;                 /* fi_cancel while granted: ends when given back */
 	struct bolt_receive *prev, *next;
+};
+
+/*
+ * Receives granted ahead (protocol/bolt_receive_grant.c). The receiver's
+ * record of one: the peer's untagged message it is for, and its buffer's
+ * registration while the peer may write it.
+ */
+struct bolt_granted_receive {
+	uint64_t number;
+	struct bolt_receive *receive;
+	struct bolt_registration registration;
+	struct bolt_granted_receive *prev, *next;       /* connection->granted, by number */
+};
+
+/* The sender's: where the peer's receive for our untagged message number is. */
+struct bolt_receive_grant {
+	uint64_t number;
+	uint64_t address;
+	uint64_t length;
+	uint32_t rkey;
 };
 
 /* A message that arrived before a receive matched it; data is a copy. */
@@ -337,6 +362,18 @@ struct bolt_connection {
 	struct bolt_loss_watch loss;
 	size_t unexpected_bytes;        /* kept of its messages no receive has taken yet:
 					 * data and bookkeeping (FI_BOLT_UNEXPECTED_LIMIT) */
+	/* Receives granted ahead: ours to the peer, */
+	uint64_t messages_arrived;      /* its untagged messages so far */
+	struct bolt_granted_receive *granted;   /* for its next ones, in order */
+	uint32_t granted_count;
+	uint64_t granted_written;       /* its messages written into them */
+	bool grants_revoking;           /* it was told to stop using them; none granted until it answers */
+	/* and the peer's to us. */
+	uint64_t messages_started;      /* our untagged messages so far */
+	uint64_t messages_posted;       /* the last of them that went out (or took its grant) */
+	struct bolt_receive_grant peer_grants[BOLT_RECEIVE_GRANTS_MAX];    /* a ring, by number */
+	uint32_t peer_grants_first;
+	uint32_t peer_grants_count;
 	uint64_t next_request_id;
 	struct bolt_transmit *transmits;        /* in order, with something still to post */
 	struct bolt_transmit *waiting;          /* rendezvous asked: nothing to post until answered */
@@ -426,6 +463,11 @@ struct bolt_endpoint {
 	uint64_t side_channels_watched_ns;      /* else they are looked at this often */
 
 	struct bolt_receive *posted;            /* fi_recv, in order */
+	uint64_t receives_posted;               /* numbers them (bolt_receive's sequence) */
+	/* Receives granted ahead: untagged ones for any source go to grant_peer, */
+	struct bolt_connection *grant_peer;
+	struct bolt_connection *last_large_sender;      /* whom two large messages in a row name */
+	uint32_t unspecified_grants;            /* granted receives for any source, all peers' */
 	struct bolt_receive *posted_tagged;     /* fi_trecv, in order */
 	struct bolt_unexpected *unexpected;
 	struct bolt_unexpected *unexpected_tagged;
@@ -782,8 +824,49 @@ bool bolt_bounce_immediate(const struct bolt_link *link, const struct ibv_wc *wc
 const char *bolt_bounce_arrived(const struct bolt_link *link, const struct ibv_wc *wc,
 				struct bolt_wire_header *header, const char **payload);
 
+/* Receives granted ahead (protocol/bolt_receive_grant.c). */
+/* Receiver: grants the receives at the head of the posted list that a peer's next messages take. */
+void bolt_receive_grant_offer(struct bolt_endpoint *endpoint);
+/*
+ * Receiver: counts the peer's untagged message number (the header's tag),
+ * of length bytes; the receive granted for it, taken from the grants, or
+ * NULL. -FI_EIO, the connection failed, if messages before it were lost.
+ */
+int bolt_receive_grant_take(struct bolt_connection *connection, uint64_t number, uint64_t length,
+			    struct bolt_receive **receive);
+/* Receiver: the peer's message number, of length bytes, is in the receive granted for it. */
+void bolt_receive_grant_landed(struct bolt_connection *connection, uint64_t number, uint64_t length);
+/* Receiver on UC: the same, for a write with immediate data that names a message. */
+void bolt_receive_grant_written(struct bolt_connection *connection, const struct ibv_wc *wc);
+bool bolt_receive_grant_immediate_names(uint32_t immediate);
+/* Sender on UC: the immediate data of the write of our message number into its granted receive. */
+uint32_t bolt_receive_grant_immediate(const struct bolt_connection *connection, uint64_t number);
+/* Receiver: connection's message found no receive: peers holding receives for any source give them back. */
+void bolt_receive_grant_revoke_others(struct bolt_connection *connection);
+/* Receiver: the peer answered the revoke: the grants still open go back to the posted list. */
+void bolt_receive_grant_revoke_answered(struct bolt_connection *connection);
+/* Receiver: fi_cancel of a granted receive: 0 once it is asked back; -FI_ENOENT if none. */
+int bolt_receive_grant_cancel(struct bolt_endpoint *endpoint, void *context);
+/*
+ * Receiver: the peer's messages were lost: the receive granted for the next
+ * one ends with FI_EIO, as a receive matched to a lost message does.
+ */
+void bolt_receive_grant_lost(struct bolt_connection *connection);
+/*
+ * The connection fails (reuse: its granted receives go back to the posted
+ * list) or closes (they are freed); the peer's grants are forgotten.
+ */
+void bolt_receive_grant_release(struct bolt_connection *connection, bool reuse);
+/* Sender: the peer granted a receive, or asks its grants back. */
+void bolt_receive_grant_arrived(struct bolt_connection *connection, const struct bolt_wire_header *header);
+void bolt_receive_grant_revoked(struct bolt_connection *connection);
+/* Sender: transmit, an untagged message about to go out, takes the receive granted for it, if any. */
+void bolt_receive_grant_use(struct bolt_connection *connection, struct bolt_transmit *transmit);
+
 /* Matching (protocol/bolt_match.c). */
 void bolt_match_post(struct bolt_endpoint *endpoint, struct bolt_receive *receive);
+/* A receive granted ahead comes back: it takes a waiting message, or its place in the posted list. */
+void bolt_match_return(struct bolt_endpoint *endpoint, struct bolt_receive *receive);
 /*
  * The first segment of a message from connection, payload_length bytes at
  * payload (all of it, from a bounce buffer): matched or kept as unexpected.

@@ -104,6 +104,11 @@ static const struct bolt_param bolt_param_table[] = {
 		"(their data and bookkeeping); beyond it the endpoint takes no more such data from "
 		"that peer, which waits until the application's receives take some, instead of "
 		"growing without bound (default: 8388608; 0: no more than the peer has already sent)"),
+	BOLT_INT_PARAM("receive_grants", receive_grants, 0, BOLT_RECEIVE_GRANTS_MAX,
+		"Untagged receives of at least FI_BOLT_RENDEZVOUS_THRESHOLD bytes an endpoint "
+		"grants ahead to the peer whose messages will take them, at most, so that the peer "
+		"writes those messages straight into them, without a request and its answer "
+		"(default: 16; 0: none, every large message asks)"),
 	BOLT_INT_PARAM("collective_ring_threshold", collective_ring_threshold, 0, 1 << 30,
 		"All-reduce, all-gather and reduce-scatter of at least this many bytes in all run "
 		"as a pipelined ring; smaller ones fully connected, in one round, or by recursive "
@@ -138,6 +143,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.rendezvous_threshold = BOLT_RENDEZVOUS_THRESHOLD,
 	.bounce_size = BOLT_BOUNCE_SIZE,
 	.unexpected_limit = BOLT_UNEXPECTED_LIMIT,
+	.receive_grants = BOLT_RECEIVE_GRANTS,
 	.collective_ring_threshold = 131072,
 	.collective_doubling_members = 4,
 	.collective_segment_size = 4 << 20,

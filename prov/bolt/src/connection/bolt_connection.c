@@ -277,6 +277,7 @@ void bolt_connection_fail(struct bolt_connection *connection, int error, const c
 	connection->error = error ? error : FI_EIO;
 	bolt_connection_release_device(connection);
 	bolt_rendezvous_release(connection, connection->error);
+	bolt_receive_grant_release(connection, true);
 	connection->reclaim_pending = true;
 	connection->failed_generation = domain->poll_generation;
 	bolt_transmit_fail_all(connection);
@@ -290,6 +291,7 @@ void bolt_connection_destroy(struct bolt_connection *connection)
 
 	bolt_connection_release_device(connection);
 	bolt_rendezvous_release(connection, 0);
+	bolt_receive_grant_release(connection, false);
 	bolt_transmit_discard_all(connection);
 	bolt_direct_write_forget_all(connection);
 	HASH_DEL(endpoint->connections, connection);

@@ -38,6 +38,7 @@ static bool bolt_loss_waiting(const struct bolt_connection *connection)
 
 void bolt_loss_fail(struct bolt_connection *connection, const char *why)
 {
+	bolt_receive_grant_lost(connection);
 	if (connection->link)
 		connection->link->retiring = true;
 	bolt_connection_fail(connection, FI_EIO, why);

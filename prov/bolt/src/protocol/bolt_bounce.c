@@ -155,7 +155,8 @@ bool bolt_bounce_describe(struct bolt_transmit *transmit, const struct bolt_cont
 bool bolt_bounce_immediate(const struct bolt_link *link, const struct ibv_wc *wc)
 {
 	return link->qp->qp_type == IBV_QPT_UC &&
-	       (wc->imm_data & (BOLT_IMMEDIATE_WRITE_BACK | BOLT_IMMEDIATE_ID)) == BOLT_IMMEDIATE_BOUNCE;
+	       (wc->imm_data & (BOLT_IMMEDIATE_WRITE_BACK | BOLT_IMMEDIATE_GRANTED | BOLT_IMMEDIATE_ID)) ==
+	       BOLT_IMMEDIATE_BOUNCE;
 }
 
 const char *bolt_bounce_arrived(const struct bolt_link *link, const struct ibv_wc *wc,

@@ -242,8 +242,30 @@ void bolt_match_post(struct bolt_endpoint *endpoint, struct bolt_receive *receiv
 					       failed->error);
 		return;
 	}
-	if (receive->tagged)
+	if (receive->tagged) {
 		DL_APPEND(endpoint->posted_tagged, receive);
+		return;
+	}
+	receive->sequence = ++endpoint->receives_posted;
+	DL_APPEND(endpoint->posted, receive);
+	bolt_receive_grant_offer(endpoint);
+}
+
+void bolt_match_return(struct bolt_endpoint *endpoint, struct bolt_receive *receive)
+{
+	struct bolt_unexpected *unexpected = bolt_match_find_unexpected(endpoint, endpoint->unexpected,
+									receive);
+	struct bolt_receive *later;
+
+	if (unexpected) {
+		bolt_match_take(endpoint, unexpected, receive);
+		return;
+	}
+	DL_FOREACH(endpoint->posted, later)
+		if (later->sequence > receive->sequence)
+			break;
+	if (later)
+		DL_PREPEND_ELEM(endpoint->posted, later, receive);
 	else
 		DL_APPEND(endpoint->posted, receive);
 }
@@ -279,9 +301,23 @@ int bolt_match_start(struct bolt_connection *connection, struct bolt_inbound *in
 	inbound->length = header->total_length;
 	inbound->rendezvous = header->op == BOLT_WIRE_RENDEZVOUS;
 	inbound->request_id = header->request_id;
-	inbound->receive = bolt_match_find_posted(endpoint, connection, tagged, header->tag);
+	/* An untagged message takes the receive granted for it, if there is one. */
+	if (!tagged) {
+		inbound->tag = 0;       /* its number */
+		if (bolt_receive_grant_take(connection, header->tag, header->total_length,
+					    &inbound->receive))
+			return -FI_EIO;
+	}
+	if (!inbound->receive)
+		inbound->receive = bolt_match_find_posted(endpoint, connection, tagged, header->tag);
+	/* Then the receives its peer's next messages take may be granted. */
+	if (!tagged)
+		bolt_receive_grant_offer(endpoint);
 	if (inbound->receive)
 		return 0;
+	/* Receives granted to others for any source are asked back: this message may want one. */
+	if (!tagged)
+		bolt_receive_grant_revoke_others(connection);
 	unexpected = calloc(1, sizeof(*unexpected));
 	/* A rendezvous keeps its data at the sender until a receive matches. */
 	if (!unexpected || (!inbound->rendezvous &&
@@ -293,7 +329,7 @@ int bolt_match_start(struct bolt_connection *connection, struct bolt_inbound *in
 	unexpected->connection = connection;
 	unexpected->tagged = tagged;
 	unexpected->wire_flags = header->flags;
-	unexpected->tag = header->tag;
+	unexpected->tag = inbound->tag;
 	unexpected->cq_data = header->cq_data;
 	unexpected->length = header->total_length;
 	connection->unexpected_bytes += bolt_match_unexpected_cost(unexpected);
@@ -393,8 +429,9 @@ int bolt_match_cancel(struct bolt_endpoint *endpoint, void *context)
 
 	if (!receive)
 		receive = bolt_match_remove_context(&endpoint->posted_tagged, context);
+	/* A granted receive ends once its peer gives it back, unless the peer wrote it first. */
 	if (!receive)
-		return -FI_ENOENT;
+		return bolt_receive_grant_cancel(endpoint, context);
 	bolt_endpoint_complete_receive(endpoint, receive, NULL, 0, 0, 0, receive->tag, 0,
 				       FI_ECANCELED);
 	return 0;

@@ -238,6 +238,15 @@ static void bolt_receive_dispatch(struct bolt_connection *connection,
 	case BOLT_WIRE_REGION_REVOKED:
 		bolt_direct_write_revoke_answered(connection, header);
 		break;
+	case BOLT_WIRE_RECEIVE_GRANT:
+		bolt_receive_grant_arrived(connection, header);
+		break;
+	case BOLT_WIRE_RECEIVE_REVOKE:
+		bolt_receive_grant_revoked(connection);
+		break;
+	case BOLT_WIRE_RECEIVE_REVOKED:
+		bolt_receive_grant_revoke_answered(connection);
+		break;
 	case BOLT_WIRE_CREDIT:
 		break;
 	}
@@ -259,10 +268,16 @@ static struct bolt_connection *bolt_receive_write_connection(const struct bolt_l
 /* A write with immediate data landed for connection: no message, its data is in place. */
 static void bolt_receive_landed(struct bolt_connection *connection, const struct ibv_wc *wc)
 {
-	/* On UC, immediate data that names a transfer is a stripe's; without, a direct write's. */
+	/*
+	 * On UC, immediate data that names a transfer is a stripe's, one that names
+	 * a message a message's written into a granted receive; without, a direct
+	 * write's.
+	 */
 	if (!bolt_rendezvous_unreliable(connection) ||
-	    !(wc->imm_data & (BOLT_IMMEDIATE_ID | BOLT_IMMEDIATE_WRITE_BACK)))
+	    !(wc->imm_data & (BOLT_IMMEDIATE_ID | BOLT_IMMEDIATE_WRITE_BACK | BOLT_IMMEDIATE_GRANTED)))
 		bolt_direct_write_arrived(connection, wc);
+	else if (bolt_receive_grant_immediate_names(wc->imm_data))
+		bolt_receive_grant_written(connection, wc);
 	else if (!bolt_rendezvous_stripe_landed(connection, wc) &&
 		 !bolt_rendezvous_read_landed(connection, wc))
 		bolt_connection_fail(connection, FI_EIO, "a stripe for no transfer");

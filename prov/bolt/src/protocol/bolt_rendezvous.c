@@ -324,7 +324,9 @@ void bolt_rendezvous_describe_write(const struct bolt_transmit *transmit, struct
 	wr->sg_list = sge;
 	wr->num_sge = 1;
 	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-	wr->imm_data = bolt_rendezvous_immediate(transmit->connection, transmit->request_id,
+	wr->imm_data = transmit->receive_granted ?
+		       bolt_receive_grant_immediate(transmit->connection, transmit->message_number) :
+		       bolt_rendezvous_immediate(transmit->connection, transmit->request_id,
 						 transmit->op == BOLT_WIRE_READ_RESPONSE);
 	wr->wr.rdma.remote_addr = transmit->target_address;
 	wr->wr.rdma.rkey = transmit->target_rkey;
@@ -470,6 +472,11 @@ void bolt_rendezvous_done(struct bolt_connection *connection, const struct bolt_
 	struct bolt_inbound *record = bolt_rendezvous_find(connection, header->request_id);
 	bool write = header->flags & BOLT_WIRE_FLAG_WRITE;
 
+	/* RC: a message written into a receive granted ahead, of which there is no record. */
+	if (!record && !write && (header->flags & BOLT_WIRE_FLAG_GRANTED)) {
+		bolt_receive_grant_landed(connection, header->tag, header->total_length);
+		return;
+	}
 	if (!record || record->write != write || (!write && !record->receive) ||
 	    header->total_length != record->length) {
 		bolt_connection_fail(connection, FI_EIO, "rendezvous done for no request");

@@ -187,7 +187,7 @@ static void bolt_transmit_header(struct bolt_connection *connection, struct bolt
 /* What every message of an operation says about it. */
 static void bolt_transmit_describe(struct bolt_wire_header *header, const struct bolt_transmit *transmit)
 {
-	header->tag = transmit->tag;
+	header->tag = transmit->message_number ? transmit->message_number : transmit->tag;
 	header->cq_data = transmit->cq_data;
 	header->request_id = transmit->request_id;
 	header->total_length = transmit->length;
@@ -230,6 +230,8 @@ static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
 	header->flags |= BOLT_WIRE_FLAG_LAST;
 	if (transmit->op == BOLT_WIRE_WRITE)
 		header->flags |= BOLT_WIRE_FLAG_WRITE;
+	if (transmit->receive_granted)
+		header->flags |= BOLT_WIRE_FLAG_GRANTED;
 	if (asking && transmit->op == BOLT_WIRE_WRITE && !bolt_rendezvous_wants_ack(transmit))
 		header->flags |= BOLT_WIRE_FLAG_NO_ACK;
 	if (asking) {
@@ -431,6 +433,9 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 		if (blocked && !transmit->internal)
 			continue;
 		while (!transmit->posted_last && bolt_transmit_may_go(connection, transmit)) {
+			/* Its turn: the receive the peer granted it, if one came, before it asks. */
+			if (transmit->message_number > connection->messages_posted)
+				bolt_receive_grant_use(connection, transmit);
 			if (transmit->rendezvous == BOLT_RENDEZVOUS_WRITE && transmit->rail_mask) {
 				if (!bolt_transmit_stripes(connection, transmit))
 					break;
@@ -557,6 +562,7 @@ int bolt_transmit_detach(struct bolt_transmit *transmit)
 					  transmit->reply_pending;
 		transmit->rail_mask = 0;
 		transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
+		transmit->receive_granted = false;
 		transmit->sent = 0;
 	}
 	transmit->inject_copy = copy;
@@ -684,6 +690,9 @@ void bolt_transmit_start(struct bolt_transmit *transmit)
 		if (!(connection->next_request_id & BOLT_IMMEDIATE_ID))
 			connection->next_request_id++;
 		transmit->request_id = connection->next_request_id++;
+		/* Numbered as the peer counts them, for the receives it grants ahead. */
+		if (transmit->op == BOLT_WIRE_MESSAGE && !(transmit->flags & FI_TAGGED))
+			transmit->message_number = ++connection->messages_started;
 		if (transmit->op == BOLT_WIRE_READ_REQUEST)
 			bolt_rendezvous_read_prepare(transmit);
 		bolt_transmit_choose_path(connection, transmit);

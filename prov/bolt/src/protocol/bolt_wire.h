@@ -43,7 +43,12 @@ enum bolt_wire_op {
 	BOLT_WIRE_RAIL_PROBE_SENT,  /* stripe rail request_id: the probe with nonce tag is sent */
 	BOLT_WIRE_REGION_REVOKED,   /* the revoke request_id arrived: every direct write to its
 				     * region is on the wire ahead of this */
-	BOLT_WIRE_OP_LAST = BOLT_WIRE_REGION_REVOKED,
+	BOLT_WIRE_RECEIVE_GRANT,    /* the receive for our untagged message number request_id:
+				     * total_length bytes at address, device rkey key */
+	BOLT_WIRE_RECEIVE_REVOKE,   /* use no more receive grants, and answer */
+	BOLT_WIRE_RECEIVE_REVOKED,  /* every message written into a granted receive is on the
+				     * wire ahead of this */
+	BOLT_WIRE_OP_LAST = BOLT_WIRE_RECEIVE_REVOKED,
 };
 
 /* Ops whose payload is a segment of data, at offset within total_length. */
@@ -58,7 +63,8 @@ enum bolt_wire_flag {
 	BOLT_WIRE_FLAG_LAST = 1 << 2,       /* the last segment of its message or request */
 	BOLT_WIRE_FLAG_WRITE = 1 << 3,      /* a rendezvous for fi_write, at key + address */
 	BOLT_WIRE_FLAG_NO_ACK = 1 << 4,     /* a rendezvous write whose initiator needs no ack */
-	BOLT_WIRE_FLAG_GRANTED = 1 << 5,    /* a write whose initiator holds a grant for its key */
+	BOLT_WIRE_FLAG_GRANTED = 1 << 5,    /* a write whose initiator holds a grant for its key;
+					     * a DONE: the message is in a receive granted ahead */
 	BOLT_WIRE_FLAG_QUIET = 1 << 6,      /* a grant whose target needs no word of each write */
 	BOLT_WIRE_FLAG_WRITE_BACK = 1 << 7, /* a read whose data may be written back by RDMA:
 					     * to address tag, rkey cq_data; or in stripes on
@@ -69,15 +75,17 @@ enum bolt_wire_flag {
  * Connections of a link share its queue pair (connection/bolt_link.c): a
  * message names its connection's slot in the header. An RDMA write with
  * immediate data names it in the immediate: on UC, the slot and the transfer
- * (BOLT_IMMEDIATE_ID, 0 for a direct write); on RC, where the immediate is
- * the remote CQ data whole, only the link's first connection (slot 0) writes
- * with immediate data on the link.
+ * (BOLT_IMMEDIATE_ID, 0 for a direct write), or with BOLT_IMMEDIATE_GRANTED
+ * the untagged message written into a receive granted ahead (its number's
+ * low bits); on RC, where the immediate is the remote CQ data whole, only the
+ * link's first connection (slot 0) writes with immediate data on the link.
  */
 #define BOLT_LINK_SLOTS 32
 #define BOLT_IMMEDIATE_WRITE_BACK 0x80000000u
 #define BOLT_IMMEDIATE_SLOT_SHIFT 26
 #define BOLT_IMMEDIATE_SLOT_MASK 0x7c000000u
-#define BOLT_IMMEDIATE_ID 0x03ffffffu
+#define BOLT_IMMEDIATE_GRANTED 0x02000000u
+#define BOLT_IMMEDIATE_ID 0x01ffffffu
 /* WRITE_BACK with no ID (UC): a message written whole into the bounce buffer the slot bits name. */
 #define BOLT_IMMEDIATE_BOUNCE BOLT_IMMEDIATE_WRITE_BACK
 
@@ -91,7 +99,7 @@ struct bolt_wire_header {
 				     * occupant of the slot is dropped */
 	uint32_t sequence;          /* per connection and direction: loss shows as a gap */
 	uint32_t cq_data;           /* FI_REMOTE_CQ_DATA; WRITE_ACK, READ_RESPONSE: status */
-	uint64_t tag;
+	uint64_t tag;               /* an untagged message's: its number (receive grants) */
 	uint64_t request_id;        /* the sender's operation, echoed in acks and responses */
 	uint64_t total_length;      /* of the whole message or request */
 	uint64_t offset;            /* of this segment within the message or request */

@@ -1,0 +1,423 @@
+/*
+ * bolt_receive_grant.c: receives granted ahead. A rendezvous costs the
+ * sender a request and the handling of its answer before each write: at
+ * 64 KiB a quarter of what the write itself costs it. So a receiver grants
+ * its posted untagged receives ahead to the peer whose messages will take
+ * them, each for that peer's untagged message of one number. A peer's
+ * messages take receives in order: the receive at the head of the posted
+ * list is the one its next message takes, if no one else's does first.
+ *
+ * The sender writes a large message that has its grant straight into the
+ * receive, as it would after an answer (UC: a write with immediate data; RC:
+ * a write and its DONE). It sends any other message as it would have (small,
+ * too long for the receive, sent before the grant came): the receiver gives
+ * that one the receive granted for its number all the same.
+ *
+ * A receive for any source, granted to one peer, waits for that peer. When
+ * another's message finds no receive, the receiver asks the holders of such
+ * grants to give them back: each stops using its grants and answers, and
+ * what it wrote before is ahead of the answer on the queue pair, so the grants
+ * still open when the answer comes are unused. Their receives go back to the
+ * posted list, in posting order, where the waiting message finds them. An
+ * fi_cancel of a granted receive asks back the same way, and the receive
+ * ends cancelled once back, unless the peer wrote it first.
+ *
+ * Only the peer that sent the last two large untagged messages gets grants
+ * of receives for any source: two senders in turn get none, and do not make
+ * each other ask grants back all the time.
+ */
+#include <stdlib.h>
+#include <utlist.h>
+
+#include "bolt_endpoint.h"
+
+/* ---- Receiver ---- */
+
+static bool bolt_receive_grant_for_any(const struct bolt_receive *receive)
+{
+	return receive->source == FI_ADDR_UNSPEC;
+}
+
+/* Whether a receive is worth granting: what a rendezvous would write. */
+static bool bolt_receive_grant_fits(const struct bolt_endpoint *endpoint,
+				    const struct bolt_receive *receive)
+{
+	const struct bolt_domain *domain = endpoint->domain;
+
+	return domain->primary.rdma_write && receive->iov_count == 1 &&
+	       receive->length >= (size_t) domain->fabric->params.rendezvous_threshold;
+}
+
+/* The connection whose messages the receive waits for: the one it names, or grant_peer. */
+static struct bolt_connection *bolt_receive_grant_peer(struct bolt_endpoint *endpoint,
+						       const struct bolt_receive *receive)
+{
+	struct bolt_connection *connection = NULL;
+	struct bolt_address peer;
+
+	if (bolt_receive_grant_for_any(receive))
+		return endpoint->grant_peer;
+	if (!bolt_av_lookup_address(endpoint->av, receive->source, &peer))
+		HASH_FIND(hh, endpoint->connections, &peer, sizeof(peer), connection);
+	return connection;
+}
+
+static bool bolt_receive_grant_may(const struct bolt_connection *connection)
+{
+	return connection && connection->state == BOLT_CONNECTION_ESTABLISHED &&
+	       !connection->grants_revoking &&
+	       connection->granted_count <
+	       (uint32_t) connection->endpoint->domain->fabric->params.receive_grants;
+}
+
+/* Grants receive, the head of the posted list, to the connection's peer; false if it cannot now. */
+static bool bolt_receive_grant_one(struct bolt_connection *connection, struct bolt_receive *receive)
+{
+	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_granted_receive *granted = calloc(1, sizeof(*granted));
+	struct bolt_transmit *grant;
+
+	if (!granted)
+		return false;
+	if (!bolt_rendezvous_register(connection, receive->iov[0].iov_base, receive->length,
+				      &granted->registration)) {
+		free(granted);
+		return false;
+	}
+	granted->number = connection->messages_arrived + connection->granted_count + 1;
+	grant = bolt_transmit_internal(connection, BOLT_WIRE_RECEIVE_GRANT, granted->number, 0);
+	if (!grant) {
+		bolt_rendezvous_unregister(endpoint->domain, &granted->registration, receive->covered);
+		free(granted);
+		return false;
+	}
+	grant->remote_address = (uintptr_t) receive->iov[0].iov_base;
+	grant->remote_key = bolt_rendezvous_link_mr(connection, &granted->registration)->rkey;
+	grant->length = receive->length;
+	granted->receive = receive;
+	DL_DELETE(endpoint->posted, receive);
+	DL_APPEND(connection->granted, granted);
+	connection->granted_count++;
+	if (bolt_receive_grant_for_any(receive))
+		endpoint->unspecified_grants++;
+	bolt_transmit_start(grant);
+	return true;
+}
+
+void bolt_receive_grant_offer(struct bolt_endpoint *endpoint)
+{
+	struct bolt_receive *receive;
+
+	/* Past the head, a receive not granted would take the next message first. */
+	while ((receive = endpoint->posted) && bolt_receive_grant_fits(endpoint, receive)) {
+		struct bolt_connection *connection = bolt_receive_grant_peer(endpoint, receive);
+
+		if (!bolt_receive_grant_may(connection) || !bolt_receive_grant_one(connection, receive))
+			return;
+	}
+}
+
+/* Takes the grant at the head of the connection's, which its peer's next message has; its receive. */
+static struct bolt_receive *bolt_receive_grant_remove(struct bolt_connection *connection)
+{
+	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_granted_receive *granted = connection->granted;
+	struct bolt_receive *receive = granted->receive;
+
+	DL_DELETE(connection->granted, granted);
+	connection->granted_count--;
+	if (bolt_receive_grant_for_any(receive))
+		endpoint->unspecified_grants--;
+	bolt_rendezvous_unregister(endpoint->domain, &granted->registration, receive->covered);
+	free(granted);
+	return receive;
+}
+
+/* One more untagged message from the connection's peer: the number it has, and who sends large ones. */
+static void bolt_receive_grant_count(struct bolt_connection *connection, uint64_t length)
+{
+	struct bolt_endpoint *endpoint = connection->endpoint;
+
+	connection->messages_arrived++;
+	if (length < (uint64_t) endpoint->domain->fabric->params.rendezvous_threshold)
+		return;
+	if (endpoint->last_large_sender == connection)
+		endpoint->grant_peer = connection;
+	endpoint->last_large_sender = connection;
+}
+
+/*
+ * Whether number is the peer's next untagged message: on UC, a message
+ * written into a granted receive may be lost without a trace, and the next
+ * one would take its receive. Fails the connection if not.
+ */
+static bool bolt_receive_grant_next(struct bolt_connection *connection, uint64_t number)
+{
+	if (number == connection->messages_arrived + 1)
+		return true;
+	bolt_loss_fail(connection, "an untagged message was lost");
+	return false;
+}
+
+int bolt_receive_grant_take(struct bolt_connection *connection, uint64_t number, uint64_t length,
+			    struct bolt_receive **receive)
+{
+	*receive = NULL;
+	if (!bolt_receive_grant_next(connection, number))
+		return -FI_EIO;
+	bolt_receive_grant_count(connection, length);
+	/* Grants are numbered on from the messages counted: the first is this one's, or none. */
+	if (connection->granted && connection->granted->number == number)
+		*receive = bolt_receive_grant_remove(connection);
+	return 0;
+}
+
+void bolt_receive_grant_landed(struct bolt_connection *connection, uint64_t number, uint64_t length)
+{
+	struct bolt_endpoint *endpoint = connection->endpoint;
+	const struct bolt_granted_receive *granted = connection->granted;
+	struct bolt_receive *receive;
+
+	if (!bolt_receive_grant_next(connection, number))
+		return;
+	if (!granted || granted->number != number || length > granted->receive->length) {
+		bolt_connection_fail(connection, FI_EIO, "a message written into no granted receive");
+		return;
+	}
+	bolt_receive_grant_count(connection, length);
+	connection->granted_written++;
+	receive = bolt_receive_grant_remove(connection);
+	bolt_endpoint_complete_receive(endpoint, receive, connection, length, length, 0, 0, 0, 0);
+	bolt_receive_grant_offer(endpoint);
+}
+
+bool bolt_receive_grant_immediate_names(uint32_t immediate)
+{
+	return (immediate & (BOLT_IMMEDIATE_GRANTED | BOLT_IMMEDIATE_WRITE_BACK)) ==
+	       BOLT_IMMEDIATE_GRANTED;
+}
+
+uint32_t bolt_receive_grant_immediate(const struct bolt_connection *connection, uint64_t number)
+{
+	return BOLT_IMMEDIATE_GRANTED | (uint32_t) (number & BOLT_IMMEDIATE_ID) |
+	       (uint32_t) connection->slot << BOLT_IMMEDIATE_SLOT_SHIFT;
+}
+
+void bolt_receive_grant_written(struct bolt_connection *connection, const struct ibv_wc *wc)
+{
+	/* The number's low bits: the peer's next one, or one after a loss. */
+	uint64_t next = connection->messages_arrived + 1;
+	uint64_t number = (wc->imm_data & BOLT_IMMEDIATE_ID) == (next & BOLT_IMMEDIATE_ID) ? next : 0;
+
+	/* A write with immediate data, counted as the sender counted it. */
+	connection->stripes_received++;
+	bolt_receive_grant_landed(connection, number, wc->byte_len);
+}
+
+/* Asks the connection's peer to give back its grants, unless it is asked already. */
+static void bolt_receive_grant_revoke(struct bolt_connection *connection)
+{
+	struct bolt_transmit *revoke;
+
+	if (connection->grants_revoking || !connection->granted ||
+	    connection->state != BOLT_CONNECTION_ESTABLISHED)
+		return;
+	revoke = bolt_transmit_internal(connection, BOLT_WIRE_RECEIVE_REVOKE, 0, 0);
+	if (!revoke)
+		return;
+	connection->grants_revoking = true;
+	bolt_transmit_start(revoke);
+}
+
+static bool bolt_receive_grant_holds_any(const struct bolt_connection *connection)
+{
+	const struct bolt_granted_receive *granted;
+
+	DL_FOREACH(connection->granted, granted)
+		if (bolt_receive_grant_for_any(granted->receive))
+			return true;
+	return false;
+}
+
+void bolt_receive_grant_revoke_others(struct bolt_connection *connection)
+{
+	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_connection *other, *next;
+
+	if (!endpoint->unspecified_grants)
+		return;
+	endpoint->grant_peer = NULL;
+	HASH_ITER(hh, endpoint->connections, other, next)
+		if (other != connection && bolt_receive_grant_holds_any(other))
+			bolt_receive_grant_revoke(other);
+}
+
+/* Every granted receive of the connection goes back: for any message, or ends cancelled. */
+static void bolt_receive_grant_return_all(struct bolt_connection *connection)
+{
+	struct bolt_endpoint *endpoint = connection->endpoint;
+
+	while (connection->granted) {
+		struct bolt_receive *receive = bolt_receive_grant_remove(connection);
+
+		if (receive->cancelled)
+			bolt_endpoint_complete_receive(endpoint, receive, NULL, 0, 0, 0, receive->tag, 0,
+						       FI_ECANCELED);
+		else
+			bolt_match_return(endpoint, receive);
+	}
+}
+
+void bolt_receive_grant_revoke_answered(struct bolt_connection *connection)
+{
+	if (!connection->grants_revoking) {
+		bolt_connection_fail(connection, FI_EIO, "receive grants given back unasked");
+		return;
+	}
+	connection->grants_revoking = false;
+	bolt_receive_grant_return_all(connection);
+	bolt_receive_grant_offer(connection->endpoint);
+}
+
+int bolt_receive_grant_cancel(struct bolt_endpoint *endpoint, void *context)
+{
+	struct bolt_connection *connection, *next;
+	struct bolt_granted_receive *granted;
+
+	HASH_ITER(hh, endpoint->connections, connection, next) {
+		DL_FOREACH(connection->granted, granted) {
+			if (granted->receive->context != context || granted->receive->cancelled)
+				continue;
+			granted->receive->cancelled = true;
+			bolt_receive_grant_revoke(connection);
+			return 0;
+		}
+	}
+	return -FI_ENOENT;
+}
+
+void bolt_receive_grant_lost(struct bolt_connection *connection)
+{
+	struct bolt_receive *receive;
+
+	/* On UC a lost write leaves no trace but a count: it was the next message's, if any. */
+	if (connection->state == BOLT_CONNECTION_FAILED || !connection->granted ||
+	    connection->granted->number != connection->messages_arrived + 1)
+		return;
+	receive = bolt_receive_grant_remove(connection);
+	bolt_endpoint_complete_receive(connection->endpoint, receive, connection, 0, 0, 0, 0, 0,
+				       FI_EIO);
+}
+
+void bolt_receive_grant_release(struct bolt_connection *connection, bool reuse)
+{
+	struct bolt_endpoint *endpoint = connection->endpoint;
+
+	if (endpoint->grant_peer == connection)
+		endpoint->grant_peer = NULL;
+	if (endpoint->last_large_sender == connection)
+		endpoint->last_large_sender = NULL;
+	connection->grants_revoking = false;
+	connection->peer_grants_count = 0;
+	if (reuse) {
+		bolt_receive_grant_return_all(connection);
+		return;
+	}
+	while (connection->granted)
+		free(bolt_receive_grant_remove(connection));
+}
+
+/* ---- Sender ---- */
+
+static struct bolt_receive_grant *bolt_receive_grant_at(struct bolt_connection *connection,
+							uint32_t index)
+{
+	return &connection->peer_grants[(connection->peer_grants_first + index) %
+					BOLT_RECEIVE_GRANTS_MAX];
+}
+
+static void bolt_receive_grant_drop_first(struct bolt_connection *connection)
+{
+	connection->peer_grants_first = (connection->peer_grants_first + 1) % BOLT_RECEIVE_GRANTS_MAX;
+	connection->peer_grants_count--;
+}
+
+void bolt_receive_grant_arrived(struct bolt_connection *connection, const struct bolt_wire_header *header)
+{
+	uint32_t count = connection->peer_grants_count;
+	struct bolt_receive_grant *grant;
+
+	/* Its message went out before it came: the peer gives that one the receive anyway. */
+	if (header->request_id <= connection->messages_posted)
+		return;
+	if (count == BOLT_RECEIVE_GRANTS_MAX ||
+	    (count && header->request_id <= bolt_receive_grant_at(connection, count - 1)->number) ||
+	    header->key > UINT32_MAX) {
+		bolt_connection_fail(connection, FI_EIO, "a receive grant out of order");
+		return;
+	}
+	grant = bolt_receive_grant_at(connection, count);
+	grant->number = header->request_id;
+	grant->address = header->address;
+	grant->length = header->total_length;
+	grant->rkey = (uint32_t) header->key;
+	connection->peer_grants_count++;
+}
+
+/* Whether transmit may be written into grant instead of asking. */
+static bool bolt_receive_grant_suits(const struct bolt_connection *connection,
+				     const struct bolt_transmit *transmit,
+				     const struct bolt_receive_grant *grant)
+{
+	const struct bolt_params *params = &connection->endpoint->domain->fabric->params;
+
+	/* Remote CQ data has no place in a write's immediate data; striped writes want answers. */
+	return transmit->rendezvous == BOLT_RENDEZVOUS_ASK && transmit->length <= grant->length &&
+	       !(transmit->flags & FI_REMOTE_CQ_DATA) &&
+	       (transmit->length < (size_t) params->stripe_threshold ||
+		!bolt_data_rail_striping(connection));
+}
+
+void bolt_receive_grant_use(struct bolt_connection *connection, struct bolt_transmit *transmit)
+{
+	uint64_t number = transmit->message_number;
+	struct bolt_receive_grant grant;
+
+	connection->messages_posted = number;
+	/* Grants for messages that went out before them are of no use now. */
+	while (connection->peer_grants_count && bolt_receive_grant_at(connection, 0)->number < number)
+		bolt_receive_grant_drop_first(connection);
+	if (!connection->peer_grants_count || bolt_receive_grant_at(connection, 0)->number != number)
+		return;
+	grant = *bolt_receive_grant_at(connection, 0);
+	bolt_receive_grant_drop_first(connection);
+	if (!bolt_receive_grant_suits(connection, transmit, &grant) ||
+	    !bolt_rendezvous_register(connection, transmit->iov[0].iov_base, transmit->length,
+				      &transmit->registration))
+		return;
+	transmit->target_length = transmit->length;
+	transmit->target_address = grant.address;
+	transmit->target_rkey = grant.rkey;
+	transmit->rail_mask = 0;
+	transmit->rendezvous = BOLT_RENDEZVOUS_WRITE;
+	transmit->receive_granted = true;
+}
+
+void bolt_receive_grant_revoked(struct bolt_connection *connection)
+{
+	struct bolt_transmit *transmit, *answer;
+
+	connection->peer_grants_count = 0;
+	/* Granted but not written yet: they ask after all, behind the answer. */
+	DL_FOREACH(connection->transmits, transmit) {
+		if (!transmit->receive_granted || transmit->rendezvous != BOLT_RENDEZVOUS_WRITE)
+			continue;
+		bolt_rendezvous_unregister(connection->endpoint->domain, &transmit->registration,
+					   transmit->covered);
+		transmit->receive_granted = false;
+		transmit->rendezvous = BOLT_RENDEZVOUS_ASK;
+	}
+	answer = bolt_transmit_internal(connection, BOLT_WIRE_RECEIVE_REVOKED, 0, 0);
+	if (answer)
+		bolt_transmit_start(answer);
+}

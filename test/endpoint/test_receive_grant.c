@@ -1,0 +1,362 @@
+/*
+ * test_receive_grant.c: receives granted ahead. Once a peer has sent two
+ * large untagged messages, the receiver grants it its posted receives, and
+ * the peer writes its next large messages straight into them. Messages that
+ * cannot use a grant (small, too long, with remote CQ data) still take the
+ * receive granted for them, in order. Another peer's message gets granted
+ * receives back, as do a cancel and the death of the peer that held them;
+ * a cancelled receive ends FI_ECANCELED and is never written.
+ */
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <criterion/criterion.h>
+#include <utlist.h>
+
+#include "bolt_endpoint.h"
+#include "rdm_fixture.h"
+
+#define SIZE 65536
+#define SMALL 100
+#define CQ_DATA 0x5eed
+#define GRANT_WAIT_MS 5000
+
+/* The sender's messages, in order, and what each receive of SIZE bytes gets. */
+enum message_kind { LARGE, SMALL_ONE, TOO_LONG, WITH_DATA };
+static const enum message_kind plan[] = {
+	LARGE, LARGE,           /* the receiver learns who sends large messages */
+	SMALL_ONE, TOO_LONG, WITH_DATA,
+	LARGE, LARGE, LARGE, LARGE, LARGE, LARGE, LARGE,
+};
+#define MESSAGES BOLT_ARRAY_LENGTH(plan)
+#define BEFORE_GRANTS 2
+#define GRANTABLE 7             /* the large ones after the grants came */
+
+static size_t message_length(enum message_kind kind)
+{
+	return kind == SMALL_ONE ? SMALL : kind == TOO_LONG ? 2 * SIZE : SIZE;
+}
+
+/* The endpoint's connection to its peer at fi_addr. */
+static struct bolt_connection *connection_to(struct rdm_endpoint *endpoint, fi_addr_t peer)
+{
+	struct bolt_endpoint *bolt = bolt_container_of(endpoint->ep, struct bolt_endpoint, ep_fid);
+	struct bolt_connection *connection, *next;
+
+	HASH_ITER(hh, bolt->connections, connection, next)
+		if (bolt_connection_fi_addr(connection) == peer)
+			return connection;
+	return NULL;
+}
+
+/* Progress until the peer has granted count receives; false if it did not within GRANT_WAIT_MS. */
+static bool wait_for_grants(struct rdm_endpoint *endpoint, uint32_t count)
+{
+	for (int waited = 0; waited < GRANT_WAIT_MS; waited += 10) {
+		struct bolt_connection *connection = connection_to(endpoint, endpoint->peer);
+
+		if (connection && connection->peer_grants_count >= count)
+			return true;
+		rdm_progress_for(endpoint, 10);
+	}
+	return false;
+}
+
+/* Sends length bytes of buffer filled with seed (with remote CQ data if asked) and waits. */
+static int send_one(struct rdm_endpoint *endpoint, char *buffer, size_t length, uint32_t seed,
+		    bool cq_data)
+{
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	ssize_t ret;
+
+	rdm_fill(buffer, length, seed);
+	ret = cq_data ? fi_senddata(endpoint->ep, buffer, length, NULL, CQ_DATA, endpoint->peer, buffer) :
+	      fi_send(endpoint->ep, buffer, length, NULL, endpoint->peer, buffer);
+	return ret ? (int) ret : rdm_wait(endpoint, &entry, &error);
+}
+
+struct plan_setup {
+	struct rdm_options options;
+	bool grants;            /* whether the receiver grants */
+};
+
+/* The sender of the plan. */
+static int planned_sender(int socket, void *argument)
+{
+	const struct plan_setup *setup = argument;
+	struct rdm_endpoint endpoint;
+	char *buffer = malloc(2 * SIZE);
+	uint64_t done;
+	int ret = buffer ? rdm_open_connected(&endpoint, &setup->options, socket) : 1;
+
+	for (size_t i = 0; !ret && i < MESSAGES; i++) {
+		if (i == BEFORE_GRANTS && setup->grants &&
+		    !wait_for_grants(&endpoint, MESSAGES - BEFORE_GRANTS))
+			ret = 10;
+		if (!ret)
+			ret = send_one(&endpoint, buffer, message_length(plan[i]), (uint32_t) i,
+				       plan[i] == WITH_DATA);
+	}
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &done);
+	if (buffer)
+		rdm_close(&endpoint);
+	free(buffer);
+	return ret;
+}
+
+/* Receive i of the plan completed as its message should have made it. */
+static void expect_planned(struct rdm_endpoint *endpoint, char *buffers, size_t i)
+{
+	char *buffer = buffers + i * SIZE;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	int ret = rdm_wait(endpoint, &entry, &error);
+
+	if (plan[i] == TOO_LONG) {
+		cr_assert_eq(ret, -FI_EAVAIL, "receive %zu: a longer message did not truncate", i);
+		cr_assert_eq(error.err, FI_ETRUNC);
+		cr_assert_eq(error.op_context, buffer, "receive %zu: another truncated", i);
+		cr_assert(rdm_check(buffer, SIZE, (uint32_t) i), "receive %zu: not its message's start", i);
+		return;
+	}
+	cr_assert_eq(ret, 0, "receive %zu: %d", i, ret);
+	cr_assert_eq(entry.op_context, buffer, "receive %zu completed out of order", i);
+	cr_assert_eq(entry.len, message_length(plan[i]), "receive %zu: %zu bytes", i, entry.len);
+	cr_assert(rdm_check(buffer, entry.len, (uint32_t) i), "receive %zu: its data is damaged", i);
+	cr_assert_eq(!!(entry.flags & FI_REMOTE_CQ_DATA), plan[i] == WITH_DATA);
+	if (plan[i] == WITH_DATA)
+		cr_assert_eq(entry.data, CQ_DATA);
+}
+
+static void receive_plan(const char *profile, const char *tag, bool grants)
+{
+	struct plan_setup setup = { .options = { .profile = profile }, .grants = grants };
+	struct rdm_endpoint endpoint;
+	char *buffers = calloc(MESSAGES, SIZE);
+	struct bolt_connection *connection;
+	int socket;
+	pid_t peer;
+
+	cr_assert(buffers);
+	setenv("FI_BOLT_RECEIVE_GRANTS", grants ? "16" : "0", 1);
+	peer = rdm_pair_start(&setup.options, tag, planned_sender, &setup, &endpoint, &socket);
+	cr_assert(peer > 0);
+	for (size_t i = 0; i < MESSAGES; i++)
+		cr_assert_eq(fi_recv(endpoint.ep, buffers + i * SIZE, SIZE, NULL, FI_ADDR_UNSPEC,
+				     buffers + i * SIZE), 0);
+	for (size_t i = 0; i < MESSAGES; i++)
+		expect_planned(&endpoint, buffers, i);
+	connection = connection_to(&endpoint, endpoint.peer);
+	cr_assert_eq(connection->messages_arrived, MESSAGES);
+	cr_assert_eq(connection->granted_written, grants ? GRANTABLE : 0,
+		     "%" PRIu64 " messages written into granted receives", connection->granted_written);
+	cr_assert_eq(connection->granted_count, 0, "receives still granted with none posted");
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(rdm_pair_finish(&setup.options, &endpoint, peer, socket), 0,
+		     "the sender failed (10: no grants came)");
+	unsetenv("FI_BOLT_RECEIVE_GRANTS");
+	free(buffers);
+}
+
+Test(receive_grant, messages_take_their_receives_thunderbolt)
+{
+	receive_plan("thunderbolt", "grant-plan-tb", true);
+}
+
+Test(receive_grant, messages_take_their_receives_rocev2)
+{
+	receive_plan("rocev2", "grant-plan-roce", true);
+}
+
+Test(receive_grant, none_granted_when_turned_off)
+{
+	receive_plan("thunderbolt", "grant-off", false);
+}
+
+/*
+ * A peer that holds grants of the receiver's last two receives: it sent two
+ * large messages, then waits with both grants until told, and then sends
+ * one more, into whichever receive is left.
+ */
+#define HELD_RECEIVES 4
+#define HOLDER_SEED 3
+#define OTHER_SEED 50
+
+static int holding_sender(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	char *buffer = malloc(SIZE);
+	uint64_t go;
+	int ret = buffer ? rdm_open_connected(&endpoint, options, socket) : 1;
+
+	for (uint32_t i = 0; !ret && i < 2; i++)
+		ret = send_one(&endpoint, buffer, SIZE, i, false);
+	if (!ret && !wait_for_grants(&endpoint, HELD_RECEIVES - 2))
+		ret = 10;
+	if (!ret)
+		ret = rdm_send_value(socket, 1);        /* holding */
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &go);
+	if (!ret)
+		ret = send_one(&endpoint, buffer, SIZE, HOLDER_SEED, false);
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &go);
+	if (buffer)
+		rdm_close(&endpoint);
+	free(buffer);
+	return ret;
+}
+
+/* Another peer: count large messages, seeded from OTHER_SEED, then serves until told. */
+struct other_sender {
+	struct rdm_options options;
+	uint32_t count;
+};
+
+static int other_sender(int socket, void *argument)
+{
+	const struct other_sender *setup = argument;
+	struct rdm_endpoint endpoint;
+	char *buffer = malloc(SIZE);
+	uint64_t done;
+	int ret = buffer ? rdm_open_connected(&endpoint, &setup->options, socket) : 1;
+
+	for (uint32_t i = 0; !ret && i < setup->count; i++)
+		ret = send_one(&endpoint, buffer, SIZE, OTHER_SEED + i, false);
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &done);
+	if (buffer)
+		rdm_close(&endpoint);
+	free(buffer);
+	return ret;
+}
+
+/* The receiver's start: HELD_RECEIVES posted, the holder's two messages in, its grants held. */
+static pid_t start_holder(struct rdm_options *options, const char *tag, struct rdm_endpoint *endpoint,
+			  int *socket, char *buffers)
+{
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	uint64_t holding;
+	pid_t peer = rdm_pair_start(options, tag, holding_sender, options, endpoint, socket);
+
+	cr_assert(peer > 0);
+	for (size_t i = 0; i < HELD_RECEIVES; i++)
+		cr_assert_eq(fi_recv(endpoint->ep, buffers + i * SIZE, SIZE, NULL, FI_ADDR_UNSPEC,
+				     buffers + i * SIZE), 0);
+	for (uint32_t i = 0; i < 2; i++) {
+		cr_assert_eq(rdm_wait(endpoint, &entry, &error), 0);
+		cr_assert_eq(entry.op_context, buffers + i * SIZE);
+		cr_assert(rdm_check(buffers + i * SIZE, SIZE, i));
+	}
+	cr_assert_eq(rdm_serve_until_told(endpoint, *socket, &holding), 0, "the holder got no grants");
+	cr_assert_eq(connection_to(endpoint, endpoint->peer)->granted_count, HELD_RECEIVES - 2);
+	return peer;
+}
+
+/* The next completion is receive index's, with a message seeded seed. */
+static void expect_receive(struct rdm_endpoint *endpoint, char *buffers, size_t index, uint32_t seed)
+{
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	int ret = rdm_wait(endpoint, &entry, &error);
+
+	cr_assert_eq(ret, 0, "receive %zu: %d (%s)", index, ret, ret == -FI_EAVAIL ?
+		     fi_strerror(error.err) : "");
+	cr_assert_eq(entry.op_context, buffers + index * SIZE, "another receive than %zu completed",
+		     index);
+	cr_assert_eq(entry.len, SIZE);
+	cr_assert(rdm_check(buffers + index * SIZE, SIZE, seed), "receive %zu: wrong data", index);
+}
+
+/* Forks another sender of count messages and connects to it; its pid. */
+static pid_t start_other(struct rdm_endpoint *endpoint, struct other_sender *setup, int *socket)
+{
+	fi_addr_t holder = endpoint->peer;
+	pid_t peer = rdm_fork(other_sender, setup, socket);
+
+	cr_assert(peer > 0);
+	cr_assert_eq(rdm_connect(endpoint, *socket), 0);
+	endpoint->peer = holder;
+	return peer;
+}
+
+static void finish_other(pid_t peer, int socket)
+{
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(rdm_join(peer), 0, "the other sender failed");
+	close(socket);
+}
+
+/* Another peer's message finds every receive granted: the holder gives them back. */
+Test(receive_grant, another_peer_gets_them_back)
+{
+	struct other_sender other = { .options = { .profile = "thunderbolt" }, .count = 1 };
+	struct rdm_endpoint endpoint;
+	char *buffers = calloc(HELD_RECEIVES, SIZE);
+	int socket, other_socket;
+	pid_t peer, other_peer;
+
+	cr_assert(buffers);
+	peer = start_holder(&other.options, "grant-other", &endpoint, &socket, buffers);
+	other_peer = start_other(&endpoint, &other, &other_socket);
+	expect_receive(&endpoint, buffers, 2, OTHER_SEED);
+	cr_assert_eq(connection_to(&endpoint, endpoint.peer)->granted_count, 0,
+		     "the holder kept its grants");
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	expect_receive(&endpoint, buffers, 3, HOLDER_SEED);
+	finish_other(other_peer, other_socket);
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(rdm_pair_finish(&other.options, &endpoint, peer, socket), 0, "the holder failed");
+	free(buffers);
+}
+
+/* A granted receive cancelled: it ends FI_ECANCELED, unwritten; the next takes the message. */
+Test(receive_grant, cancel_asks_it_back)
+{
+	struct rdm_options options = { .profile = "thunderbolt" };
+	struct rdm_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *buffers = calloc(HELD_RECEIVES, SIZE), zeros[SMALL] = { 0 };
+	int socket;
+	pid_t peer;
+
+	cr_assert(buffers);
+	peer = start_holder(&options, "grant-cancel", &endpoint, &socket, buffers);
+	cr_assert_eq(fi_cancel(&endpoint.ep->fid, buffers + 2 * SIZE), 0);
+	cr_assert_eq(rdm_wait(&endpoint, &entry, &error), -FI_EAVAIL);
+	cr_assert_eq(error.err, FI_ECANCELED);
+	cr_assert_eq(error.op_context, buffers + 2 * SIZE);
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	expect_receive(&endpoint, buffers, 3, HOLDER_SEED);
+	cr_assert_eq(memcmp(buffers + 2 * SIZE, zeros, SMALL), 0, "the cancelled receive was written");
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the holder failed");
+	free(buffers);
+}
+
+/* The holder dies: its granted receives take another peer's messages. */
+Test(receive_grant, holder_dies)
+{
+	struct other_sender other = { .options = { .profile = "thunderbolt" }, .count = 2 };
+	struct rdm_endpoint endpoint;
+	char *buffers = calloc(HELD_RECEIVES, SIZE);
+	int socket, other_socket;
+	pid_t peer, other_peer;
+
+	cr_assert(buffers);
+	peer = start_holder(&other.options, "grant-dies", &endpoint, &socket, buffers);
+	kill(peer, SIGKILL);
+	other_peer = start_other(&endpoint, &other, &other_socket);
+	expect_receive(&endpoint, buffers, 2, OTHER_SEED);
+	expect_receive(&endpoint, buffers, 3, OTHER_SEED + 1);
+	finish_other(other_peer, other_socket);
+	cr_assert_eq(rdm_pair_finish(&other.options, &endpoint, peer, socket), 128 + SIGKILL);
+	free(buffers);
+}
