@@ -25,6 +25,7 @@ static void softrdma_forget_parent(void)
 	if (process->segment)
 		munmap(process->segment, process->segment_size);
 	softrdma_service_forget();
+	softrdma_watch_forget();
 	free(process->devices);
 	process->devices = NULL;
 	process->device_count = 0;
@@ -142,6 +143,7 @@ void softrdma_detach(void)
 		softrdma_service_stop();
 		softrdma_devices_destroy();
 		softrdma_segment_close();
+		softrdma_watch_close_all();
 		process->qps = NULL;
 		process->waiting_qps = 0;
 	}

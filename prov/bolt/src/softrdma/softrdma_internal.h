@@ -128,9 +128,10 @@ struct softrdma_shared_qp {
  * system call (cross-memory attach) for it, much as a real device places a
  * small message without the host's CPU. The target sees the data once it
  * has the completion, as it would from a device, and keeps the buffers of a
- * receive until then, as it must anyway. Only on UC, or within a process:
- * an RC sender must see its target's death, zombies included, and only the
- * copy tells that cheaply (UC loses the message to a dead target anyway).
+ * receive until then, as it must anyway. An RC sender must see its
+ * target's death, zombies included: it asks a pidfd (softrdma_watch.c), or,
+ * where there are none, copies after all (UC loses the message to a dead
+ * target anyway).
  */
 #define SOFTRDMA_COMPLETION_PAYLOAD 256
 
@@ -378,6 +379,12 @@ void softrdma_lock(struct softrdma_segment *segment);
 void softrdma_unlock(struct softrdma_segment *segment);
 bool softrdma_process_exists(pid_t pid);
 bool softrdma_process_alive(pid_t pid);
+
+/* ---- softrdma_watch.c ---- */
+/* 1 if pid has exited (zombie or reaped), 0 if it runs, negative if this cannot tell. */
+int softrdma_watch_exited(pid_t pid);
+void softrdma_watch_close_all(void);
+void softrdma_watch_forget(void);
 int softrdma_process_slot_locked(const struct softrdma_segment *segment, pid_t pid);
 void softrdma_release_owner_locked(struct softrdma_segment *segment, pid_t pid);
 /* Creates or joins the config's segment and registers this process in it. */
@@ -440,8 +447,17 @@ enum softrdma_transfer_outcome {
 	SOFTRDMA_TRANSFER_DONE,
 	SOFTRDMA_TRANSFER_WAIT, /* RC retrying: keep it queued */
 };
+/*
+ * What one pass over a send queue has seen: WRs processed together go out
+ * as one burst, and a target whose memory took a copy of the burst is
+ * there for the rest of it, as if it died only once the burst had left.
+ */
+struct softrdma_burst {
+	pid_t alive_pid;        /* 0: none seen yet */
+};
 enum softrdma_transfer_outcome softrdma_transfer_execute(struct softrdma_qp *qp,
-							 struct softrdma_send_entry *entry);
+							 struct softrdma_send_entry *entry,
+							 struct softrdma_burst *burst);
 
 /* ---- softrdma_copy.c ---- */
 /* 0 if this process may use cross-memory attach, else -EPERM, -ENOSYS... */

@@ -125,6 +125,7 @@ static void softrdma_send_enqueue(struct softrdma_qp *qp, const struct ibv_send_
 void softrdma_send_progress(struct softrdma_qp *qp)
 {
 	uint32_t before = qp->pending_count;
+	struct softrdma_burst burst = { 0 };
 	uint64_t now = 0;
 
 	while (qp->pending_count) {
@@ -135,7 +136,7 @@ void softrdma_send_progress(struct softrdma_qp *qp)
 			if (now < entry->next_attempt_ns)
 				break;
 		}
-		if (softrdma_transfer_execute(qp, entry) == SOFTRDMA_TRANSFER_WAIT)
+		if (softrdma_transfer_execute(qp, entry, &burst) == SOFTRDMA_TRANSFER_WAIT)
 			break;
 		qp->pending_head = (qp->pending_head + 1) % qp->send_depth;
 		qp->pending_count--;

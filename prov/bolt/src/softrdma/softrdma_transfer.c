@@ -40,7 +40,7 @@ struct softrdma_transfer {
 	uint32_t target_qpn;
 	uint32_t target_pd_id;
 	pid_t target_pid;
-	bool delivers;          /* there is data to copy */
+	bool delivers;          /* data to copy, or an RC target to ask after */
 	bool in_completion;     /* a small SEND: its data rides in the receive completion */
 	bool has_receive;       /* a posted receive of the target was consumed */
 	uint32_t receive_epoch; /* of the target's receive queue when it was taken */
@@ -312,11 +312,12 @@ static enum softrdma_step softrdma_transfer_scatter(struct softrdma_segment *seg
 		left -= take;
 	}
 	transfer->remote_access = IBV_ACCESS_LOCAL_WRITE;
-	/* RC copies, to see a dead target (softrdma_internal.h). */
 	transfer->in_completion = transfer->length &&
-				  transfer->length <= SOFTRDMA_COMPLETION_PAYLOAD &&
-				  (!transfer->rc || transfer->target_pid == softrdma_process.pid);
-	transfer->delivers = !transfer->in_completion && transfer->length > 0;
+				  transfer->length <= SOFTRDMA_COMPLETION_PAYLOAD;
+	/* RC still asks, outside the lock, whether the target lives (softrdma_internal.h). */
+	transfer->delivers = transfer->length > 0 &&
+			     (!transfer->in_completion ||
+			      (transfer->rc && transfer->target_pid != softrdma_process.pid));
 	return SOFTRDMA_STEP_CONTINUE;
 }
 
@@ -392,7 +393,7 @@ static int softrdma_transfer_stage(const struct softrdma_transfer *transfer, boo
 }
 
 /* Within this process by memcpy, by cross-memory attach, or staged. */
-static int softrdma_transfer_move(const struct softrdma_transfer *transfer)
+static int softrdma_transfer_copy(const struct softrdma_transfer *transfer)
 {
 	bool to_remote = transfer->entry->opcode != IBV_WR_RDMA_READ;
 
@@ -401,6 +402,25 @@ static int softrdma_transfer_move(const struct softrdma_transfer *transfer)
 		return softrdma_transfer_stage(transfer, to_remote);
 	return softrdma_copy(transfer->target_pid, to_remote, transfer->local,
 			     transfer->local_count, transfer->remote, transfer->remote_count);
+}
+
+static int softrdma_transfer_move(const struct softrdma_transfer *transfer,
+				  struct softrdma_burst *burst)
+{
+	int exited, ret;
+
+	/* Data in the completion: only whether the target is there to take it. */
+	if (transfer->in_completion) {
+		if (burst->alive_pid == transfer->target_pid)
+			return 0;
+		exited = softrdma_watch_exited(transfer->target_pid);
+		if (exited >= 0)
+			return exited ? -ESRCH : 0;
+	}
+	ret = softrdma_transfer_copy(transfer);
+	if (!ret)
+		burst->alive_pid = transfer->target_pid;
+	return ret;
 }
 
 /*
@@ -537,9 +557,10 @@ static enum softrdma_step softrdma_transfer_copied_locked(struct softrdma_segmen
 
 /* The copy, with no lock held, then the completions; WAIT: RC tries it again later. */
 static enum softrdma_step softrdma_transfer_deliver(struct softrdma_segment *segment,
-						    struct softrdma_transfer *transfer)
+						    struct softrdma_transfer *transfer,
+						    struct softrdma_burst *burst)
 {
-	int copy_result = softrdma_transfer_move(transfer);
+	int copy_result = softrdma_transfer_move(transfer, burst);
 	enum softrdma_step step;
 
 	softrdma_lock(segment);
@@ -551,7 +572,8 @@ static enum softrdma_step softrdma_transfer_deliver(struct softrdma_segment *seg
 }
 
 enum softrdma_transfer_outcome softrdma_transfer_execute(struct softrdma_qp *qp,
-							 struct softrdma_send_entry *entry)
+							 struct softrdma_send_entry *entry,
+							 struct softrdma_burst *burst)
 {
 	struct softrdma_segment *segment = softrdma_process.segment;
 	struct softrdma_transfer transfer = {
@@ -572,6 +594,6 @@ enum softrdma_transfer_outcome softrdma_transfer_execute(struct softrdma_qp *qp,
 		softrdma_transfer_complete_locked(segment, &transfer);
 	softrdma_unlock(segment);
 	if (step != SOFTRDMA_STEP_WAIT && transfer.delivers)
-		step = softrdma_transfer_deliver(segment, &transfer);
+		step = softrdma_transfer_deliver(segment, &transfer, burst);
 	return step == SOFTRDMA_STEP_WAIT ? SOFTRDMA_TRANSFER_WAIT : SOFTRDMA_TRANSFER_DONE;
 }
