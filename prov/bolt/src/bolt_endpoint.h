@@ -704,8 +704,6 @@ bool bolt_rendezvous_unreliable(const struct bolt_connection *connection);
 /* The WR of a WRITE phase's one write: with immediate data naming the transfer (wr_id, flags: the caller's). */
 void bolt_rendezvous_describe_write(const struct bolt_transmit *transmit, struct ibv_sge *sge,
 				    struct ibv_send_wr *wr);
-/* Sender, WRITE phase on RC: posts the RDMA write (unsignaled) ahead of DONE; 0 or an errno. */
-int bolt_rendezvous_write(struct bolt_connection *connection, struct bolt_transmit *transmit);
 /* Sender: posts the stripes of a write phase across transmit->rail_mask; false when it must wait. */
 bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_transmit *transmit);
 /* Receiver: a stripe's immediate data arrived on a data rail. */

@@ -332,23 +332,6 @@ void bolt_rendezvous_describe_write(const struct bolt_transmit *transmit, struct
 	wr->wr.rdma.rkey = transmit->target_rkey;
 }
 
-/* RC: posts the write, unsignaled, without immediate: the DONE after it completes for both. */
-int bolt_rendezvous_write(struct bolt_connection *connection, struct bolt_transmit *transmit)
-{
-	struct bolt_domain *domain = connection->endpoint->domain;
-	struct ibv_send_wr wr = { 0 }, *bad_wr;
-	struct ibv_sge sge;
-	int ret;
-
-	bolt_rendezvous_describe_write(transmit, &sge, &wr);
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	ret = domain->fabric->verbs.post_send(connection->link->qp, &wr, &bad_wr);
-	if (ret)
-		return ret;
-	connection->link->outstanding_sends++;
-	return 0;
-}
-
 /* The rails and keys a message's payload names; false if it has none. */
 static bool bolt_rendezvous_rail_keys(const struct bolt_wire_header *header, const char *payload,
 				      struct bolt_wire_rail_keys *keys)

@@ -76,11 +76,14 @@ static bool bolt_transmit_may_go(const struct bolt_connection *connection,
 static void bolt_transmit_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc);
 
 /*
- * Posts wr on the control rail, signaled, its completion carried by record;
- * it consumes a credit unless it is a plain RDMA write. False if the QP refused.
+ * Posts wr on the control rail, signaled, its completion carried by record,
+ * in one post with the unsignaled write it ends (write; NULL if none), as a
+ * device takes a list of requests at one doorbell. wr consumes a credit
+ * unless it is a plain RDMA write. False if the QP refused.
  */
 static bool bolt_transmit_post_request(struct bolt_connection *connection,
-				       struct bolt_control_buffer *record, struct ibv_send_wr *wr)
+				       struct bolt_control_buffer *record, struct ibv_send_wr *wr,
+				       struct ibv_send_wr *write)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
 	struct bolt_link *link = connection->link;
@@ -93,7 +96,12 @@ static bool bolt_transmit_post_request(struct bolt_connection *connection,
 	record->link = link;
 	record->connection = connection;
 	record->posted = true;
-	ret = domain->fabric->verbs.post_send(link->qp, wr, &bad_wr);
+	if (write)
+		write->next = wr;
+	ret = domain->fabric->verbs.post_send(link->qp, write ? write : wr, &bad_wr);
+	/* A write that went before a refused request still takes its place on the queue. */
+	if (write && (!ret || bad_wr != write))
+		link->outstanding_sends++;
 	if (ret) {
 		bolt_control_buffer_put(domain, record);
 		bolt_link_fail(link, FI_EIO, strerror(ret));
@@ -105,9 +113,13 @@ static bool bolt_transmit_post_request(struct bolt_connection *connection,
 	return true;
 }
 
-/* Posts a control buffer whose header and payload are filled; false if the QP refused. */
+/*
+ * Posts a control buffer whose header and payload are filled, after write
+ * (NULL if none); false if the QP refused.
+ */
 static bool bolt_transmit_post(struct bolt_connection *connection,
-			       struct bolt_control_buffer *record, size_t length)
+			       struct bolt_control_buffer *record, size_t length,
+			       struct ibv_send_wr *write)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
 	struct ibv_sge sge = {
@@ -117,7 +129,7 @@ static bool bolt_transmit_post(struct bolt_connection *connection,
 	};
 	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND };
 
-	return bolt_transmit_post_request(connection, record, &wr);
+	return bolt_transmit_post_request(connection, record, &wr, write);
 }
 
 /*
@@ -133,7 +145,7 @@ static bool bolt_transmit_write_whole(struct bolt_connection *connection,
 	bolt_transmit_posted_all(transmit);
 	record->transmit = transmit;
 	transmit->in_flight++;
-	if (!bolt_transmit_post_request(connection, record, wr)) {
+	if (!bolt_transmit_post_request(connection, record, wr, NULL)) {
 		transmit->in_flight--;
 		return false;
 	}
@@ -209,15 +221,13 @@ static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
 					    struct bolt_wire_header *header)
 {
 	bool asking = transmit->rendezvous == BOLT_RENDEZVOUS_ASK;
-	int ret;
+	struct ibv_send_wr write = { 0 };
+	struct ibv_sge sge;
 
+	/* RC: the write, unsignaled and without immediate: the DONE after it completes for both. */
 	if (!asking) {
-		ret = bolt_rendezvous_write(connection, transmit);
-		if (ret) {
-			bolt_control_buffer_put(connection->endpoint->domain, record);
-			bolt_link_fail(connection->link, FI_EIO, strerror(ret));
-			return;
-		}
+		bolt_rendezvous_describe_write(transmit, &sge, &write);
+		write.opcode = IBV_WR_RDMA_WRITE;
 	}
 	/* A read's data written back ends with its response, a message's or a write's with DONE. */
 	bolt_transmit_header(connection, header,
@@ -247,7 +257,7 @@ static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
 	}
 	record->transmit = transmit;
 	transmit->in_flight++;
-	if (!bolt_transmit_post(connection, record, sizeof(*header)))
+	if (!bolt_transmit_post(connection, record, sizeof(*header), asking ? NULL : &write))
 		transmit->in_flight--;
 }
 
@@ -272,7 +282,7 @@ static bool bolt_transmit_bounce(struct bolt_connection *connection, struct bolt
 	connection->streaming = NULL;
 	record->transmit = transmit;
 	transmit->in_flight++;
-	if (!bolt_transmit_post_request(connection, record, &wr))
+	if (!bolt_transmit_post_request(connection, record, &wr, NULL))
 		transmit->in_flight--;
 	return true;
 }
@@ -351,7 +361,7 @@ static bool bolt_transmit_segment(struct bolt_connection *connection, struct bol
 		connection->streaming = transmit->posted_last ? NULL : transmit;
 	record->transmit = transmit;
 	transmit->in_flight++;
-	if (!bolt_transmit_post(connection, record, sizeof(*header) + payload))
+	if (!bolt_transmit_post(connection, record, sizeof(*header) + payload, NULL))
 		transmit->in_flight--;
 	return true;
 }
@@ -364,7 +374,7 @@ int bolt_transmit_probe(struct bolt_connection *connection, uint32_t nonce)
 	if (!record)
 		return -FI_EAGAIN;
 	record->send_slots = 1;
-	return bolt_transmit_post_request(connection, record, &wr) ? 0 : -FI_EIO;
+	return bolt_transmit_post_request(connection, record, &wr, NULL) ? 0 : -FI_EIO;
 }
 
 void bolt_transmit_other_ports(struct bolt_connection *connection)
@@ -411,7 +421,7 @@ static void bolt_transmit_return_credits(struct bolt_connection *connection)
 	bolt_transmit_header(connection, (struct bolt_wire_header *) bolt_control_buffer_data(domain, record),
 			     BOLT_WIRE_CREDIT, 0);
 	((struct bolt_wire_header *) bolt_control_buffer_data(domain, record))->flags = BOLT_WIRE_FLAG_LAST;
-	bolt_transmit_post(connection, record, sizeof(struct bolt_wire_header));
+	bolt_transmit_post(connection, record, sizeof(struct bolt_wire_header), NULL);
 }
 
 /*
