@@ -286,34 +286,55 @@ static pid_t start_other(struct rdm_endpoint *endpoint, struct other_sender *set
 	return peer;
 }
 
-static void finish_other(pid_t peer, int socket)
+/* The receiver, the holder with its grants, and another sender: the tests of giving back. */
+struct two_senders {
+	struct other_sender other;
+	struct rdm_endpoint endpoint;
+	char *buffers;
+	int socket, other_socket;
+	pid_t holder, other_peer;
+};
+
+/*
+ * Starts the holder (killed at once if kill_holder), then another sender of
+ * count messages, whose first takes receive 2.
+ */
+static void two_senders_start(struct two_senders *test, const char *tag, uint32_t count,
+			      bool kill_holder)
 {
-	cr_assert_eq(rdm_send_value(socket, 1), 0);
-	cr_assert_eq(rdm_join(peer), 0, "the other sender failed");
-	close(socket);
+	test->other = (struct other_sender) { .options = { .profile = "thunderbolt" }, .count = count };
+	test->buffers = calloc(HELD_RECEIVES, SIZE);
+	cr_assert(test->buffers);
+	test->holder = start_holder(&test->other.options, tag, &test->endpoint, &test->socket,
+				    test->buffers);
+	if (kill_holder)
+		kill(test->holder, SIGKILL);
+	test->other_peer = start_other(&test->endpoint, &test->other, &test->other_socket);
+	expect_receive(&test->endpoint, test->buffers, 2, OTHER_SEED);
+}
+
+static void two_senders_finish(struct two_senders *test, int holder_status)
+{
+	cr_assert_eq(rdm_send_value(test->other_socket, 1), 0);
+	cr_assert_eq(rdm_join(test->other_peer), 0, "the other sender failed");
+	close(test->other_socket);
+	cr_assert_eq(rdm_pair_finish(&test->other.options, &test->endpoint, test->holder, test->socket),
+		     holder_status, "the holder ended otherwise");
+	free(test->buffers);
 }
 
 /* Another peer's message finds every receive granted: the holder gives them back. */
 Test(receive_grant, another_peer_gets_them_back)
 {
-	struct other_sender other = { .options = { .profile = "thunderbolt" }, .count = 1 };
-	struct rdm_endpoint endpoint;
-	char *buffers = calloc(HELD_RECEIVES, SIZE);
-	int socket, other_socket;
-	pid_t peer, other_peer;
+	struct two_senders test;
 
-	cr_assert(buffers);
-	peer = start_holder(&other.options, "grant-other", &endpoint, &socket, buffers);
-	other_peer = start_other(&endpoint, &other, &other_socket);
-	expect_receive(&endpoint, buffers, 2, OTHER_SEED);
-	cr_assert_eq(connection_to(&endpoint, endpoint.peer)->granted_count, 0,
+	two_senders_start(&test, "grant-other", 1, false);
+	cr_assert_eq(connection_to(&test.endpoint, test.endpoint.peer)->granted_count, 0,
 		     "the holder kept its grants");
-	cr_assert_eq(rdm_send_value(socket, 1), 0);
-	expect_receive(&endpoint, buffers, 3, HOLDER_SEED);
-	finish_other(other_peer, other_socket);
-	cr_assert_eq(rdm_send_value(socket, 1), 0);
-	cr_assert_eq(rdm_pair_finish(&other.options, &endpoint, peer, socket), 0, "the holder failed");
-	free(buffers);
+	cr_assert_eq(rdm_send_value(test.socket, 1), 0);
+	expect_receive(&test.endpoint, test.buffers, 3, HOLDER_SEED);
+	cr_assert_eq(rdm_send_value(test.socket, 1), 0);
+	two_senders_finish(&test, 0);
 }
 
 /* A granted receive cancelled: it ends FI_ECANCELED, unwritten; the next takes the message. */
@@ -344,19 +365,9 @@ Test(receive_grant, cancel_asks_it_back)
 /* The holder dies: its granted receives take another peer's messages. */
 Test(receive_grant, holder_dies)
 {
-	struct other_sender other = { .options = { .profile = "thunderbolt" }, .count = 2 };
-	struct rdm_endpoint endpoint;
-	char *buffers = calloc(HELD_RECEIVES, SIZE);
-	int socket, other_socket;
-	pid_t peer, other_peer;
+	struct two_senders test;
 
-	cr_assert(buffers);
-	peer = start_holder(&other.options, "grant-dies", &endpoint, &socket, buffers);
-	kill(peer, SIGKILL);
-	other_peer = start_other(&endpoint, &other, &other_socket);
-	expect_receive(&endpoint, buffers, 2, OTHER_SEED);
-	expect_receive(&endpoint, buffers, 3, OTHER_SEED + 1);
-	finish_other(other_peer, other_socket);
-	cr_assert_eq(rdm_pair_finish(&other.options, &endpoint, peer, socket), 128 + SIGKILL);
-	free(buffers);
+	two_senders_start(&test, "grant-dies", 2, true);
+	expect_receive(&test.endpoint, test.buffers, 3, OTHER_SEED + 1);
+	two_senders_finish(&test, 128 + SIGKILL);
 }
