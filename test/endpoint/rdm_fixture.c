@@ -395,9 +395,13 @@ pid_t rdm_pair_start(const struct rdm_options *options, const char *tag,
 	int ret;
 
 	rdm_environment(options, tag);
-	/* On a mesh, the peer is the next host. */
-	if (options->topology)
-		setenv("FI_BOLT_SOFT_HOST", "1", 1);
+	/* On a mesh, the peer is the next host unless another is named. */
+	if (options->topology) {
+		char host[16];
+
+		snprintf(host, sizeof(host), "%d", options->peer_host ? options->peer_host : 1);
+		setenv("FI_BOLT_SOFT_HOST", host, 1);
+	}
 	pid = rdm_fork(peer, argument, socket);
 	setenv("FI_BOLT_SOFT_HOST", "0", 1);
 	if (pid <= 0)

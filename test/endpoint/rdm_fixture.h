@@ -54,7 +54,8 @@ struct rdm_options {
 	size_t tx_size;                 /* hints->tx_attr->size */
 	bool count_remote_writes;       /* a counter bound to the endpoint for FI_REMOTE_WRITE */
 	const char *topology;           /* FI_BOLT_SOFT_TOPOLOGY (NULL: single); rdm_pair_start's
-					 * peer is then host 1 */
+					 * peer is then host peer_host */
+	int peer_host;                  /* 0: host 1 */
 };
 
 /*

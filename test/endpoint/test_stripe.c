@@ -6,8 +6,10 @@
  * both cables, both ways, and arrive intact. On three hosts with two cables
  * between each pair, the two ports that lead to the third host reach no port
  * of the peer: their rails end up unavailable, the one that does reach it
- * carries stripes. A port that another domain of the process has as its own
- * is left to that domain. Writes into a granted region from
+ * carries stripes. A peer on the third host, which only the domain's other
+ * ports reach: the link is on one of those, its data rail beside it, and the
+ * stripes go over the other cable to that host. A port that another domain
+ * of the process has as its own is left to that domain. Writes into a granted region from
  * FI_BOLT_STRIPE_THRESHOLD on ask again, to stripe; smaller ones stay direct.
  * Large reads are written back in stripes too. A peer that stops progressing
  * for longer than FI_BOLT_RAIL_PROBE_TIMEOUT while a probe is on its way
@@ -31,6 +33,7 @@ struct stripe_case {
 	int ready_stripe_rails;         /* expected at host 0, once probing settles */
 	int unavailable_stripe_rails;
 	const char *claimed_port;       /* host 0 opens a domain on this port too, or NULL */
+	int peer_host;                  /* 0: host 1 */
 };
 
 /* What the peer needs: the endpoint's options, and whether its messages must stripe. */
@@ -44,11 +47,6 @@ static struct bolt_connection *only_connection(struct rdm_endpoint *endpoint)
 	struct bolt_endpoint *bolt = bolt_container_of(endpoint->ep, struct bolt_endpoint, ep_fid);
 
 	return bolt->connections;
-}
-
-static struct bolt_domain *endpoint_domain(struct rdm_endpoint *endpoint)
-{
-	return bolt_container_of(endpoint->domain, struct bolt_domain, domain_fid);
 }
 
 /* Stripe rails of connection in state. */
@@ -140,7 +138,7 @@ static void striped_messages(const char *profile, const struct stripe_case *stri
 {
 	struct rdm_options options = {
 		.profile = profile, .mr_mode = MR_MODE, .software_device_only = true,
-		.topology = stripe->topology,
+		.topology = stripe->topology, .peer_host = stripe->peer_host,
 	};
 	struct stripe_peer_argument argument = {
 		.options = &options, .striped = stripe->ready_stripe_rails > 0,
@@ -170,13 +168,16 @@ static void striped_messages(const char *profile, const struct stripe_case *stri
 	for (int waited = 0; waited < SETTLE_MS && !rails_settled(connection); waited += 10)
 		rdm_progress_for(&endpoint, 10);
 	cr_assert(rails_settled(connection), "data rails still probing after %d ms", SETTLE_MS);
+	cr_assert_eq(bolt_link_on_own_ports(connection->link), !stripe->peer_host);
 	cr_assert_eq(connection->data_rails[0].state, BOLT_DATA_RAIL_READY);
+	cr_assert_eq(connection->data_rails[0].port, connection->link->port,
+		     "the data rail is not beside the link");
 	cr_assert_eq(stripe_rails_in(connection, BOLT_DATA_RAIL_READY), stripe->ready_stripe_rails);
 	cr_assert_eq(stripe_rails_in(connection, BOLT_DATA_RAIL_UNAVAILABLE),
 		     stripe->unavailable_stripe_rails);
 	for (int index = BOLT_MAX_DATA_RAILS; index < BOLT_MAX_CONNECTION_RAILS; index++)
 		if (connection->data_rails[index].state == BOLT_DATA_RAIL_READY)
-			cr_assert_neq(connection->data_rails[index].port, &endpoint_domain(&endpoint)->primary);
+			cr_assert_neq(connection->data_rails[index].port, connection->link->port);
 
 	for (int i = 1; i <= MESSAGES; i++)
 		cr_assert_eq(send_message(&endpoint, buffer, 100 + (uint32_t) i), 0);
@@ -359,9 +360,10 @@ Test(stripe, rocev2_large_reads_stripe)
 	striped_reads("rocev2", "stripe-read-roce");
 }
 
-static const struct stripe_case two_hosts = { "mesh:2x2", 1, 0, NULL };
-static const struct stripe_case three_hosts = { "mesh:3x2", 1, 2, NULL };
-static const struct stripe_case second_port_claimed = { "mesh:2x2", 0, 1, "rdma_en1" };
+static const struct stripe_case two_hosts = { "mesh:2x2", 1, 0, NULL, 0 };
+static const struct stripe_case three_hosts = { "mesh:3x2", 1, 2, NULL, 0 };
+static const struct stripe_case second_port_claimed = { "mesh:2x2", 0, 1, "rdma_en1", 0 };
+static const struct stripe_case third_host = { "mesh:3x2", 1, 2, NULL, 2 };
 
 Test(stripe, rocev2_two_cables)
 {
@@ -381,6 +383,17 @@ Test(stripe, thunderbolt_ports_to_another_host_are_given_up)
 Test(stripe, rocev2_ports_to_another_host_are_given_up)
 {
 	striped_messages("rocev2", &three_hosts, "stripe-rocev3");
+}
+
+/* The third host, which only host 0's other ports reach: rails beside that link. */
+Test(stripe, thunderbolt_far_peer_stripes)
+{
+	striped_messages("thunderbolt", &third_host, "stripe-tb-far");
+}
+
+Test(stripe, rocev2_far_peer_stripes)
+{
+	striped_messages("rocev2", &third_host, "stripe-rocev-far");
 }
 
 /* A domain of the process on the second cable's port keeps its queue pairs: no stripes there. */

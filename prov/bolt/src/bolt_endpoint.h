@@ -506,11 +506,6 @@ void bolt_connection_progress_all(struct bolt_endpoint *endpoint);
 bool bolt_connection_busy(const struct bolt_connection *connection);
 /* CLOCK_MONOTONIC in nanoseconds, the clock of connection timeouts. */
 uint64_t bolt_connection_now_ns(void);
-/*
- * Whether the connection may have data rails and write granted regions
- * directly: its link is on both domains' own ports (or not known yet).
- */
-bool bolt_connection_on_own_ports(const struct bolt_connection *connection);
 /* Fails the connection: every operation on it completes with error. */
 void bolt_connection_fail(struct bolt_connection *connection, int error, const char *why);
 void bolt_connection_destroy(struct bolt_connection *connection);
@@ -532,10 +527,12 @@ int bolt_link_port_count(const struct bolt_domain *domain);
 int bolt_link_port_index(const struct bolt_link *link);
 /* The domain's port of that number (below bolt_link_port_count), carrying links or not. */
 struct bolt_rail_port *bolt_link_port_of_index(struct bolt_domain *domain, int index);
+/* The index-th of the domain's ports other than the one numbered skipped; NULL past the last. */
+struct bolt_rail_port *bolt_link_other_port(struct bolt_domain *domain, int skipped, uint64_t index);
 /*
- * Whether the link's queue pairs sit on both domains' own ports, where data
- * rails and stripes are: else transfers over it register on its ports and
- * go without them.
+ * Whether the link's queue pairs sit on both domains' own ports: else
+ * transfers over it register on its ports, and its connections' rails are
+ * asked for again once it is known (bolt_data_rail_link_moved).
  */
 bool bolt_link_on_own_ports(const struct bolt_link *link);
 /*
@@ -571,6 +568,12 @@ void bolt_link_reclaim(struct bolt_domain *domain);
 /* Data rails (connection/bolt_data_rail.c). */
 /* Asks the peer for the data rails not asked for yet, where queue pairs can be spared. */
 void bolt_data_rail_request(struct bolt_connection *connection);
+/*
+ * The connection's link turned out to be on other ports than the domain's
+ * own: the rails asked for meanwhile, beside the domain's own, are asked for
+ * again beside the link's.
+ */
+void bolt_data_rail_link_moved(struct bolt_connection *connection);
 /* The peer asks for a data rail: connect one to its queue pair, or refuse. */
 void bolt_data_rail_requested(struct bolt_connection *connection, const struct bolt_wire_header *header,
 			      const char *payload);

@@ -382,11 +382,6 @@ static void bolt_connection_answer_hello(struct bolt_endpoint *endpoint,
 	bolt_connection_answer(connection, hello->domain_id, hello->new_link, hello->peer_port);
 }
 
-bool bolt_connection_on_own_ports(const struct bolt_connection *connection)
-{
-	return !connection->link || bolt_link_on_own_ports(connection->link);
-}
-
 static void bolt_connection_established(struct bolt_connection *connection)
 {
 	/* The first connection of a link is established once both ends are connected. */
@@ -395,8 +390,8 @@ static void bolt_connection_established(struct bolt_connection *connection)
 	connection->state = BOLT_CONNECTION_ESTABLISHED;
 	/* Operations started before the link was known counted on the domain's own port. */
 	if (!bolt_link_on_own_ports(connection->link)) {
-		bolt_data_rail_destroy_all(connection);
 		bolt_transmit_other_ports(connection);
+		bolt_data_rail_link_moved(connection);
 	}
 	bolt_transmit_progress(connection);
 }

@@ -9,12 +9,13 @@
  * spare beyond the next connection's: rails speed transfers up, a
  * connection to one more peer is what the application asked for.
  *
- * Rails 0 to BOLT_MAX_DATA_RAILS - 1 are on the domain's own port, which
- * reaches the peer's own. Rail BOLT_MAX_DATA_RAILS + k is a stripe rail, on
- * the asker's stripe port k; which of the peer's ports that one reaches (its
- * cable's far end, on a mesh of cables) nothing in verbs says. So the asker
- * tries the peer's stripe ports in turn: the peer connects a queue pair on
- * the one named and posts a receive; the asker sends a probe carrying the
+ * Rails 0 to BOLT_MAX_DATA_RAILS - 1 are on the ports of the connection's
+ * link, which reach each other: the domains' own, or the pair a probe found
+ * (bolt_connection.c). Rail BOLT_MAX_DATA_RAILS + k is a stripe rail, on the
+ * asker's k-th port other than its link's; which of the peer's ports that
+ * one reaches (its cable's far end, on a mesh of cables) nothing in verbs
+ * says. So the asker tries the peer's ports other than its link's in turn:
+ * the peer connects a queue pair on the one named and posts a receive; the asker sends a probe carrying the
  * nonce of the attempt, then says so on the control rail (PROBE_SENT). If
  * the probe arrives, the peer says PROBED and the asker READY, and both use
  * the rail from then on. If it has not arrived FI_BOLT_RAIL_PROBE_TIMEOUT
@@ -43,13 +44,35 @@ static bool bolt_data_rail_we_win(const struct bolt_connection *connection)
 	return memcmp(&connection->peer, &connection->endpoint->address, sizeof(connection->peer)) > 0;
 }
 
-/* The port rail number index of this end's own asking would use. */
-static struct bolt_rail_port *bolt_data_rail_own_port(struct bolt_domain *domain, uint64_t index)
+/* The number of the port the connection's link is on: the domain's own until it has one. */
+static int bolt_data_rail_link_port(const struct bolt_connection *connection)
 {
+	return connection->link ? bolt_link_port_index(connection->link) : 0;
+}
+
+/*
+ * This end's port of rail index: its link's for a data rail, the stripe
+ * rail's other port for a stripe rail (stripe, counted from 0, is what the
+ * peer names); NULL if there is no such port.
+ */
+static struct bolt_rail_port *bolt_data_rail_port(struct bolt_connection *connection,
+						  uint64_t index, uint64_t stripe)
+{
+	struct bolt_domain *domain = connection->endpoint->domain;
+	int link_port = bolt_data_rail_link_port(connection);
+
 	if (!bolt_data_rail_is_stripe(index))
-		return &domain->primary;
-	index -= BOLT_MAX_DATA_RAILS;
-	return index < (uint64_t) domain->stripe_port_count ? &domain->stripe_ports[index] : NULL;
+		return index < (uint64_t) domain->data_rails ?
+		       bolt_link_port_of_index(domain, link_port) : NULL;
+	return bolt_link_other_port(domain, link_port, stripe);
+}
+
+/* Another domain's own port: its queue pairs are for that domain's connections. */
+static bool bolt_data_rail_port_taken(const struct bolt_connection *connection, uint64_t index,
+				      const struct bolt_rail_port *port)
+{
+	return bolt_data_rail_is_stripe(index) && port != &connection->endpoint->domain->primary &&
+	       bolt_rail_port_claimed(port);
 }
 
 /* Our queue pair for rail on port, in INIT; false when none can be spared. */
@@ -151,30 +174,41 @@ static void bolt_data_rail_ask(struct bolt_connection *connection, uint64_t inde
 
 void bolt_data_rail_request(struct bolt_connection *connection)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
-
-	/* Rails are on the domain's own port and its stripe ports, beside a link there. */
-	if (connection->loopback || connection->state == BOLT_CONNECTION_FAILED ||
-	    !bolt_connection_on_own_ports(connection))
+	if (connection->loopback || connection->state == BOLT_CONNECTION_FAILED)
 		return;
-	for (int index = 0; index < BOLT_MAX_CONNECTION_RAILS; index++) {
+	for (uint64_t index = 0; index < BOLT_MAX_CONNECTION_RAILS; index++) {
 		struct bolt_data_rail *rail = &connection->data_rails[index];
-		struct bolt_rail_port *port = bolt_data_rail_own_port(domain, (uint64_t) index);
+		struct bolt_rail_port *port = bolt_data_rail_port(connection, index,
+								  index - BOLT_MAX_DATA_RAILS);
 
-		if (rail->state != BOLT_DATA_RAIL_NONE || !port ||
-		    (!bolt_data_rail_is_stripe((uint64_t) index) && index >= domain->data_rails))
+		if (rail->state != BOLT_DATA_RAIL_NONE || !port)
 			continue;
-		/* Another domain's own port: its queue pairs are for that domain's connections. */
-		if (port != &domain->primary && bolt_rail_port_claimed(port)) {
+		if (bolt_data_rail_port_taken(connection, index, port)) {
 			rail->state = BOLT_DATA_RAIL_UNAVAILABLE;
 			continue;
 		}
 		rail->candidate = 0;
-		bolt_data_rail_ask(connection, (uint64_t) index, port);
+		bolt_data_rail_ask(connection, index, port);
 	}
 }
 
-/* Asker: the attempt failed; the peer's next stripe port, with a new queue pair. */
+void bolt_data_rail_link_moved(struct bolt_connection *connection)
+{
+	bool asked = false;
+
+	/* Nothing goes out before the link is known: the peer saw none of those requests. */
+	for (int index = 0; index < BOLT_MAX_CONNECTION_RAILS; index++) {
+		struct bolt_data_rail *rail = &connection->data_rails[index];
+
+		asked |= rail->state != BOLT_DATA_RAIL_NONE;
+		bolt_data_rail_destroy(connection, rail);
+		rail->state = BOLT_DATA_RAIL_NONE;
+	}
+	if (asked)
+		bolt_data_rail_request(connection);
+}
+
+/* Asker: the attempt failed; the peer's next port, with a new queue pair. */
 static void bolt_data_rail_try_next(struct bolt_connection *connection, uint64_t index)
 {
 	struct bolt_data_rail *rail = &connection->data_rails[index];
@@ -193,7 +227,7 @@ static const char *bolt_data_rail_check(const struct bolt_wire_header *header, b
 	if (header->request_id >= BOLT_MAX_CONNECTION_RAILS)
 		return "data rail number out of range";
 	if (!stripe && header->tag)
-		return "a data rail of the domain's port naming another";
+		return "a data rail of the link's ports naming another port";
 	if (!carries_qp || header->cq_data)
 		return NULL;
 	if (header->address == 0 || header->address > 0xffffff || header->key > 0xffffff)
@@ -218,13 +252,10 @@ static union ibv_gid bolt_data_rail_peer_gid(const struct bolt_connection *conne
 static struct bolt_rail_port *bolt_data_rail_answer_port(struct bolt_connection *connection,
 							 const struct bolt_wire_header *header)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
-
-	if (!bolt_data_rail_is_stripe(header->request_id))
-		return header->request_id < (uint64_t) domain->data_rails ? &domain->primary : NULL;
-	if (header->tag < 1 || header->tag > (uint64_t) domain->stripe_port_count)
+	/* A stripe rail's request names our port other than the link's, from 1. */
+	if (bolt_data_rail_is_stripe(header->request_id) && header->tag < 1)
 		return NULL;
-	return &domain->stripe_ports[header->tag - 1];
+	return bolt_data_rail_port(connection, header->request_id, header->tag - 1);
 }
 
 /* Answerer, stripe rail: a receive for the probe, and the nonce it must carry. */
@@ -267,7 +298,7 @@ void bolt_data_rail_requested(struct bolt_connection *connection, const struct b
 	if (rail->qp && (rail->port != port || bolt_data_rail_is_stripe(header->request_id)))
 		bolt_data_rail_destroy(connection, rail);
 	gid = bolt_data_rail_peer_gid(connection, header, payload);
-	if (!port || (port != &connection->endpoint->domain->primary && bolt_rail_port_claimed(port)) ||
+	if (!port || bolt_data_rail_port_taken(connection, header->request_id, port) ||
 	    (!rail->qp && !bolt_data_rail_create_qp(connection, rail, port)) ||
 	    bolt_data_rail_connect(connection, rail, header, &gid) ||
 	    (bolt_data_rail_is_stripe(header->request_id) &&
@@ -313,7 +344,7 @@ void bolt_data_rail_answered(struct bolt_connection *connection, const struct bo
 		return;
 	}
 	rail = &connection->data_rails[header->request_id];
-	/* The peer could not use the stripe port named (FI_ENODEV: it has no more): its next. */
+	/* The peer could not use the port named (FI_ENODEV: it has no more): its next. */
 	if (stripe && header->cq_data && header->cq_data != FI_ENODEV) {
 		bolt_data_rail_try_next(connection, header->request_id);
 		return;
@@ -397,7 +428,7 @@ static struct bolt_data_rail *bolt_data_rail_probe_subject(struct bolt_connectio
 	const char *problem = bolt_data_rail_check(header, false);
 
 	if (!problem && !bolt_data_rail_is_stripe(header->request_id))
-		problem = "a probe message for a data rail of the domain's port";
+		problem = "a probe message for a data rail of the link's ports";
 	if (problem) {
 		bolt_connection_fail(connection, FI_EIO, problem);
 		return NULL;
@@ -482,7 +513,7 @@ uint32_t bolt_data_rail_ready(const struct bolt_connection *connection, bool wit
 
 bool bolt_data_rail_striping(const struct bolt_connection *connection)
 {
-	/* The rails from BOLT_MAX_DATA_RAILS on are on stripe ports. */
+	/* The rails from BOLT_MAX_DATA_RAILS on are on ports other than the link's. */
 	return bolt_data_rail_ready(connection, false) >> BOLT_MAX_DATA_RAILS;
 }
 

@@ -70,6 +70,14 @@ struct bolt_rail_port *bolt_link_port_of_index(struct bolt_domain *domain, int i
 	return index ? &domain->stripe_ports[index - 1] : &domain->primary;
 }
 
+struct bolt_rail_port *bolt_link_other_port(struct bolt_domain *domain, int skipped, uint64_t index)
+{
+	uint64_t number = index < (uint64_t) skipped ? index : index + 1;
+
+	return number < (uint64_t) bolt_link_port_count(domain) ?
+	       bolt_link_port_of_index(domain, (int) number) : NULL;
+}
+
 bool bolt_link_on_own_ports(const struct bolt_link *link)
 {
 	return link->port == &link->domain->primary && link->peer_port == 0;
