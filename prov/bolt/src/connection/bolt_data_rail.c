@@ -178,8 +178,9 @@ void bolt_data_rail_request(struct bolt_connection *connection)
 		return;
 	for (uint64_t index = 0; index < BOLT_MAX_CONNECTION_RAILS; index++) {
 		struct bolt_data_rail *rail = &connection->data_rails[index];
-		struct bolt_rail_port *port = bolt_data_rail_port(connection, index,
-								  index - BOLT_MAX_DATA_RAILS);
+		/* Our stripe rail k is on our k-th other port. */
+		uint64_t stripe = bolt_data_rail_is_stripe(index) ? index - BOLT_MAX_DATA_RAILS : 0;
+		struct bolt_rail_port *port = bolt_data_rail_port(connection, index, stripe);
 
 		if (rail->state != BOLT_DATA_RAIL_NONE || !port)
 			continue;
@@ -252,10 +253,12 @@ static union ibv_gid bolt_data_rail_peer_gid(const struct bolt_connection *conne
 static struct bolt_rail_port *bolt_data_rail_answer_port(struct bolt_connection *connection,
 							 const struct bolt_wire_header *header)
 {
+	bool stripe = bolt_data_rail_is_stripe(header->request_id);
+
 	/* A stripe rail's request names our port other than the link's, from 1. */
-	if (bolt_data_rail_is_stripe(header->request_id) && header->tag < 1)
+	if (stripe && header->tag < 1)
 		return NULL;
-	return bolt_data_rail_port(connection, header->request_id, header->tag - 1);
+	return bolt_data_rail_port(connection, header->request_id, stripe ? header->tag - 1 : 0);
 }
 
 /* Answerer, stripe rail: a receive for the probe, and the nonce it must carry. */
