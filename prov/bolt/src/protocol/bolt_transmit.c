@@ -402,16 +402,22 @@ void bolt_transmit_other_ports(struct bolt_connection *connection)
 	}
 }
 
-/* A header that only returns credits, when the peer would otherwise run dry. */
+/*
+ * A header that only returns credits, once a batch of receives is posted
+ * again: a peer whose every write takes a receive (UC) would otherwise run
+ * dry whenever this end comes back late to its completions. It costs the
+ * peer one receive per batch.
+ */
 static void bolt_transmit_return_credits(struct bolt_connection *connection)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
 	struct bolt_link *link = connection->link;
+	/* Receives held back are no credits the peer can wait for. */
+	uint32_t half_not_held = (link->receive_depth - link->held_count) / 2;
+	uint32_t due = half_not_held < BOLT_LINK_REPOST_BATCH ? half_not_held : BOLT_LINK_REPOST_BATCH;
 	struct bolt_control_buffer *record;
 
-	/* Receives held back are no credits the peer can wait for. */
-	if (!link->credits_to_return ||
-	    link->credits_to_return < (link->receive_depth - link->held_count) / 2 ||
+	if (!link->credits_to_return || link->credits_to_return < due ||
 	    !bolt_transmit_can_send(connection, 0, 1))
 		return;
 	record = bolt_control_buffer_get(domain);
