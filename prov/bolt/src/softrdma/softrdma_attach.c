@@ -31,6 +31,7 @@ static void softrdma_forget_parent(void)
 	process->device_count = 0;
 	process->segment = NULL;
 	process->qps = NULL;
+	memset(process->qps_by_slot, 0, sizeof(process->qps_by_slot));
 	process->waiting_qps = 0;
 	process->attach_count = 0;
 }

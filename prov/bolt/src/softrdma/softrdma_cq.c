@@ -3,11 +3,12 @@
  * shared segment, since a sender in another process pushes the receive
  * completions of its target. Producers push under the segment lock. The
  * ring has one consumer, its owner process (whose pollers take turns): a
- * poll takes receive completions without the segment lock, so a target's
- * polls do not stall the senders writing into it. Polling a send completion
- * retires its QP's send queue slots, which does take the segment lock.
- * Polling a receive completion that carries a small SEND's data places that
- * data in the receive's buffers (softrdma_internal.h).
+ * poll takes completions without the segment lock, so a target's polls do
+ * not stall the senders writing into it. Polling a send completion retires
+ * its QP's send queue slots, which only this process counts: under its own
+ * lock, against QPs destroyed meanwhile. Polling a receive completion that
+ * carries a small SEND's data places that data in the receive's buffers
+ * (softrdma_internal.h).
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -135,15 +136,24 @@ int softrdma_cq_push_locked(struct softrdma_segment *segment, int cq_index,
 	return 0;
 }
 
-static void softrdma_cq_retire_locked(struct softrdma_segment *segment,
-				      const struct softrdma_shared_completion *entry)
+/* The send queue slots up to entry's WR are free again, unless its QP is gone. */
+static void softrdma_cq_retire(const struct softrdma_shared_completion *entry)
 {
-	struct softrdma_shared_qp *qp = softrdma_table_slot(segment, &segment->qps,
-							    entry->qp_index);
+	struct softrdma_process *process = &softrdma_process;
+	uint64_t retired = entry->sequence + 1, seen;
+	struct softrdma_qp *qp;
 
-	if (qp->slot.in_use && qp->qpn == entry->wc.qp_num &&
-	    qp->send_retired < entry->sequence + 1)
-		__atomic_store_n(&qp->send_retired, entry->sequence + 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&process->lock);
+	qp = entry->qp_index < SOFTRDMA_QP_SLOTS ? process->qps_by_slot[entry->qp_index] : NULL;
+	if (qp && qp->ibv.qp_num == entry->wc.qp_num) {
+		/* Never back: RESET may have retired everything meanwhile. */
+		seen = __atomic_load_n(&qp->send_retired, __ATOMIC_ACQUIRE);
+		while (seen < retired &&
+		       !__atomic_compare_exchange_n(&qp->send_retired, &seen, retired, false,
+						    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			;
+	}
+	pthread_mutex_unlock(&process->lock);
 }
 
 /* A receive completion's data, into the receive's buffers: this process's memory. */
@@ -158,12 +168,8 @@ static void softrdma_cq_place(const struct softrdma_completion_payload *payload)
 	}
 }
 
-/*
- * Pops up to num_entries completions; those that retire send queue slots
- * only under the segment lock (segment non-NULL), the others without.
- */
-static int softrdma_cq_pop(struct softrdma_segment *segment, struct softrdma_shared_cq *cq,
-			   int num_entries, struct ibv_wc *wc)
+/* Pops up to num_entries completions. */
+static int softrdma_cq_pop(struct softrdma_shared_cq *cq, int num_entries, struct ibv_wc *wc)
 {
 	uint64_t produced = __atomic_load_n(&cq->produced, __ATOMIC_ACQUIRE);
 	uint64_t consumed = cq->consumed;
@@ -172,13 +178,11 @@ static int softrdma_cq_pop(struct softrdma_segment *segment, struct softrdma_sha
 	while (count < num_entries && consumed < produced) {
 		const struct softrdma_shared_completion *entry = &cq->ring[consumed % SOFTRDMA_CQ_RING];
 
-		if (entry->retires && !segment)
-			break;
 		wc[count++] = entry->wc;
 		if (entry->has_payload)
 			softrdma_cq_place(&cq->payloads[consumed % SOFTRDMA_CQ_RING]);
 		if (entry->retires)
-			softrdma_cq_retire_locked(segment, entry);
+			softrdma_cq_retire(entry);
 		/* The producer may reuse the entry from here on. */
 		__atomic_store_n(&cq->consumed, ++consumed, __ATOMIC_RELEASE);
 	}
@@ -188,7 +192,6 @@ static int softrdma_cq_pop(struct softrdma_segment *segment, struct softrdma_sha
 int softrdma_poll_cq(struct ibv_cq *ibv_cq, int num_entries, struct ibv_wc *wc)
 {
 	struct softrdma_cq *cq = (struct softrdma_cq *) ibv_cq;
-	struct softrdma_segment *segment = softrdma_process.segment;
 	struct softrdma_shared_cq *shared;
 	int count;
 
@@ -201,13 +204,7 @@ int softrdma_poll_cq(struct ibv_cq *ibv_cq, int num_entries, struct ibv_wc *wc)
 	    __atomic_load_n(&shared->consumed, __ATOMIC_ACQUIRE))
 		return __atomic_load_n(&shared->overflowed, __ATOMIC_RELAXED) ? -EOVERFLOW : 0;
 	pthread_mutex_lock(&cq->poll_lock);
-	count = softrdma_cq_pop(NULL, shared, num_entries, wc);
-	if (count < num_entries &&
-	    __atomic_load_n(&shared->produced, __ATOMIC_ACQUIRE) != shared->consumed) {
-		softrdma_lock(segment);
-		count += softrdma_cq_pop(segment, shared, num_entries - count, wc + count);
-		softrdma_unlock(segment);
-	}
+	count = softrdma_cq_pop(shared, num_entries, wc);
 	pthread_mutex_unlock(&cq->poll_lock);
 	return count;
 }

@@ -113,7 +113,6 @@ struct softrdma_shared_qp {
 	int32_t remote_device;
 	int32_t send_cq;
 	int32_t recv_cq;
-	uint64_t send_retired;  /* WRs before this sequence number are retired */
 	uint32_t receive_limit;
 	uint32_t receive_head;
 	uint32_t receive_count;
@@ -312,13 +311,14 @@ struct softrdma_qp {
 	uint32_t pending_head;
 	uint32_t pending_count;
 	uint64_t send_posted;
+	uint64_t send_retired;  /* WRs before this sequence number are retired (atomic) */
 	struct softrdma_qp *next;     /* in the process's list of QPs */
 	struct softrdma_qp *previous;
 };
 
 /* What this process knows of its attachment. */
 struct softrdma_process {
-	pthread_mutex_t lock;   /* attach count, devices, the QP list */
+	pthread_mutex_t lock;   /* attach count, devices, the QP list and index */
 	int attach_count;
 	pid_t pid;              /* the attacher: a forked child must attach again */
 	int host;
@@ -335,6 +335,7 @@ struct softrdma_process {
 	struct softrdma_device *devices; /* this host's */
 	int device_count;
 	struct softrdma_qp *qps; /* list of this process's QPs */
+	struct softrdma_qp *qps_by_slot[SOFTRDMA_QP_SLOTS]; /* the same, by shared table slot */
 	int waiting_qps;        /* QPs holding pending WRs (atomic) */
 };
 

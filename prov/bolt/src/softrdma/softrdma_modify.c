@@ -172,7 +172,7 @@ static void softrdma_qp_reset_locked(struct softrdma_qp *qp, struct softrdma_sha
 {
 	softrdma_receive_clear_locked(shared);
 	softrdma_send_discard(qp);
-	__atomic_store_n(&shared->send_retired, qp->send_posted, __ATOMIC_RELEASE);
+	__atomic_store_n(&qp->send_retired, qp->send_posted, __ATOMIC_RELEASE);
 	shared->remote_device = -1;
 	shared->remote_qpn = 0;
 	shared->access_flags = 0;

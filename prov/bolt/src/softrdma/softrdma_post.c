@@ -61,7 +61,7 @@ static uint64_t softrdma_sge_total(const struct ibv_sge *sge, int count)
 static int softrdma_send_check(struct softrdma_qp *qp, const struct ibv_send_wr *wr,
 			       uint32_t state)
 {
-	uint64_t retired = __atomic_load_n(&softrdma_qp_shared(qp)->send_retired, __ATOMIC_ACQUIRE);
+	uint64_t retired = __atomic_load_n(&qp->send_retired, __ATOMIC_ACQUIRE);
 	int ret;
 
 	if (state != IBV_QPS_RTS && state != IBV_QPS_ERR)

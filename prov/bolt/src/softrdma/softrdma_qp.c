@@ -100,6 +100,7 @@ static void softrdma_qp_list_add(struct softrdma_qp *qp)
 	if (process->qps)
 		process->qps->previous = qp;
 	process->qps = qp;
+	process->qps_by_slot[qp->index] = qp;
 	pthread_mutex_unlock(&process->lock);
 }
 
@@ -114,6 +115,8 @@ static void softrdma_qp_list_remove(struct softrdma_qp *qp)
 		process->qps = qp->next;
 	if (qp->next)
 		qp->next->previous = qp->previous;
+	/* From here on no completion of it retires anything (softrdma_cq.c). */
+	process->qps_by_slot[qp->index] = NULL;
 	pthread_mutex_unlock(&process->lock);
 }
 
