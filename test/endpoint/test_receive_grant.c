@@ -33,6 +33,7 @@ static const enum message_kind plan[] = {
 #define MESSAGES BOLT_ARRAY_LENGTH(plan)
 #define BEFORE_GRANTS 2
 #define GRANTABLE 7             /* the large ones after the grants came */
+#define GRANTABLE_POSTED (MESSAGES - BEFORE_GRANTS)     /* receives granted, all at once */
 
 static size_t message_length(enum message_kind kind)
 {
@@ -78,6 +79,19 @@ static int send_one(struct rdm_endpoint *endpoint, char *buffer, size_t length, 
 	return ret ? (int) ret : rdm_wait(endpoint, &entry, &error);
 }
 
+/* A sender's end: it serves the receiver until told, then closes (if it opened) and frees buffer. */
+static int sender_end(struct rdm_endpoint *endpoint, int socket, void *buffer, int ret)
+{
+	uint64_t done;
+
+	if (!ret)
+		ret = rdm_serve_until_told(endpoint, socket, &done);
+	if (buffer)
+		rdm_close(endpoint);
+	free(buffer);
+	return ret;
+}
+
 struct plan_setup {
 	struct rdm_options options;
 	bool grants;            /* whether the receiver grants */
@@ -89,23 +103,17 @@ static int planned_sender(int socket, void *argument)
 	const struct plan_setup *setup = argument;
 	struct rdm_endpoint endpoint;
 	char *buffer = malloc(2 * SIZE);
-	uint64_t done;
 	int ret = buffer ? rdm_open_connected(&endpoint, &setup->options, socket) : 1;
 
 	for (size_t i = 0; !ret && i < MESSAGES; i++) {
 		if (i == BEFORE_GRANTS && setup->grants &&
-		    !wait_for_grants(&endpoint, MESSAGES - BEFORE_GRANTS))
+		    !wait_for_grants(&endpoint, GRANTABLE_POSTED))
 			ret = 10;
 		if (!ret)
 			ret = send_one(&endpoint, buffer, message_length(plan[i]), (uint32_t) i,
 				       plan[i] == WITH_DATA);
 	}
-	if (!ret)
-		ret = rdm_serve_until_told(&endpoint, socket, &done);
-	if (buffer)
-		rdm_close(&endpoint);
-	free(buffer);
-	return ret;
+	return sender_end(&endpoint, socket, buffer, ret);
 }
 
 /* Receive i of the plan completed as its message should have made it. */
@@ -155,6 +163,11 @@ static void receive_plan(const char *profile, const char *tag, bool grants)
 	cr_assert_eq(connection->granted_written, grants ? GRANTABLE : 0,
 		     "%" PRIu64 " messages written into granted receives", connection->granted_written);
 	cr_assert_eq(connection->granted_count, 0, "receives still granted with none posted");
+	/* All there were, at once: as few messages as a batch allows. */
+	cr_assert_eq(connection->grant_messages,
+		     grants ? (GRANTABLE_POSTED + BOLT_WIRE_RECEIVE_GRANT_BATCH - 1) /
+			      BOLT_WIRE_RECEIVE_GRANT_BATCH : 0,
+		     "%" PRIu64 " grant messages", connection->grant_messages);
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 	cr_assert_eq(rdm_pair_finish(&setup.options, &endpoint, peer, socket), 0,
 		     "the sender failed (10: no grants came)");
@@ -223,17 +236,11 @@ static int other_sender(int socket, void *argument)
 	const struct other_sender *setup = argument;
 	struct rdm_endpoint endpoint;
 	char *buffer = malloc(SIZE);
-	uint64_t done;
 	int ret = buffer ? rdm_open_connected(&endpoint, &setup->options, socket) : 1;
 
 	for (uint32_t i = 0; !ret && i < setup->count; i++)
 		ret = send_one(&endpoint, buffer, SIZE, OTHER_SEED + i, false);
-	if (!ret)
-		ret = rdm_serve_until_told(&endpoint, socket, &done);
-	if (buffer)
-		rdm_close(&endpoint);
-	free(buffer);
-	return ret;
+	return sender_end(&endpoint, socket, buffer, ret);
 }
 
 /* The receiver's start: HELD_RECEIVES posted, the holder's two messages in, its grants held. */
@@ -370,4 +377,109 @@ Test(receive_grant, holder_dies)
 	two_senders_start(&test, "grant-dies", 2, true);
 	expect_receive(&test.endpoint, test.buffers, 3, OTHER_SEED + 1);
 	two_senders_finish(&test, 128 + SIGKILL);
+}
+
+/*
+ * A stream: STREAM_MESSAGES large messages, STREAM_WINDOW in flight, into
+ * STREAM_POSTED receives posted again as they complete. Grants go out in
+ * batches, and every message lands whole in the receive posted for its turn.
+ */
+#define STREAM_MESSAGES 96
+#define STREAM_WINDOW 16
+#define STREAM_POSTED 40
+
+static int stream_sender(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	char *buffers = malloc((size_t) STREAM_MESSAGES * SIZE);
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	struct rdm_endpoint endpoint;
+	uint32_t sent = 0, completed = 0;
+	int ret = buffers ? rdm_open_connected(&endpoint, options, socket) : 1;
+
+	while (!ret && completed < STREAM_MESSAGES) {
+		if (sent < STREAM_MESSAGES && sent - completed < STREAM_WINDOW) {
+			char *buffer = buffers + (size_t) sent * SIZE;
+			ssize_t posted;
+
+			rdm_fill(buffer, SIZE, sent);
+			posted = fi_send(endpoint.ep, buffer, SIZE, NULL, endpoint.peer, buffer);
+			if (!posted) {
+				sent++;
+				continue;
+			}
+			if (posted != -FI_EAGAIN) {
+				ret = (int) posted;
+				break;
+			}
+		}
+		ret = rdm_wait(&endpoint, &entry, &error);
+		completed += !ret;
+	}
+	return sender_end(&endpoint, socket, buffers, ret);
+}
+
+/* Posts the receive of buffer slot, which the next message, number posted, takes. */
+static void post_stream_receive(struct rdm_endpoint *endpoint, char *buffers, uint32_t slot,
+				uint32_t *slot_message, uint32_t *posted)
+{
+	char *buffer = buffers + (size_t) slot * SIZE;
+
+	slot_message[slot] = (*posted)++;
+	cr_assert_eq(fi_recv(endpoint->ep, buffer, SIZE, NULL, FI_ADDR_UNSPEC, buffer), 0);
+}
+
+static void receive_stream(const char *profile, const char *tag)
+{
+	struct rdm_options options = { .profile = profile };
+	char *buffers = calloc(STREAM_POSTED, SIZE);
+	uint32_t slot_message[STREAM_POSTED], posted = 0;
+	struct bolt_connection *connection;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	struct rdm_endpoint endpoint;
+	int socket;
+	pid_t peer;
+
+	cr_assert(buffers);
+	peer = rdm_pair_start(&options, tag, stream_sender, &options, &endpoint, &socket);
+	cr_assert(peer > 0);
+	for (uint32_t slot = 0; slot < STREAM_POSTED; slot++)
+		post_stream_receive(&endpoint, buffers, slot, slot_message, &posted);
+	/* Completions may come in any order (comp_order FI_ORDER_NONE); messages take receives in order. */
+	for (uint32_t i = 0; i < STREAM_MESSAGES; i++) {
+		int ret = rdm_wait(&endpoint, &entry, &error);
+		uint32_t slot;
+
+		cr_assert_eq(ret, 0, "completion %u: %d (%s)", i, ret,
+			     ret == -FI_EAVAIL ? fi_strerror(error.err) : "");
+		slot = (uint32_t) (((char *) entry.op_context - buffers) / SIZE);
+		cr_assert_lt(slot, STREAM_POSTED);
+		cr_assert_eq(entry.len, SIZE);
+		cr_assert(rdm_check(entry.op_context, SIZE, slot_message[slot]),
+			  "receive %u: not message %u", slot, slot_message[slot]);
+		if (posted < STREAM_MESSAGES)
+			post_stream_receive(&endpoint, buffers, slot, slot_message, &posted);
+	}
+	connection = connection_to(&endpoint, endpoint.peer);
+	cr_assert_eq(connection->messages_arrived, STREAM_MESSAGES);
+	cr_assert_gt(connection->granted_written, 0, "no message written into a granted receive");
+	/* Batches of one would be one grant message per message. */
+	cr_assert_geq(connection->receives_granted, 2 * connection->grant_messages,
+		      "%" PRIu64 " receives granted in %" PRIu64 " messages",
+		      connection->receives_granted, connection->grant_messages);
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the sender failed");
+	free(buffers);
+}
+
+Test(receive_grant, stream_granted_in_batches_thunderbolt)
+{
+	receive_stream("thunderbolt", "grant-stream-tb");
+}
+
+Test(receive_grant, stream_granted_in_batches_rocev2)
+{
+	receive_stream("rocev2", "grant-stream-roce");
 }

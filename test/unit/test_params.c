@@ -43,7 +43,7 @@ Test(params, defaults)
 	cr_expect_eq(params.rendezvous_threshold, 16384);
 	cr_expect_eq(params.bounce_size, 32768);
 	cr_expect_eq(params.unexpected_limit, 8 << 20);
-	cr_expect_eq(params.receive_grants, 16);
+	cr_expect_eq(params.receive_grants, 32);
 	cr_expect_eq(params.stripe_ports, -1);
 	cr_expect_eq(params.rail_probe_timeout, 200);
 	cr_expect_eq(params.stripe_threshold, 1 << 20);

@@ -80,8 +80,13 @@ struct bolt_params {
  * 32 KiB messages in flight, small against a process's memory.
  */
 #define BOLT_UNEXPECTED_LIMIT (8 << 20)
-/* FI_BOLT_RECEIVE_GRANTS: its default, and the most a peer keeps of them at once. */
-#define BOLT_RECEIVE_GRANTS 16
+/*
+ * FI_BOLT_RECEIVE_GRANTS: its default, and the most a peer keeps of them at
+ * once. Grants are topped up in batches once the peer holds half or fewer
+ * (protocol/bolt_receive_grant.c): at 16, a sender with 16 messages in flight
+ * ran out between batches and asked for 2 % of its messages; at 32, none.
+ */
+#define BOLT_RECEIVE_GRANTS 32
 #define BOLT_RECEIVE_GRANTS_MAX 32
 
 /* Defines the parameters with libfabric; safe to call more than once. */

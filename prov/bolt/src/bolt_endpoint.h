@@ -367,6 +367,8 @@ struct bolt_connection {
 	struct bolt_granted_receive *granted;   /* for its next ones, in order */
 	uint32_t granted_count;
 	uint64_t granted_written;       /* its messages written into them */
+	uint64_t receives_granted;      /* all it was granted, */
+	uint64_t grant_messages;        /* in so many messages */
 	bool grants_revoking;           /* it was told to stop using them; none granted until it answers */
 	/* and the peer's to us. */
 	uint64_t messages_started;      /* our untagged messages so far */
@@ -858,8 +860,9 @@ void bolt_receive_grant_lost(struct bolt_connection *connection);
  * list) or closes (they are freed); the peer's grants are forgotten.
  */
 void bolt_receive_grant_release(struct bolt_connection *connection, bool reuse);
-/* Sender: the peer granted a receive, or asks its grants back. */
-void bolt_receive_grant_arrived(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/* Sender: the peer granted receives (the payload, as the header says), or asks its grants back. */
+void bolt_receive_grant_arrived(struct bolt_connection *connection,
+				const struct bolt_wire_header *header, const char *payload);
 void bolt_receive_grant_revoked(struct bolt_connection *connection);
 /* Sender: transmit, an untagged message about to go out, takes the receive granted for it, if any. */
 void bolt_receive_grant_use(struct bolt_connection *connection, struct bolt_transmit *transmit);

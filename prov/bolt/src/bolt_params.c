@@ -107,8 +107,9 @@ static const struct bolt_param bolt_param_table[] = {
 	BOLT_INT_PARAM("receive_grants", receive_grants, 0, BOLT_RECEIVE_GRANTS_MAX,
 		"Untagged receives of at least FI_BOLT_RENDEZVOUS_THRESHOLD bytes an endpoint "
 		"grants ahead to the peer whose messages will take them, at most, so that the peer "
-		"writes those messages straight into them, without a request and its answer "
-		"(default: 16; 0: none, every large message asks)"),
+		"writes those messages straight into them, without a request and its answer; "
+		"they go out in batches once the peer holds half of them or fewer "
+		"(default: 32; 0: none, every large message asks)"),
 	BOLT_INT_PARAM("collective_ring_threshold", collective_ring_threshold, 0, 1 << 30,
 		"All-reduce, all-gather and reduce-scatter of at least this many bytes in all run "
 		"as a pipelined ring; smaller ones fully connected, in one round, or by recursive "

@@ -239,7 +239,7 @@ static void bolt_receive_dispatch(struct bolt_connection *connection,
 		bolt_direct_write_revoke_answered(connection, header);
 		break;
 	case BOLT_WIRE_RECEIVE_GRANT:
-		bolt_receive_grant_arrived(connection, header);
+		bolt_receive_grant_arrived(connection, header, payload);
 		break;
 	case BOLT_WIRE_RECEIVE_REVOKE:
 		bolt_receive_grant_revoked(connection);

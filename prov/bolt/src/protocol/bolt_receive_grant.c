@@ -25,8 +25,16 @@
  * Only the peer that sent the last two large untagged messages gets grants
  * of receives for any source: two senders in turn get none, and do not make
  * each other ask grants back all the time.
+ *
+ * One grant per message would cost the sender the handling of a message, and
+ * the credit it takes, for every message it sends. So grants go out in
+ * batches: once the peer holds no more than half of what it may, it is
+ * granted every receive there is, up to what it may hold, with
+ * BOLT_WIRE_RECEIVE_GRANT_BATCH to a message. The half it still holds keeps
+ * it writing while the batch comes.
  */
 #include <stdlib.h>
+#include <string.h>
 #include <utlist.h>
 
 #include "bolt_endpoint.h"
@@ -62,20 +70,60 @@ static struct bolt_connection *bolt_receive_grant_peer(struct bolt_endpoint *end
 	return connection;
 }
 
-static bool bolt_receive_grant_may(const struct bolt_connection *connection)
+/* Receives granted in one message: to whom, and what the peer needs of each. */
+struct bolt_receive_grant_batch {
+	struct bolt_connection *connection;
+	uint64_t first_number;
+	uint32_t count;
+	struct bolt_wire_receive_grant grants[BOLT_WIRE_RECEIVE_GRANT_BATCH];
+};
+
+/* Whether the connection's peer may be granted one more receive, in batch. */
+static bool bolt_receive_grant_may(const struct bolt_connection *connection,
+				   const struct bolt_receive_grant_batch *batch)
 {
-	return connection && connection->state == BOLT_CONNECTION_ESTABLISHED &&
-	       !connection->grants_revoking &&
-	       connection->granted_count <
-	       (uint32_t) connection->endpoint->domain->fabric->params.receive_grants;
+	uint32_t most;
+
+	if (!connection || connection->state != BOLT_CONNECTION_ESTABLISHED ||
+	    connection->grants_revoking)
+		return false;
+	most = (uint32_t) connection->endpoint->domain->fabric->params.receive_grants;
+	if (batch->count)
+		return connection->granted_count < most;
+	/* A new batch waits until the peer has used half: then it can be a full one. */
+	return connection->granted_count < most && connection->granted_count <= most / 2;
 }
 
-/* Grants receive, the head of the posted list, to the connection's peer; false if it cannot now. */
-static bool bolt_receive_grant_one(struct bolt_connection *connection, struct bolt_receive *receive)
+/* The batch's message goes out; if it cannot, the connection fails, and takes its grants back. */
+static void bolt_receive_grant_send(struct bolt_receive_grant_batch *batch)
+{
+	struct bolt_connection *connection = batch->connection;
+	uint32_t count = batch->count;
+	struct bolt_transmit *grant;
+
+	if (!count)
+		return;
+	batch->count = 0;
+	grant = bolt_transmit_internal(connection, BOLT_WIRE_RECEIVE_GRANT, batch->first_number, 0);
+	if (!grant)
+		return;
+	if (bolt_transmit_attach(grant, batch->grants, count * sizeof(batch->grants[0]))) {
+		bolt_transmit_free(grant);
+		bolt_connection_fail(connection, FI_ENOMEM, "no memory for a protocol message");
+		return;
+	}
+	connection->receives_granted += count;
+	connection->grant_messages++;
+	bolt_transmit_start(grant);
+}
+
+/* Grants receive, the head of the posted list, to the connection's peer in batch; false if it cannot now. */
+static bool bolt_receive_grant_one(struct bolt_connection *connection, struct bolt_receive *receive,
+				   struct bolt_receive_grant_batch *batch)
 {
 	struct bolt_endpoint *endpoint = connection->endpoint;
 	struct bolt_granted_receive *granted = calloc(1, sizeof(*granted));
-	struct bolt_transmit *grant;
+	struct bolt_wire_receive_grant *grant = &batch->grants[batch->count];
 
 	if (!granted)
 		return false;
@@ -85,36 +133,40 @@ static bool bolt_receive_grant_one(struct bolt_connection *connection, struct bo
 		return false;
 	}
 	granted->number = connection->messages_arrived + connection->granted_count + 1;
-	grant = bolt_transmit_internal(connection, BOLT_WIRE_RECEIVE_GRANT, granted->number, 0);
-	if (!grant) {
-		bolt_rendezvous_unregister(endpoint->domain, &granted->registration, receive->covered);
-		free(granted);
-		return false;
-	}
-	grant->remote_address = (uintptr_t) receive->iov[0].iov_base;
-	grant->remote_key = bolt_rendezvous_link_mr(connection, &granted->registration)->rkey;
-	grant->length = receive->length;
 	granted->receive = receive;
+	grant->address = (uintptr_t) receive->iov[0].iov_base;
+	grant->length = receive->length;
+	grant->rkey = bolt_rendezvous_link_mr(connection, &granted->registration)->rkey;
+	grant->reserved = 0;
+	if (!batch->count++) {
+		batch->connection = connection;
+		batch->first_number = granted->number;
+	}
 	DL_DELETE(endpoint->posted, receive);
 	DL_APPEND(connection->granted, granted);
 	connection->granted_count++;
 	if (bolt_receive_grant_for_any(receive))
 		endpoint->unspecified_grants++;
-	bolt_transmit_start(grant);
 	return true;
 }
 
 void bolt_receive_grant_offer(struct bolt_endpoint *endpoint)
 {
+	struct bolt_receive_grant_batch batch = { .count = 0 };
 	struct bolt_receive *receive;
 
 	/* Past the head, a receive not granted would take the next message first. */
 	while ((receive = endpoint->posted) && bolt_receive_grant_fits(endpoint, receive)) {
 		struct bolt_connection *connection = bolt_receive_grant_peer(endpoint, receive);
 
-		if (!bolt_receive_grant_may(connection) || !bolt_receive_grant_one(connection, receive))
-			return;
+		if (batch.count && (connection != batch.connection ||
+				    batch.count == BOLT_WIRE_RECEIVE_GRANT_BATCH))
+			bolt_receive_grant_send(&batch);
+		if (!bolt_receive_grant_may(connection, &batch) ||
+		    !bolt_receive_grant_one(connection, receive, &batch))
+			break;
 	}
+	bolt_receive_grant_send(&batch);
 }
 
 /* Takes the grant at the head of the connection's, which its peer's next message has; its receive. */
@@ -342,26 +394,53 @@ static void bolt_receive_grant_drop_first(struct bolt_connection *connection)
 	connection->peer_grants_count--;
 }
 
-void bolt_receive_grant_arrived(struct bolt_connection *connection, const struct bolt_wire_header *header)
+/* Why a grant message cannot be taken as it is; NULL if it can. */
+static const char *bolt_receive_grant_check(struct bolt_connection *connection,
+					    const struct bolt_wire_header *header)
 {
-	uint32_t count = connection->peer_grants_count;
-	struct bolt_receive_grant *grant;
+	uint32_t count = header->payload_length / sizeof(struct bolt_wire_receive_grant);
 
-	/* Its message went out before it came: the peer gives that one the receive anyway. */
-	if (header->request_id <= connection->messages_posted)
-		return;
-	if (count == BOLT_RECEIVE_GRANTS_MAX ||
-	    (count && header->request_id <= bolt_receive_grant_at(connection, count - 1)->number) ||
-	    header->key > UINT32_MAX) {
-		bolt_connection_fail(connection, FI_EIO, "a receive grant out of order");
+	if (!count || count > BOLT_WIRE_RECEIVE_GRANT_BATCH ||
+	    header->payload_length % sizeof(struct bolt_wire_receive_grant))
+		return "a receive grant of a wrong length";
+	if (header->request_id > UINT64_MAX - count)
+		return "a receive grant out of range";
+	if (connection->peer_grants_count &&
+	    header->request_id <= bolt_receive_grant_at(connection,
+							connection->peer_grants_count - 1)->number)
+		return "a receive grant out of order";
+	return NULL;
+}
+
+void bolt_receive_grant_arrived(struct bolt_connection *connection,
+				const struct bolt_wire_header *header, const char *payload)
+{
+	const char *problem = bolt_receive_grant_check(connection, header);
+	uint32_t count = header->payload_length / sizeof(struct bolt_wire_receive_grant);
+
+	if (problem) {
+		bolt_connection_fail(connection, FI_EIO, problem);
 		return;
 	}
-	grant = bolt_receive_grant_at(connection, count);
-	grant->number = header->request_id;
-	grant->address = header->address;
-	grant->length = header->total_length;
-	grant->rkey = (uint32_t) header->key;
-	connection->peer_grants_count++;
+	for (uint32_t index = 0; index < count; index++) {
+		uint64_t number = header->request_id + index;
+		struct bolt_wire_receive_grant wire;
+		struct bolt_receive_grant *grant;
+
+		memcpy(&wire, payload + index * sizeof(wire), sizeof(wire));
+		/* Its message went out before it came: the peer gives that one the receive anyway. */
+		if (number <= connection->messages_posted)
+			continue;
+		if (connection->peer_grants_count == BOLT_RECEIVE_GRANTS_MAX || wire.reserved) {
+			bolt_connection_fail(connection, FI_EIO, "a receive grant beyond the limit");
+			return;
+		}
+		grant = bolt_receive_grant_at(connection, connection->peer_grants_count++);
+		grant->number = number;
+		grant->address = wire.address;
+		grant->length = wire.length;
+		grant->rkey = wire.rkey;
+	}
 }
 
 /* Whether transmit may be written into grant instead of asking. */

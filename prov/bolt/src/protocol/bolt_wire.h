@@ -43,8 +43,9 @@ enum bolt_wire_op {
 	BOLT_WIRE_RAIL_PROBE_SENT,  /* stripe rail request_id: the probe with nonce tag is sent */
 	BOLT_WIRE_REGION_REVOKED,   /* the revoke request_id arrived: every direct write to its
 				     * region is on the wire ahead of this */
-	BOLT_WIRE_RECEIVE_GRANT,    /* the receive for our untagged message number request_id:
-				     * total_length bytes at address, device rkey key */
+	BOLT_WIRE_RECEIVE_GRANT,    /* the receives for our untagged messages from number
+				     * request_id on, one after another: the payload, each a
+				     * struct bolt_wire_receive_grant */
 	BOLT_WIRE_RECEIVE_REVOKE,   /* use no more receive grants, and answer */
 	BOLT_WIRE_RECEIVE_REVOKED,  /* every message written into a granted receive is on the
 				     * wire ahead of this */
@@ -108,6 +109,24 @@ struct bolt_wire_header {
 };
 
 _Static_assert(sizeof(struct bolt_wire_header) == 64, "the wire header has no padding");
+
+/*
+ * One receive granted ahead: its bytes, and their device rkey. A grant
+ * message carries up to BOLT_WIRE_RECEIVE_GRANT_BATCH of them: with its
+ * header 256 bytes, still a small message on any device.
+ */
+struct bolt_wire_receive_grant {
+	uint64_t address;
+	uint64_t length;
+	uint32_t rkey;
+	uint32_t reserved;          /* 0 */
+};
+
+#define BOLT_WIRE_RECEIVE_GRANT_BATCH 8
+
+_Static_assert(sizeof(struct bolt_wire_header) +
+	       BOLT_WIRE_RECEIVE_GRANT_BATCH * sizeof(struct bolt_wire_receive_grant) == 256,
+	       "a full grant message is 256 bytes");
 
 /*
  * The payload of a rendezvous answer that names data rails, and of a read
