@@ -7,6 +7,7 @@
 #ifndef BOLT_ENDPOINT_H
 #define BOLT_ENDPOINT_H
 
+#include <poll.h>
 #include <sys/uio.h>
 #include <uthash.h>
 
@@ -463,6 +464,8 @@ struct bolt_endpoint {
 	struct bolt_accepted *accepted;
 	bool handshakes_pending;                /* side channels need every progress call */
 	uint64_t side_channels_watched_ns;      /* else they are looked at this often */
+	struct pollfd *side_channel_polls;      /* one poll looks at them all */
+	size_t side_channel_poll_capacity;
 
 	struct bolt_receive *posted;            /* fi_recv, in order */
 	uint64_t receives_posted;               /* numbers them (bolt_receive's sequence) */

@@ -13,6 +13,7 @@
  * on the connection ends with an error instead of hanging (UC reports
  * nothing when a peer dies).
  */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,8 @@
 #define BOLT_CONNECTION_TIMEOUT_NS (10ULL * 1000000000ULL)
 /*
  * Side channels cost system calls; once every connection is up they are only
- * watched for liveness, which needs far less than every progress call.
+ * watched for liveness, which needs far less than every progress call. A
+ * watch polls them all at once (bolt_connection_side_channels_quiet).
  */
 #define BOLT_CONNECTION_WATCH_INTERVAL_NS 1000000ULL
 
@@ -730,6 +732,61 @@ static void bolt_connection_progress_accepted(struct bolt_endpoint *endpoint)
 	}
 }
 
+/* Room for count entries in the endpoint's poll set; false if there is none. */
+static bool bolt_connection_reserve_polls(struct bolt_endpoint *endpoint, size_t count)
+{
+	struct pollfd *polls;
+
+	if (count <= endpoint->side_channel_poll_capacity)
+		return true;
+	polls = realloc(endpoint->side_channel_polls, count * sizeof(*polls));
+	if (!polls)
+		return false;
+	endpoint->side_channel_polls = polls;
+	endpoint->side_channel_poll_capacity = count;
+	return true;
+}
+
+/* False if the stream has an error to report already: only progress tells it. */
+static bool bolt_connection_add_poll(struct pollfd *entry, const struct bolt_side_channel_stream *stream)
+{
+	entry->fd = bolt_side_channel_fd(stream);
+	entry->events = bolt_side_channel_poll_events(stream);
+	entry->revents = 0;
+	return !stream->error;
+}
+
+/*
+ * Whether no side channel of the endpoint has anything to do: nothing to
+ * accept, read or write, no connect to finish. One poll answers for all of
+ * them, where accepting and reading would cost a system call per socket at
+ * every watch: about 1 % of a busy sender's time with a single peer, more
+ * with a collective's many. When unsure (no memory, poll failed), false.
+ */
+static bool bolt_connection_side_channels_quiet(struct bolt_endpoint *endpoint)
+{
+	struct bolt_connection *connection, *next;
+	struct bolt_accepted *accepted;
+	struct pollfd *polls;
+	size_t count = 1;
+	bool quiet = true;
+
+	DL_FOREACH(endpoint->accepted, accepted)
+		count++;
+	count += HASH_COUNT(endpoint->connections);
+	if (!bolt_connection_reserve_polls(endpoint, count))
+		return false;
+	polls = endpoint->side_channel_polls;
+	polls[0] = (struct pollfd) { .fd = endpoint->listener.fd, .events = POLLIN };
+	count = 1;
+	DL_FOREACH(endpoint->accepted, accepted)
+		quiet &= bolt_connection_add_poll(&polls[count++], &accepted->stream);
+	HASH_ITER(hh, endpoint->connections, connection, next)
+		if (connection->has_stream)
+			quiet &= bolt_connection_add_poll(&polls[count++], &connection->stream);
+	return quiet && poll(polls, (nfds_t) count, 0) == 0;
+}
+
 /* Every state but these two is a step of the handshake. */
 static bool bolt_connection_handshaking(const struct bolt_connection *connection)
 {
@@ -741,8 +798,8 @@ void bolt_connection_progress_all(struct bolt_endpoint *endpoint)
 {
 	struct bolt_domain *domain = endpoint->domain;
 	struct bolt_connection *connection, *next;
+	bool watch, streams_quiet = false;
 	uint64_t now;
-	bool watch;
 
 	if (domain->release_held)
 		bolt_receive_release_held(domain);
@@ -751,6 +808,9 @@ void bolt_connection_progress_all(struct bolt_endpoint *endpoint)
 		now >= endpoint->side_channels_watched_ns + BOLT_CONNECTION_WATCH_INTERVAL_NS;
 	if (watch) {
 		endpoint->side_channels_watched_ns = now;
+		streams_quiet = bolt_connection_side_channels_quiet(endpoint);
+	}
+	if (watch && !streams_quiet) {
 		bolt_connection_accept_all(endpoint);
 		bolt_connection_progress_accepted(endpoint);
 		/* After accepting: connections created just now must not look older. */
@@ -759,7 +819,8 @@ void bolt_connection_progress_all(struct bolt_endpoint *endpoint)
 	endpoint->handshakes_pending = endpoint->accepted != NULL;
 	HASH_ITER(hh, endpoint->connections, connection, next) {
 		if (connection->has_stream && watch) {
-			bolt_connection_progress_stream(connection);
+			if (!streams_quiet)
+				bolt_connection_progress_stream(connection);
 			bolt_loss_check(connection, now);
 			bolt_data_rail_check_probes(connection, now);
 		}
@@ -806,4 +867,7 @@ void bolt_connection_destroy_all(struct bolt_endpoint *endpoint)
 	}
 	DL_FOREACH_SAFE(endpoint->accepted, accepted, next_accepted)
 		bolt_connection_free_accepted(endpoint, accepted);
+	free(endpoint->side_channel_polls);
+	endpoint->side_channel_polls = NULL;
+	endpoint->side_channel_poll_capacity = 0;
 }
