@@ -383,10 +383,14 @@ Test(receive_grant, holder_dies)
  * A stream: STREAM_MESSAGES large messages, STREAM_WINDOW in flight, into
  * STREAM_POSTED receives posted again as they complete. Grants go out in
  * batches, and every message lands whole in the receive posted for its turn.
+ * A receiver whose reposts lag behind (it waits for half of what a peer may
+ * hold to land first) still grants in batches, not each receive as posted.
  */
 #define STREAM_MESSAGES 96
 #define STREAM_WINDOW 16
 #define STREAM_POSTED 40
+#define LAGGING_POSTED 32       /* as many as the peer may hold: none left ungranted */
+#define LAGGING_LAG 16
 
 static int stream_sender(int socket, void *argument)
 {
@@ -430,11 +434,14 @@ static void post_stream_receive(struct rdm_endpoint *endpoint, char *buffers, ui
 	cr_assert_eq(fi_recv(endpoint->ep, buffer, SIZE, NULL, FI_ADDR_UNSPEC, buffer), 0);
 }
 
-static void receive_stream(const char *profile, const char *tag)
+/* The stream into posted_count receives, each posted again once lag more have landed. */
+static void receive_stream(const char *profile, const char *tag, uint32_t posted_count,
+			   uint32_t lag, uint32_t least_batch)
 {
 	struct rdm_options options = { .profile = profile };
 	char *buffers = calloc(STREAM_POSTED, SIZE);
 	uint32_t slot_message[STREAM_POSTED], posted = 0;
+	uint32_t landed[STREAM_POSTED], landed_first = 0, landed_end = 0; /* not posted again yet */
 	struct bolt_connection *connection;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
@@ -443,9 +450,11 @@ static void receive_stream(const char *profile, const char *tag)
 	pid_t peer;
 
 	cr_assert(buffers);
+	cr_assert_leq(posted_count, STREAM_POSTED);
+	setenv("FI_BOLT_RECEIVE_GRANTS", "32", 1);
 	peer = rdm_pair_start(&options, tag, stream_sender, &options, &endpoint, &socket);
 	cr_assert(peer > 0);
-	for (uint32_t slot = 0; slot < STREAM_POSTED; slot++)
+	for (uint32_t slot = 0; slot < posted_count; slot++)
 		post_stream_receive(&endpoint, buffers, slot, slot_message, &posted);
 	/* Completions may come in any order (comp_order FI_ORDER_NONE); messages take receives in order. */
 	for (uint32_t i = 0; i < STREAM_MESSAGES; i++) {
@@ -459,27 +468,40 @@ static void receive_stream(const char *profile, const char *tag)
 		cr_assert_eq(entry.len, SIZE);
 		cr_assert(rdm_check(entry.op_context, SIZE, slot_message[slot]),
 			  "receive %u: not message %u", slot, slot_message[slot]);
-		if (posted < STREAM_MESSAGES)
-			post_stream_receive(&endpoint, buffers, slot, slot_message, &posted);
+		landed[landed_end++ % STREAM_POSTED] = slot;
+		while (landed_end - landed_first > lag && posted < STREAM_MESSAGES)
+			post_stream_receive(&endpoint, buffers, landed[landed_first++ % STREAM_POSTED],
+					    slot_message, &posted);
 	}
 	connection = connection_to(&endpoint, endpoint.peer);
 	cr_assert_eq(connection->messages_arrived, STREAM_MESSAGES);
 	cr_assert_gt(connection->granted_written, 0, "no message written into a granted receive");
 	/* Batches of one would be one grant message per message. */
-	cr_assert_geq(connection->receives_granted, 2 * connection->grant_messages,
+	cr_assert_geq(connection->receives_granted, least_batch * connection->grant_messages,
 		      "%" PRIu64 " receives granted in %" PRIu64 " messages",
 		      connection->receives_granted, connection->grant_messages);
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the sender failed");
+	unsetenv("FI_BOLT_RECEIVE_GRANTS");
 	free(buffers);
 }
 
 Test(receive_grant, stream_granted_in_batches_thunderbolt)
 {
-	receive_stream("thunderbolt", "grant-stream-tb");
+	receive_stream("thunderbolt", "grant-stream-tb", STREAM_POSTED, 0, 2);
 }
 
 Test(receive_grant, stream_granted_in_batches_rocev2)
 {
-	receive_stream("rocev2", "grant-stream-roce");
+	receive_stream("rocev2", "grant-stream-roce", STREAM_POSTED, 0, 2);
+}
+
+Test(receive_grant, lagging_reposts_granted_in_batches_thunderbolt)
+{
+	receive_stream("thunderbolt", "grant-lag-tb", LAGGING_POSTED, LAGGING_LAG, 2);
+}
+
+Test(receive_grant, lagging_reposts_granted_in_batches_rocev2)
+{
+	receive_stream("rocev2", "grant-lag-roce", LAGGING_POSTED, LAGGING_LAG, 2);
 }

@@ -28,8 +28,9 @@
  *
  * One grant per message would cost the sender the handling of a message, and
  * the credit it takes, for every message it sends. So grants go out in
- * batches: once the peer holds no more than half of what it may, it is
- * granted every receive there is, up to what it may hold, with
+ * batches: once the peer holds no more than half of what it may, and enough
+ * receives are posted (bolt_receive_grant_may), it is granted every receive
+ * there is, up to what it may hold, with
  * BOLT_WIRE_RECEIVE_GRANT_BATCH to a message. The half it still holds keeps
  * it writing while the batch comes.
  */
@@ -75,23 +76,56 @@ struct bolt_receive_grant_batch {
 	struct bolt_connection *connection;
 	uint64_t first_number;
 	uint32_t count;
+	uint32_t offered;       /* granted by this offer so far, in this batch and before */
 	struct bolt_wire_receive_grant grants[BOLT_WIRE_RECEIVE_GRANT_BATCH];
 };
 
-/* Whether the connection's peer may be granted one more receive, in batch. */
+/* Whether the receives at the head of the posted list include enough to grant the connection's peer. */
+static bool bolt_receive_grant_waiting(struct bolt_endpoint *endpoint,
+				       const struct bolt_connection *connection, uint32_t enough)
+{
+	struct bolt_receive *receive;
+	uint32_t count = 0;
+
+	DL_FOREACH(endpoint->posted, receive) {
+		if (count >= enough || !bolt_receive_grant_fits(endpoint, receive) ||
+		    bolt_receive_grant_peer(endpoint, receive) != connection)
+			break;
+		count++;
+	}
+	return count >= enough;
+}
+
+/*
+ * Whether the connection's peer may be granted one more receive, in batch.
+ * A new batch waits until the peer has used half of what it may hold, and
+ * then until as many receives wait to be granted as a batch takes, or as
+ * the peer still holds, whichever is fewer: without that wait, an
+ * application whose reposts lag behind the messages landing would have each
+ * receive granted in a message of its own, the moment it is posted.
+ */
 static bool bolt_receive_grant_may(const struct bolt_connection *connection,
 				   const struct bolt_receive_grant_batch *batch)
 {
-	uint32_t most;
+	uint32_t most, held, enough;
 
 	if (!connection || connection->state != BOLT_CONNECTION_ESTABLISHED ||
 	    connection->grants_revoking)
 		return false;
 	most = (uint32_t) connection->endpoint->domain->fabric->params.receive_grants;
-	if (batch->count)
-		return connection->granted_count < most;
-	/* A new batch waits until the peer has used half: then it can be a full one. */
-	return connection->granted_count < most && connection->granted_count <= most / 2;
+	held = connection->granted_count;
+	if (held >= most)
+		return false;
+	if (batch->offered && batch->connection == connection)
+		return true;
+	if (held > most / 2)
+		return false;
+	enough = BOLT_WIRE_RECEIVE_GRANT_BATCH;
+	if (enough > most - held)
+		enough = most - held;
+	if (enough > held)
+		enough = held ? held : 1;
+	return bolt_receive_grant_waiting(connection->endpoint, connection, enough);
 }
 
 /* The batch's message goes out; if it cannot, the connection fails, and takes its grants back. */
@@ -138,6 +172,7 @@ static bool bolt_receive_grant_one(struct bolt_connection *connection, struct bo
 	grant->length = receive->length;
 	grant->rkey = bolt_rendezvous_link_mr(connection, &granted->registration)->rkey;
 	grant->reserved = 0;
+	batch->offered++;
 	if (!batch->count++) {
 		batch->connection = connection;
 		batch->first_number = granted->number;
