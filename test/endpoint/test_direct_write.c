@@ -39,8 +39,8 @@ static struct bolt_connection *only_connection(struct rdm_endpoint *endpoint)
 	return bolt->connections;
 }
 
-/* Every write that succeeded: the first, the direct ones, two writedata, one delivery complete. */
-#define REMOTE_WRITES (1 + BOLT_ARRAY_LENGTH(direct_writes) + 2 + 1)
+/* Every write that succeeded: the first, the direct ones, three writedata, one delivery complete. */
+#define REMOTE_WRITES (1 + BOLT_ARRAY_LENGTH(direct_writes) + 3 + 1)
 
 /* A counting target sees each write, direct ones too, within GRANT_WAIT_MS. */
 static bool remote_writes_counted(struct rdm_endpoint *endpoint)
@@ -72,16 +72,17 @@ static int target_peer(int socket, void *argument)
 	int ret, data_seen = 0;
 
 	ret = rdm_serve_region(&endpoint, options, socket, region, REGION_SIZE, FI_REMOTE_WRITE, &mr);
-	/* Two writedata: directly with CQ_DATA, then data 0, which asks. */
-	for (int i = 0; !ret && i < 2; i++) {
+	/* Three writedata: directly with CQ_DATA, then data 0 and the RC grant immediate, which ask. */
+	for (int i = 0; !ret && i < 3; i++) {
 		ret = rdm_wait(&endpoint, &entry, &error);
 		if (!ret && (!(entry.flags & FI_REMOTE_CQ_DATA) || !(entry.flags & FI_REMOTE_WRITE) ||
 			     entry.len != CQ_DATA_LENGTH))
 			ret = 2;
 		if (!ret)
-			data_seen |= entry.data == CQ_DATA ? 1 : entry.data == 0 ? 2 : 4;
+			data_seen |= entry.data == CQ_DATA ? 1 : entry.data == 0 ? 2 :
+				     entry.data == BOLT_IMMEDIATE_RC_GRANTED ? 4 : 8;
 	}
-	if (!ret && (data_seen != 3 || !rdm_check(region, WRITTEN_END + 2 * CQ_DATA_LENGTH, SEED)))
+	if (!ret && (data_seen != 7 || !rdm_check(region, WRITTEN_END + 3 * CQ_DATA_LENGTH, SEED)))
 		ret = 3;
 	if (!ret && options->count_remote_writes && !remote_writes_counted(&endpoint))
 		ret = 4;
@@ -198,6 +199,13 @@ static void writes_into_a_granted_region(struct rdm_options *options, const char
 				  side.remote_address + WRITTEN_END + CQ_DATA_LENGTH, side.remote_key,
 				  &side.peer), 0);
 	rdm_expect_completion(&side.endpoint, &side.peer, 0);
+	cr_assert_eq(only_connection(&side.endpoint)->direct_writes, direct_before);
+	/* On RC that value names a message written into a granted receive: it asks too, everywhere. */
+	cr_assert_eq(fi_writedata(side.endpoint.ep, side.local + WRITTEN_END + 2 * CQ_DATA_LENGTH,
+				  CQ_DATA_LENGTH, side.desc, BOLT_IMMEDIATE_RC_GRANTED, side.endpoint.peer,
+				  side.remote_address + WRITTEN_END + 2 * CQ_DATA_LENGTH, side.remote_key,
+				  &side.endpoint), 0);
+	rdm_expect_completion(&side.endpoint, &side.endpoint, 0);
 	cr_assert_eq(only_connection(&side.endpoint)->direct_writes, direct_before);
 
 	/* Past the region's end: asks, and the target refuses. */

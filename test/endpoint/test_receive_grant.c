@@ -95,25 +95,55 @@ static int sender_end(struct rdm_endpoint *endpoint, int socket, void *buffer, i
 struct plan_setup {
 	struct rdm_options options;
 	bool grants;            /* whether the receiver grants */
+	bool second_slot;       /* the plan runs on its link's second connection */
 };
 
-/* The sender of the plan. */
+/*
+ * Opens second on first's domain and connects it to its peer; then the first
+ * pair exchanges a message, so that its connection is the link's first
+ * (slot 0) and second's the next one. sends: this end sends that message.
+ */
+static int open_second_pair(struct rdm_endpoint *first, struct rdm_endpoint *second,
+			    const struct rdm_options *options, int socket, bool sends)
+{
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char message[SMALL] = { 0 };
+	int ret = rdm_open_endpoint(second, first, options);
+
+	if (!ret)
+		ret = fi_enable(second->ep);
+	if (!ret)
+		ret = rdm_connect(second, socket);
+	if (!ret)
+		ret = (int) (sends ? fi_send(first->ep, message, SMALL, NULL, first->peer, message) :
+			     fi_recv(first->ep, message, SMALL, NULL, first->peer, message));
+	return ret ? ret : rdm_wait(first, &entry, &error);
+}
+
+/* The sender of the plan: on the second pair of a link, if asked, whose first it closes last. */
 static int planned_sender(int socket, void *argument)
 {
 	const struct plan_setup *setup = argument;
-	struct rdm_endpoint endpoint;
+	struct rdm_endpoint first = { 0 }, endpoint = { 0 };
+	struct rdm_endpoint *planned = setup->second_slot ? &endpoint : &first;
 	char *buffer = malloc(2 * SIZE);
-	int ret = buffer ? rdm_open_connected(&endpoint, &setup->options, socket) : 1;
+	int ret = buffer ? rdm_open_connected(&first, &setup->options, socket) : 1;
 
+	if (!ret && setup->second_slot)
+		ret = open_second_pair(&first, &endpoint, &setup->options, socket, true);
 	for (size_t i = 0; !ret && i < MESSAGES; i++) {
 		if (i == BEFORE_GRANTS && setup->grants &&
-		    !wait_for_grants(&endpoint, GRANTABLE_POSTED))
+		    !wait_for_grants(planned, GRANTABLE_POSTED))
 			ret = 10;
 		if (!ret)
-			ret = send_one(&endpoint, buffer, message_length(plan[i]), (uint32_t) i,
+			ret = send_one(planned, buffer, message_length(plan[i]), (uint32_t) i,
 				       plan[i] == WITH_DATA);
 	}
-	return sender_end(&endpoint, socket, buffer, ret);
+	ret = sender_end(planned, socket, buffer, ret);
+	if (setup->second_slot)
+		rdm_close(&first);
+	return ret;
 }
 
 /* Receive i of the plan completed as its message should have made it. */
@@ -140,10 +170,18 @@ static void expect_planned(struct rdm_endpoint *endpoint, char *buffers, size_t 
 		cr_assert_eq(entry.data, CQ_DATA);
 }
 
-static void receive_plan(const char *profile, const char *tag, bool grants)
+/*
+ * The plan, received. A message written into its granted receive comes as
+ * one write with immediate data naming it, except on RC from a link's
+ * second connection, where the immediate is the first's: a write and a DONE.
+ */
+static void receive_plan(const char *profile, const char *tag, bool grants, bool second_slot)
 {
-	struct plan_setup setup = { .options = { .profile = profile }, .grants = grants };
-	struct rdm_endpoint endpoint;
+	struct plan_setup setup = { .options = { .profile = profile }, .grants = grants,
+				    .second_slot = second_slot };
+	struct rdm_endpoint first = { 0 }, endpoint = { 0 };
+	struct rdm_endpoint *planned = second_slot ? &endpoint : &first;
+	bool by_immediate = grants && (strcmp(profile, "rocev2") || !second_slot);
 	char *buffers = calloc(MESSAGES, SIZE);
 	struct bolt_connection *connection;
 	int socket;
@@ -151,17 +189,22 @@ static void receive_plan(const char *profile, const char *tag, bool grants)
 
 	cr_assert(buffers);
 	setenv("FI_BOLT_RECEIVE_GRANTS", grants ? "16" : "0", 1);
-	peer = rdm_pair_start(&setup.options, tag, planned_sender, &setup, &endpoint, &socket);
+	peer = rdm_pair_start(&setup.options, tag, planned_sender, &setup, &first, &socket);
 	cr_assert(peer > 0);
+	if (second_slot)
+		cr_assert_eq(open_second_pair(&first, &endpoint, &setup.options, socket, false), 0);
 	for (size_t i = 0; i < MESSAGES; i++)
-		cr_assert_eq(fi_recv(endpoint.ep, buffers + i * SIZE, SIZE, NULL, FI_ADDR_UNSPEC,
+		cr_assert_eq(fi_recv(planned->ep, buffers + i * SIZE, SIZE, NULL, FI_ADDR_UNSPEC,
 				     buffers + i * SIZE), 0);
 	for (size_t i = 0; i < MESSAGES; i++)
-		expect_planned(&endpoint, buffers, i);
-	connection = connection_to(&endpoint, endpoint.peer);
+		expect_planned(planned, buffers, i);
+	connection = connection_to(planned, planned->peer);
+	cr_assert_eq(connection->slot != 0, second_slot, "the plan ran on slot %u", connection->slot);
 	cr_assert_eq(connection->messages_arrived, MESSAGES);
 	cr_assert_eq(connection->granted_written, grants ? GRANTABLE : 0,
 		     "%" PRIu64 " messages written into granted receives", connection->granted_written);
+	cr_assert_eq(connection->granted_by_immediate, by_immediate ? GRANTABLE : 0,
+		     "%" PRIu64 " of them with immediate data", connection->granted_by_immediate);
 	cr_assert_eq(connection->granted_count, 0, "receives still granted with none posted");
 	/* All there were, at once: as few messages as a batch allows. */
 	cr_assert_eq(connection->grant_messages,
@@ -169,7 +212,9 @@ static void receive_plan(const char *profile, const char *tag, bool grants)
 			      BOLT_WIRE_RECEIVE_GRANT_BATCH : 0,
 		     "%" PRIu64 " grant messages", connection->grant_messages);
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
-	cr_assert_eq(rdm_pair_finish(&setup.options, &endpoint, peer, socket), 0,
+	if (second_slot)
+		rdm_close(&endpoint);
+	cr_assert_eq(rdm_pair_finish(&setup.options, &first, peer, socket), 0,
 		     "the sender failed (10: no grants came)");
 	unsetenv("FI_BOLT_RECEIVE_GRANTS");
 	free(buffers);
@@ -177,17 +222,27 @@ static void receive_plan(const char *profile, const char *tag, bool grants)
 
 Test(receive_grant, messages_take_their_receives_thunderbolt)
 {
-	receive_plan("thunderbolt", "grant-plan-tb", true);
+	receive_plan("thunderbolt", "grant-plan-tb", true, false);
 }
 
 Test(receive_grant, messages_take_their_receives_rocev2)
 {
-	receive_plan("rocev2", "grant-plan-roce", true);
+	receive_plan("rocev2", "grant-plan-roce", true, false);
+}
+
+Test(receive_grant, second_connection_of_a_link_thunderbolt)
+{
+	receive_plan("thunderbolt", "grant-second-tb", true, true);
+}
+
+Test(receive_grant, second_connection_of_a_link_rocev2)
+{
+	receive_plan("rocev2", "grant-second-roce", true, true);
 }
 
 Test(receive_grant, none_granted_when_turned_off)
 {
-	receive_plan("thunderbolt", "grant-off", false);
+	receive_plan("thunderbolt", "grant-off", false, false);
 }
 
 /*

@@ -367,7 +367,8 @@ struct bolt_connection {
 	uint64_t messages_arrived;      /* its untagged messages so far */
 	struct bolt_granted_receive *granted;   /* for its next ones, in order */
 	uint32_t granted_count;
-	uint64_t granted_written;       /* its messages written into them */
+	uint64_t granted_written;       /* its messages written into them, */
+	uint64_t granted_by_immediate;  /* of which with immediate data naming them (no DONE) */
 	uint64_t receives_granted;      /* all it was granted, */
 	uint64_t grant_messages;        /* in so many messages */
 	bool grants_revoking;           /* it was told to stop using them; none granted until it answers */
@@ -842,10 +843,15 @@ int bolt_receive_grant_take(struct bolt_connection *connection, uint64_t number,
 			    struct bolt_receive **receive);
 /* Receiver: the peer's message number, of length bytes, is in the receive granted for it. */
 void bolt_receive_grant_landed(struct bolt_connection *connection, uint64_t number, uint64_t length);
-/* Receiver on UC: the same, for a write with immediate data that names a message. */
+/* Receiver: the same, for a write with immediate data that names a message. */
 void bolt_receive_grant_written(struct bolt_connection *connection, const struct ibv_wc *wc);
-bool bolt_receive_grant_immediate_names(uint32_t immediate);
-/* Sender on UC: the immediate data of the write of our message number into its granted receive. */
+bool bolt_receive_grant_immediate_names(const struct bolt_connection *connection, uint32_t immediate);
+/*
+ * Sender: whether our messages go into their granted receives as one write
+ * with immediate data (else a write and its DONE: RC, but for slot 0).
+ */
+bool bolt_receive_grant_by_immediate(const struct bolt_connection *connection);
+/* Sender: the immediate data of the write of our message number into its granted receive. */
 uint32_t bolt_receive_grant_immediate(const struct bolt_connection *connection, uint64_t number);
 /* Receiver: connection's message found no receive: peers holding receives for any source give them back. */
 void bolt_receive_grant_revoke_others(struct bolt_connection *connection);

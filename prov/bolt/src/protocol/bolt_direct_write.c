@@ -329,11 +329,13 @@ static bool bolt_direct_write_suits(const struct bolt_transmit *transmit)
 	       bolt_rendezvous_registration_pays(transmit) &&
 	       !(transmit->flags & FI_DELIVERY_COMPLETE) &&
 	       /*
-		* Immediate data 0 means no remote CQ data; on UC, any other value
-		* names a rendezvous transfer, so remote CQ data has to ask there.
+		* Immediate data 0 means no remote CQ data, and on RC one value names
+		* a message (bolt_wire.h); on UC, any other value names a rendezvous
+		* transfer, so remote CQ data has to ask there.
 		*/
 	       (!remote_cq_data ||
-		(transmit->cq_data && !bolt_rendezvous_unreliable(transmit->connection)));
+		(transmit->cq_data && transmit->cq_data != BOLT_IMMEDIATE_RC_GRANTED &&
+		 !bolt_rendezvous_unreliable(transmit->connection)));
 }
 
 static struct bolt_region_grant *bolt_direct_write_find(const struct bolt_transmit *transmit)

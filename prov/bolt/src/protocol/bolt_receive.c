@@ -269,15 +269,16 @@ static struct bolt_connection *bolt_receive_write_connection(const struct bolt_l
 static void bolt_receive_landed(struct bolt_connection *connection, const struct ibv_wc *wc)
 {
 	/*
-	 * On UC, immediate data that names a transfer is a stripe's, one that names
-	 * a message a message's written into a granted receive; without, a direct
-	 * write's.
+	 * Immediate data that names a message is a message's written into a
+	 * granted receive. Any other on RC, and on UC one that names no transfer,
+	 * is a direct write's; on UC one that names a transfer a stripe's.
 	 */
-	if (!bolt_rendezvous_unreliable(connection) ||
-	    !(wc->imm_data & (BOLT_IMMEDIATE_ID | BOLT_IMMEDIATE_WRITE_BACK | BOLT_IMMEDIATE_GRANTED)))
-		bolt_direct_write_arrived(connection, wc);
-	else if (bolt_receive_grant_immediate_names(wc->imm_data))
+	if ((wc->wc_flags & IBV_WC_WITH_IMM) &&
+	    bolt_receive_grant_immediate_names(connection, wc->imm_data))
 		bolt_receive_grant_written(connection, wc);
+	else if (!bolt_rendezvous_unreliable(connection) ||
+		 !(wc->imm_data & (BOLT_IMMEDIATE_ID | BOLT_IMMEDIATE_WRITE_BACK | BOLT_IMMEDIATE_GRANTED)))
+		bolt_direct_write_arrived(connection, wc);
 	else if (!bolt_rendezvous_stripe_landed(connection, wc) &&
 		 !bolt_rendezvous_read_landed(connection, wc))
 		bolt_connection_fail(connection, FI_EIO, "a stripe for no transfer");

@@ -8,8 +8,10 @@
  * list is the one its next message takes, if no one else's does first.
  *
  * The sender writes a large message that has its grant straight into the
- * receive, as it would after an answer (UC: a write with immediate data; RC:
- * a write and its DONE). It sends any other message as it would have (small,
+ * receive, as it would after an answer: one write with immediate data that
+ * names the message (bolt_wire.h), or on RC from a connection that may not
+ * write with immediate data, a write and its DONE, a second work request
+ * for every message. It sends any other message as it would have (small,
  * too long for the receive, sent before the grant came): the receiver gives
  * that one the receive granted for its number all the same.
  *
@@ -278,26 +280,37 @@ void bolt_receive_grant_landed(struct bolt_connection *connection, uint64_t numb
 	bolt_receive_grant_offer(endpoint);
 }
 
-bool bolt_receive_grant_immediate_names(uint32_t immediate)
+bool bolt_receive_grant_immediate_names(const struct bolt_connection *connection, uint32_t immediate)
 {
+	if (!bolt_rendezvous_unreliable(connection))
+		return immediate == BOLT_IMMEDIATE_RC_GRANTED;
 	return (immediate & (BOLT_IMMEDIATE_GRANTED | BOLT_IMMEDIATE_WRITE_BACK)) ==
 	       BOLT_IMMEDIATE_GRANTED;
 }
 
+bool bolt_receive_grant_by_immediate(const struct bolt_connection *connection)
+{
+	return bolt_rendezvous_unreliable(connection) || !connection->slot;
+}
+
 uint32_t bolt_receive_grant_immediate(const struct bolt_connection *connection, uint64_t number)
 {
+	if (!bolt_rendezvous_unreliable(connection))
+		return BOLT_IMMEDIATE_RC_GRANTED;
 	return BOLT_IMMEDIATE_GRANTED | (uint32_t) (number & BOLT_IMMEDIATE_ID) |
 	       (uint32_t) connection->slot << BOLT_IMMEDIATE_SLOT_SHIFT;
 }
 
 void bolt_receive_grant_written(struct bolt_connection *connection, const struct ibv_wc *wc)
 {
-	/* The number's low bits: the peer's next one, or one after a loss. */
+	/* RC: the peer's next one. UC: the number's low bits say the next one, or one after a loss. */
 	uint64_t next = connection->messages_arrived + 1;
-	uint64_t number = (wc->imm_data & BOLT_IMMEDIATE_ID) == (next & BOLT_IMMEDIATE_ID) ? next : 0;
+	uint64_t number = !bolt_rendezvous_unreliable(connection) ||
+			  (wc->imm_data & BOLT_IMMEDIATE_ID) == (next & BOLT_IMMEDIATE_ID) ? next : 0;
 
 	/* A write with immediate data, counted as the sender counted it. */
 	connection->stripes_received++;
+	connection->granted_by_immediate++;
 	bolt_receive_grant_landed(connection, number, wc->byte_len);
 }
 

@@ -47,12 +47,24 @@ static uint32_t bolt_transmit_spare_credits(const struct bolt_transmit *transmit
 	       BOLT_LINK_REPOST_BATCH + 1 : 1;
 }
 
-/* On RC a rendezvous write goes out with its DONE: two send queue entries; on UC it is one. */
+/*
+ * Whether a rendezvous write, answered or granted, goes as one write with
+ * immediate data that names it: on UC, and for a granted receive where the
+ * immediate may name it. Else (RC) a write, and its DONE after it.
+ */
+static bool bolt_transmit_write_names_itself(const struct bolt_connection *connection,
+					     const struct bolt_transmit *transmit)
+{
+	return bolt_rendezvous_unreliable(connection) ||
+	       (transmit->receive_granted && bolt_receive_grant_by_immediate(connection));
+}
+
+/* A rendezvous write with its DONE takes two send queue entries; others one. */
 static int bolt_transmit_slots(const struct bolt_connection *connection,
 			       const struct bolt_transmit *transmit)
 {
 	return transmit->rendezvous == BOLT_RENDEZVOUS_WRITE &&
-	       !bolt_rendezvous_unreliable(connection) ? 2 : 1;
+	       !bolt_transmit_write_names_itself(connection, transmit) ? 2 : 1;
 }
 
 /*
@@ -171,7 +183,7 @@ static void bolt_transmit_direct_write(struct bolt_connection *connection,
 		connection->plain_writes++;
 }
 
-/* UC, answered with no data rail: the write as a stripe of its own, immediate data naming it. */
+/* Answered on UC without data rails, or granted: the write alone, immediate data naming it. */
 static void bolt_transmit_control_stripe(struct bolt_connection *connection,
 					 struct bolt_transmit *transmit,
 					 struct bolt_control_buffer *record)
@@ -327,7 +339,8 @@ static bool bolt_transmit_segment(struct bolt_connection *connection, struct bol
 		if (transmit->rendezvous == BOLT_RENDEZVOUS_BOUNCE)
 			transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
 	}
-	if (transmit->rendezvous == BOLT_RENDEZVOUS_WRITE && bolt_rendezvous_unreliable(connection)) {
+	if (transmit->rendezvous == BOLT_RENDEZVOUS_WRITE &&
+	    bolt_transmit_write_names_itself(connection, transmit)) {
 		bolt_transmit_control_stripe(connection, transmit, record);
 		return true;
 	}

@@ -79,7 +79,11 @@ enum bolt_wire_flag {
  * (BOLT_IMMEDIATE_ID, 0 for a direct write), or with BOLT_IMMEDIATE_GRANTED
  * the untagged message written into a receive granted ahead (its number's
  * low bits); on RC, where the immediate is the remote CQ data whole, only the
- * link's first connection (slot 0) writes with immediate data on the link.
+ * link's first connection (slot 0) writes with immediate data on the link:
+ * a direct write's remote CQ data, or BOLT_IMMEDIATE_RC_GRANTED for its next
+ * untagged message written into a granted receive (RC keeps the order, so
+ * the target knows the number). Remote CQ data of that value, as of 0 (none),
+ * asks instead of writing directly.
  */
 #define BOLT_LINK_SLOTS 32
 #define BOLT_IMMEDIATE_WRITE_BACK 0x80000000u
@@ -89,6 +93,7 @@ enum bolt_wire_flag {
 #define BOLT_IMMEDIATE_ID 0x01ffffffu
 /* WRITE_BACK with no ID (UC): a message written whole into the bounce buffer the slot bits name. */
 #define BOLT_IMMEDIATE_BOUNCE BOLT_IMMEDIATE_WRITE_BACK
+#define BOLT_IMMEDIATE_RC_GRANTED 0xb017e5e7u
 
 struct bolt_wire_header {
 	uint8_t op;                 /* enum bolt_wire_op */
