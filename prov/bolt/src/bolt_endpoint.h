@@ -710,6 +710,12 @@ uint32_t bolt_rendezvous_immediate(const struct bolt_connection *connection, uin
 				   bool write_back);
 /* Whether the connection's queue pair may lose messages (UC): then every write carries immediate data. */
 bool bolt_rendezvous_unreliable(const struct bolt_connection *connection);
+/*
+ * Whether the connection may write with immediate data of its own on its
+ * link: on UC, where the immediate names the slot; on RC only the link's
+ * first connection (slot 0), which has the immediate whole (bolt_wire.h).
+ */
+bool bolt_rendezvous_may_write_immediate(const struct bolt_connection *connection);
 /* The WR of a WRITE phase's one write: with immediate data naming the transfer (wr_id, flags: the caller's). */
 void bolt_rendezvous_describe_write(const struct bolt_transmit *transmit, struct ibv_sge *sge,
 				    struct ibv_send_wr *wr);
@@ -846,11 +852,6 @@ void bolt_receive_grant_landed(struct bolt_connection *connection, uint64_t numb
 /* Receiver: the same, for a write with immediate data that names a message. */
 void bolt_receive_grant_written(struct bolt_connection *connection, const struct ibv_wc *wc);
 bool bolt_receive_grant_immediate_names(const struct bolt_connection *connection, uint32_t immediate);
-/*
- * Sender: whether our messages go into their granted receives as one write
- * with immediate data (else a write and its DONE: RC, but for slot 0).
- */
-bool bolt_receive_grant_by_immediate(const struct bolt_connection *connection);
 /* Sender: the immediate data of the write of our message number into its granted receive. */
 uint32_t bolt_receive_grant_immediate(const struct bolt_connection *connection, uint64_t number);
 /* Receiver: connection's message found no receive: peers holding receives for any source give them back. */

@@ -377,7 +377,7 @@ bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
 	/* UC loses writes without a trace: the target counts each for loss detection. */
 	plain = grant->quiet && !bolt_rendezvous_unreliable(connection) &&
 		!(transmit->flags & FI_REMOTE_CQ_DATA);
-	if (!plain && !bolt_rendezvous_unreliable(connection) && connection->slot)
+	if (!plain && !bolt_rendezvous_may_write_immediate(connection))
 		return false;
 	if (!bolt_rendezvous_register(connection, transmit->iov[0].iov_base,
 				      transmit->length, &transmit->registration))

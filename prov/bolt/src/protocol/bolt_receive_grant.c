@@ -288,11 +288,6 @@ bool bolt_receive_grant_immediate_names(const struct bolt_connection *connection
 	       BOLT_IMMEDIATE_GRANTED;
 }
 
-bool bolt_receive_grant_by_immediate(const struct bolt_connection *connection)
-{
-	return bolt_rendezvous_unreliable(connection) || !connection->slot;
-}
-
 uint32_t bolt_receive_grant_immediate(const struct bolt_connection *connection, uint64_t number)
 {
 	if (!bolt_rendezvous_unreliable(connection))

@@ -315,6 +315,11 @@ bool bolt_rendezvous_unreliable(const struct bolt_connection *connection)
 	return connection->endpoint->domain->primary.qp_type != IBV_QPT_RC;
 }
 
+bool bolt_rendezvous_may_write_immediate(const struct bolt_connection *connection)
+{
+	return bolt_rendezvous_unreliable(connection) || !connection->slot;
+}
+
 void bolt_rendezvous_describe_write(const struct bolt_transmit *transmit, struct ibv_sge *sge,
 				    struct ibv_send_wr *wr)
 {

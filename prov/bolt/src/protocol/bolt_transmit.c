@@ -56,7 +56,7 @@ static bool bolt_transmit_write_names_itself(const struct bolt_connection *conne
 					     const struct bolt_transmit *transmit)
 {
 	return bolt_rendezvous_unreliable(connection) ||
-	       (transmit->receive_granted && bolt_receive_grant_by_immediate(connection));
+	       (transmit->receive_granted && bolt_rendezvous_may_write_immediate(connection));
 }
 
 /* A rendezvous write with its DONE takes two send queue entries; others one. */
