@@ -75,10 +75,9 @@ static struct bolt_connection *bolt_receive_grant_peer(struct bolt_endpoint *end
 
 /* Receives granted in one message: to whom, and what the peer needs of each. */
 struct bolt_receive_grant_batch {
-	struct bolt_connection *connection;
+	struct bolt_connection *connection;     /* the last granted, through the whole offer */
 	uint64_t first_number;
 	uint32_t count;
-	uint32_t offered;       /* granted by this offer so far, in this batch and before */
 	struct bolt_wire_receive_grant grants[BOLT_WIRE_RECEIVE_GRANT_BATCH];
 };
 
@@ -118,7 +117,8 @@ static bool bolt_receive_grant_may(const struct bolt_connection *connection,
 	held = connection->granted_count;
 	if (held >= most)
 		return false;
-	if (batch->offered && batch->connection == connection)
+	/* This offer granted it one already: it goes on, batch after batch. */
+	if (batch->connection == connection)
 		return true;
 	if (held > most / 2)
 		return false;
@@ -174,7 +174,6 @@ static bool bolt_receive_grant_one(struct bolt_connection *connection, struct bo
 	grant->length = receive->length;
 	grant->rkey = bolt_rendezvous_link_mr(connection, &granted->registration)->rkey;
 	grant->reserved = 0;
-	batch->offered++;
 	if (!batch->count++) {
 		batch->connection = connection;
 		batch->first_number = granted->number;
