@@ -44,7 +44,7 @@ static int report(struct fid_cq *cq_fid, uintptr_t context, fi_addr_t source)
 	return ret;
 }
 
-static int report_error(struct fid_cq *cq_fid, uintptr_t context, int provider_error)
+static int report_error_code(struct fid_cq *cq_fid, uintptr_t context, int error, int provider_error)
 {
 	int ret;
 
@@ -54,9 +54,14 @@ static int report_error(struct fid_cq *cq_fid, uintptr_t context, int provider_e
 								  .flags = FI_SEND | FI_MSG, .len = 64,
 								  .buf = (void *) 0xb0f, .data = 0xda7a,
 								  .tag = 0x7a9 },
-				   12, FI_EIO, provider_error);
+				   12, error, provider_error);
 	bolt_domain_unlock(&objects.domain);
 	return ret;
+}
+
+static int report_error(struct fid_cq *cq_fid, uintptr_t context, int provider_error)
+{
+	return report_error_code(cq_fid, context, FI_EIO, provider_error);
 }
 
 Test(cq, opens_with_defaults_and_counts_on_the_domain)
@@ -277,6 +282,23 @@ Test(cq, err_data_goes_into_the_callers_buffer_truncated)
 	cr_assert_eq(error.err_data, large);
 	cr_assert_str_eq(large, fi_strerror(FI_EIO), "no provider error, no text for it");
 	cr_assert_eq(error.err_data_size, strlen(large) + 1);
+	cr_assert_eq(fi_close(&cq->fid), 0);
+}
+
+/* A probe that found nothing has no text: the caller's buffer comes back as it was, and its own. */
+Test(cq, err_data_with_nothing_to_copy_keeps_the_callers_buffer)
+{
+	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_TAGGED, FI_WAIT_NONE, 0);
+	char buffer[16] = "untouched";
+	struct fi_cq_err_entry error = { .err_data = buffer, .err_data_size = sizeof(buffer) };
+
+	cr_assert_eq(report_error_code(cq, 3, FI_ENOMSG, 0), 0);
+	cr_assert_eq(fi_cq_readerr(cq, &error, 0), 1);
+	cr_assert_eq(error.err, FI_ENOMSG);
+	cr_assert_eq(error.op_context, (void *) 3);
+	cr_assert_eq(error.err_data, buffer, "the caller's pointer, not NULL");
+	cr_assert_eq(error.err_data_size, 0);
+	cr_assert_str_eq(buffer, "untouched");
 	cr_assert_eq(fi_close(&cq->fid), 0);
 }
 

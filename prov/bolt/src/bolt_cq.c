@@ -263,7 +263,8 @@ static void bolt_cq_copy_error(const struct bolt_cq *cq, struct bolt_cq_error *e
 	}
 	*buf = error->entry;
 	buf->err_data_size = text_size;
-	if (caller_data && caller_size && text_size) {
+	/* The caller's buffer stays its own, even with nothing to copy into it. */
+	if (caller_data && caller_size) {
 		buf->err_data = caller_data;
 		buf->err_data_size = caller_size < text_size ? caller_size : text_size;
 		memcpy(caller_data, error->text, buf->err_data_size);
