@@ -2,7 +2,8 @@
  * test_eq.c: event queues on the fixture fabric: written events read back
  * whole, truncated or peeked, errors first through fi_eq_readerr with
  * fi_eq(3)'s err_data rules, blocking reads (timeout, an event from another
- * thread), a full queue, and closing while bound.
+ * thread, a domain watched while the reader waits), a full queue, and
+ * closing while bound.
  */
 #include <pthread.h>
 #include <string.h>
@@ -249,6 +250,53 @@ Test(eq, sread_wakes_for_an_event_from_another_thread)
 	cr_assert_eq(later.result, 4);
 	cr_assert_eq(event, FI_JOIN_COMPLETE);
 	cr_assert_str_eq(buffer, "join");
+	cr_assert_eq(fi_close(&eq->fid), 0);
+}
+
+/* A reader already asleep drives a domain watched after it went to sleep (a join begun later). */
+struct watched_later {
+	struct fid_eq *eq;
+	bool written;
+	int result;
+};
+
+static void write_on_progress(struct bolt_domain *domain, void *argument)
+{
+	struct watched_later *later = argument;
+
+	(void) domain;
+	if (!later->written)
+		later->written = fi_eq_write(later->eq, FI_JOIN_COMPLETE, "join", 4, 0) == 4;
+}
+
+static void *watch_later(void *argument)
+{
+	struct watched_later *later = argument;
+
+	objects_sleep_ms(30);
+	objects_set_progress_hook(write_on_progress, later);
+	later->result = bolt_eq_watch(bolt_eq_of(later->eq), &objects.domain);
+	return NULL;
+}
+
+Test(eq, sread_drives_a_domain_watched_while_it_waits)
+{
+	struct fid_eq *eq = open_eq(FI_WAIT_UNSPEC, 0);
+	struct watched_later later = { .eq = eq, .result = -1 };
+	char buffer[8] = { 0 };
+	struct timespec start;
+	uint32_t event = 0;
+	pthread_t thread;
+
+	objects_now(&start);
+	cr_assert_eq(pthread_create(&thread, NULL, watch_later, &later), 0);
+	cr_assert_eq(fi_eq_sread(eq, &event, buffer, sizeof(buffer), 10000, 0), 4);
+	cr_assert_lt(objects_elapsed_ms(&start), 5000.0);
+	pthread_join(thread, NULL);
+	cr_assert_eq(later.result, 0);
+	cr_assert_eq(event, FI_JOIN_COMPLETE);
+	bolt_eq_unwatch(bolt_eq_of(eq), &objects.domain);
+	objects_set_progress_hook(NULL, NULL);
 	cr_assert_eq(fi_close(&eq->fid), 0);
 }
 

@@ -110,6 +110,8 @@ int bolt_eq_watch(struct bolt_eq *eq, struct bolt_domain *domain)
 	}
 	if (watch)
 		watch->count++;
+	/* A reader asleep with nothing to drive must start driving this domain. */
+	pthread_cond_broadcast(&eq->changed);
 	pthread_mutex_unlock(&eq->lock);
 	return watch ? 0 : -FI_ENOMEM;
 }
