@@ -1,14 +1,19 @@
 /*
  * test_collective_api.c: the collective API in one process: AV sets and
- * their set operations, fi_query_collective's answers, and the errors of
- * fi_join_collective and of operations on no group.
+ * their set operations, fi_query_collective's answers, the errors of
+ * fi_join_collective and of operations on no group, and a domain's close
+ * waiting for an event queue reader still driving a join just ended.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 #include <criterion/criterion.h>
 
 #include <rdma/fi_collective.h>
 #include <rdma/fi_ext_bolt.h>
 
+#include "bolt_provider.h"
 #include "rdm_fixture.h"
 
 #define API_ADDRESSES 6
@@ -178,4 +183,48 @@ Test(collective_api, join_errors)
 	/* Multicast joins are not offered. */
 	cr_expect_eq(fi_join(api_endpoint.ep, &address, 0, &mc, NULL), -FI_ENOSYS);
 	fi_close(&others->fid);
+}
+
+struct closing {
+	struct fid_domain *domain;
+	int result;
+	atomic_bool done;
+};
+
+static void *close_domain(void *argument)
+{
+	struct closing *closing = argument;
+
+	closing->result = fi_close(&closing->domain->fid);
+	atomic_store(&closing->done, true);
+	return NULL;
+}
+
+/*
+ * A reader of the join's event queue pins the domain while it drives its
+ * progress (bolt_eq.c); the application, told the join ended, may close the
+ * domain meanwhile. The close waits for the pin instead of freeing the
+ * domain under the reader.
+ */
+Test(collective_api, domain_close_waits_for_an_event_queue_reader)
+{
+	struct fi_info *hints = rdm_hints(&api_options);
+	struct rdm_endpoint other;
+	struct bolt_domain *domain;
+	struct closing closing = { .result = -1 };
+	pthread_t thread;
+
+	cr_assert_eq(rdm_open_domain(&other, hints, &api_options), 0);
+	fi_freeinfo(hints);
+	domain = bolt_container_of(other.domain, struct bolt_domain, domain_fid);
+	atomic_fetch_add(&domain->progress_pins, 1);
+	closing.domain = other.domain;
+	cr_assert_eq(pthread_create(&thread, NULL, close_domain, &closing), 0);
+	usleep(100 * 1000);
+	cr_expect_not(atomic_load(&closing.done), "the close did not wait for the reader");
+	atomic_fetch_sub(&domain->progress_pins, 1);
+	pthread_join(thread, NULL);
+	cr_assert_eq(closing.result, 0);
+	other.domain = NULL;
+	rdm_close(&other);
 }

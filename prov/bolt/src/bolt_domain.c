@@ -3,6 +3,7 @@
  * domain, the completion queue every queue pair of the domain shares, the
  * slab pool of control buffers, the registration cache, and progress.
  */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +223,9 @@ static int bolt_domain_close(struct fid *fid)
 			atomic_load(&domain->child_count));
 		return -FI_EBUSY;
 	}
+	/* A reader of an event queue may still drive the progress of a join just ended. */
+	while (atomic_load(&domain->progress_pins))
+		sched_yield();
 	/* Links retired by the last endpoints: the poll returns their buffers. */
 	bolt_domain_poll_device(domain);
 	/* Their connections went with the endpoints; this is only in case. */

@@ -132,6 +132,8 @@ void bolt_eq_unwatch(struct bolt_eq *eq, struct bolt_domain *domain)
 /*
  * Drives the watched domains, without the EQ lock (their progress reports
  * to it). A watched domain cannot close: its join holds its endpoint open.
+ * Once the join ends it can, while this reader still drives it: the pin,
+ * taken while the domain was watched, makes its close wait for the reader.
  */
 static void bolt_eq_progress_watched(struct bolt_eq *eq)
 {
@@ -140,14 +142,18 @@ static void bolt_eq_progress_watched(struct bolt_eq *eq)
 	int count = 0;
 
 	pthread_mutex_lock(&eq->lock);
-	DL_FOREACH(eq->watched, watch)
-		if (count < BOLT_EQ_WATCH_BATCH)
-			domains[count++] = watch->domain;
+	DL_FOREACH(eq->watched, watch) {
+		if (count == BOLT_EQ_WATCH_BATCH)
+			break;
+		atomic_fetch_add(&watch->domain->progress_pins, 1);
+		domains[count++] = watch->domain;
+	}
 	pthread_mutex_unlock(&eq->lock);
 	for (int i = 0; i < count; i++) {
 		bolt_domain_lock(domains[i]);
 		bolt_domain_progress(domains[i]);
 		bolt_domain_unlock(domains[i]);
+		atomic_fetch_sub(&domains[i]->progress_pins, 1);
 	}
 }
 

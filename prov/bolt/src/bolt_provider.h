@@ -53,6 +53,7 @@ struct bolt_domain {
 	pthread_mutex_t lock;
 	struct fi_info *info;           /* as the domain was opened */
 	atomic_int child_count;         /* endpoints, CQs, counters, AVs, MRs open on it */
+	atomic_int progress_pins;       /* event queue readers driving its progress now (bolt_eq.c) */
 
 	/*
 	 * The device port behind the domain: the control rail and its data rails,
