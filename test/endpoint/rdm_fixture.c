@@ -329,7 +329,7 @@ int rdm_register_region(struct rdm_endpoint *endpoint, void *buffer, size_t leng
 {
 	int ret = fi_mr_reg(endpoint->domain, buffer, length, access, 0, 0, 0, mr, NULL);
 
-	if (ret)
+	if (ret || !(endpoint->info->domain_attr->mr_mode & FI_MR_ENDPOINT))
 		return ret;
 	if (fi_mr_key(*mr) != FI_KEY_NOTAVAIL)
 		return -FI_EOTHER;      /* FI_MR_ENDPOINT: no key before enable */

@@ -105,7 +105,7 @@ void rdm_progress_for(struct rdm_endpoint *endpoint, int milliseconds);
 /* Serves the peer (progress) until it sends a value over the socket; 0 or -FI_EIO. */
 int rdm_serve_until_told(struct rdm_endpoint *endpoint, int socket, uint64_t *value);
 
-/* A region registered, bound to the endpoint and enabled (FI_MR_ENDPOINT). */
+/* A region registered; under FI_MR_ENDPOINT also bound to the endpoint and enabled. */
 int rdm_register_region(struct rdm_endpoint *endpoint, void *buffer, size_t length,
 			uint64_t access, struct fid_mr **mr);
 /* A target's start: its endpoint, and a region whose address and key it tells the initiator. */

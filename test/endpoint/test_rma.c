@@ -4,7 +4,7 @@
  * without posting a receive), inject_write, read (its data written back by
  * RDMA where the devices can; also from the endpoint's own address, the
  * plugins' flush), and the errors: a key that was never enabled, out of
- * bounds, no access right.
+ * bounds, no access right. Also FI_MR_BASIC, the mode of older applications.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +194,88 @@ Test(rma, mr_endpoint_misuse)
 	cr_assert_eq(fi_close(&mr->fid), 0);
 	rdm_close(&endpoint);
 	rdm_environment_cleanup(&options);
+}
+
+/*
+ * FI_MR_BASIC, as applications before API 1.5 get it: provider keys and
+ * virtual addresses (fi_mr(3)), with no binding to an endpoint. Two regions
+ * asked for with the same requested key get keys of their own, and a peer
+ * reaches the target's region by its virtual address.
+ */
+static int basic_target_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	char *region = calloc(1, REGION_SIZE);
+	struct fid_mr *mr = NULL;
+	int ret;
+
+	ret = rdm_serve_region(&endpoint, options, socket, region, REGION_SIZE,
+			       FI_REMOTE_WRITE | FI_REMOTE_READ, &mr);
+	return rdm_region_peer_end(&endpoint, mr, region, ret);
+}
+
+static void rma_with_basic_mr_mode(const char *profile, const char *tag)
+{
+	struct rdm_options options = { .profile = profile, .mr_mode = FI_MR_BASIC };
+	struct rdm_endpoint endpoint;
+	char *local = calloc(1, REGION_SIZE), *other = calloc(1, 4096);
+	struct fid_mr *local_mr, *other_mr;
+	uint64_t remote_address, remote_key;
+	int socket;
+	pid_t peer;
+
+	cr_assert(local && other);
+	peer = rdm_pair_start(&options, tag, basic_target_peer, &options, &endpoint, &socket);
+	cr_assert(peer > 0);
+	cr_assert_eq(endpoint.info->domain_attr->mr_mode, FI_MR_BASIC);
+	cr_assert_eq(fi_mr_reg(endpoint.domain, local, REGION_SIZE, FI_READ | FI_WRITE, 0, 0, 0,
+			       &local_mr, NULL), 0);
+	cr_assert_eq(fi_mr_reg(endpoint.domain, other, 4096, FI_READ | FI_WRITE, 0, 0, 0, &other_mr,
+			       NULL), 0, "the provider gives keys: the requested one is no matter");
+	cr_assert_neq(fi_mr_key(local_mr), FI_KEY_NOTAVAIL);
+	cr_assert_neq(fi_mr_key(local_mr), fi_mr_key(other_mr));
+	cr_assert_eq(rdm_receive_value(socket, &remote_address), 0);
+	cr_assert_eq(rdm_receive_value(socket, &remote_key), 0);
+
+	/* Small and large, at the target's virtual addresses. */
+	rdm_fill(local, 100000, 21);
+	cr_assert_eq(fi_write(endpoint.ep, local, 100000, fi_mr_desc(local_mr), endpoint.peer,
+			      remote_address + 1000, remote_key, local), 0);
+	rdm_expect_completion(&endpoint, local, 0);
+	rdm_fill(other, 64, 22);
+	cr_assert_eq(fi_write(endpoint.ep, other, 64, fi_mr_desc(other_mr), endpoint.peer,
+			      remote_address + 200000, remote_key, other), 0);
+	rdm_expect_completion(&endpoint, other, 0);
+	memset(local, 0, REGION_SIZE);
+	cr_assert_eq(fi_read(endpoint.ep, local, 100000, fi_mr_desc(local_mr), endpoint.peer,
+			     remote_address + 1000, remote_key, &socket), 0);
+	rdm_expect_completion(&endpoint, &socket, 0);
+	cr_assert(rdm_check(local, 100000, 21), "the large write, read back");
+	cr_assert_eq(fi_read(endpoint.ep, local + 200000, 64, fi_mr_desc(local_mr), endpoint.peer,
+			     remote_address + 200000, remote_key, &peer), 0);
+	rdm_expect_completion(&endpoint, &peer, 0);
+	cr_assert(rdm_check(local + 200000, 64, 22), "the small write, read back");
+
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(rdm_join(peer), 0, "the target failed");
+	cr_assert_eq(fi_close(&other_mr->fid), 0);
+	cr_assert_eq(fi_close(&local_mr->fid), 0);
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(&options);
+	close(socket);
+	free(other);
+	free(local);
+}
+
+Test(rma, basic_mr_mode_thunderbolt)
+{
+	rma_with_basic_mr_mode("thunderbolt", "rma-basic-tb");
+}
+
+Test(rma, basic_mr_mode_rocev2)
+{
+	rma_with_basic_mr_mode("rocev2", "rma-basic-roce");
 }
 
 /* Device MRs the domain's registration cache holds now. */

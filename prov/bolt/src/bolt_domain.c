@@ -12,6 +12,7 @@
 #include <sys/random.h>
 
 #include "bolt_endpoint.h"
+#include "bolt_hints.h"
 #include "bolt_unsupported.h"
 #include "collective/bolt_collective.h"
 #include "connection/bolt_job_key.h"
@@ -312,6 +313,7 @@ int bolt_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 		free(domain);
 		return -FI_ENOMEM;
 	}
+	domain->mr_mode = bolt_hints_mr_mode_bits(domain->info->domain_attr->mr_mode);
 	ret = bolt_domain_open_device(domain);
 	if (ret) {
 		fi_freeinfo(domain->info);

@@ -211,6 +211,13 @@ static int bolt_mr_mode_negotiate(int offered, const struct fi_info *hints, uint
 	return 0;
 }
 
+int bolt_hints_mr_mode_bits(int mr_mode)
+{
+	int bits = mr_mode & ~(FI_MR_BASIC | FI_MR_SCALABLE);
+
+	return mr_mode & FI_MR_BASIC ? bits | BOLT_MR_BASIC_MODES : bits;
+}
+
 /* The endpoint type rules out most infos, so it is checked first. */
 static int bolt_check_ep_type(const struct fi_info *provider, const struct fi_info *hints,
 			      uint32_t version)

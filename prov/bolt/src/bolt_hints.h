@@ -32,4 +32,11 @@ void bolt_hints_narrow(struct fi_info *info, const struct fi_info *hints, uint32
  */
 uint64_t bolt_hints_caps(uint64_t offered, uint64_t requested);
 
+/*
+ * The mode bits a negotiated mr_mode puts in force: FI_MR_BASIC stands for
+ * FI_MR_VIRT_ADDR, FI_MR_ALLOCATED and FI_MR_PROV_KEY (fi_mr(3)),
+ * FI_MR_SCALABLE for none of them.
+ */
+int bolt_hints_mr_mode_bits(int mr_mode);
+
 #endif /* BOLT_HINTS_H */

@@ -15,7 +15,7 @@
 
 static bool bolt_mr_endpoint_mode(const struct bolt_domain *domain)
 {
-	return domain->info->domain_attr->mr_mode & FI_MR_ENDPOINT;
+	return domain->mr_mode & FI_MR_ENDPOINT;
 }
 
 /* Where enabled regions are found by key: the endpoint's table or the domain's. */
@@ -38,7 +38,7 @@ static int bolt_mr_enable(struct bolt_mr *mr, uint64_t requested_key)
 			"FI_MR_ENDPOINT: bind the memory region to an endpoint before enabling it\n");
 		return -FI_EOPBADSTATE;
 	}
-	key = domain->info->domain_attr->mr_mode & FI_MR_PROV_KEY ? ++domain->next_mr_key :
+	key = domain->mr_mode & FI_MR_PROV_KEY ? ++domain->next_mr_key :
 	      requested_key;
 	table = bolt_mr_table(mr);
 	HASH_FIND(hh, *table, &key, sizeof(key), existing);
@@ -191,7 +191,7 @@ struct bolt_mr *bolt_mr_find(struct bolt_endpoint *endpoint, uint64_t key)
 
 uint64_t bolt_mr_base(const struct bolt_mr *mr)
 {
-	return mr->domain->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR ?
+	return mr->domain->mr_mode & FI_MR_VIRT_ADDR ?
 	       (uint64_t) (uintptr_t) mr->address : 0;
 }
 

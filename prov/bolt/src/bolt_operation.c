@@ -17,7 +17,7 @@
 static int bolt_operation_check_descriptors(const struct bolt_endpoint *endpoint, void **desc,
 					    size_t count)
 {
-	if (!desc || !(endpoint->domain->info->domain_attr->mr_mode & FI_MR_ENDPOINT))
+	if (!desc || !(endpoint->domain->mr_mode & FI_MR_ENDPOINT))
 		return 0;
 	for (size_t i = 0; i < count; i++) {
 		const struct bolt_mr *mr = desc[i];

@@ -52,6 +52,7 @@ struct bolt_domain {
 	struct bolt_fabric *fabric;
 	pthread_mutex_t lock;
 	struct fi_info *info;           /* as the domain was opened */
+	int mr_mode;                    /* the mode bits info's mr_mode puts in force */
 	atomic_int child_count;         /* endpoints, CQs, counters, AVs, MRs open on it */
 	atomic_int progress_pins;       /* event queue readers driving its progress now (bolt_eq.c) */
 
