@@ -4,7 +4,8 @@
  * without posting a receive), inject_write, read (its data written back by
  * RDMA where the devices can; also from the endpoint's own address, the
  * plugins' flush), and the errors: a key that was never enabled, out of
- * bounds, no access right. Also FI_MR_BASIC, the mode of older applications.
+ * bounds, no access right. Also FI_MR_BASIC, the mode of older applications,
+ * raw keys, requested keys, and the registrations bolt refuses.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -276,6 +277,92 @@ Test(rma, basic_mr_mode_thunderbolt)
 Test(rma, basic_mr_mode_rocev2)
 {
 	rma_with_basic_mr_mode("rocev2", "rma-basic-roce");
+}
+
+/*
+ * fi_mr(3)'s raw key calls work on any region: the raw key is the 8-byte key
+ * and maps back to it. What bolt cannot honour fails with the documented
+ * code: FI_RMA_EVENT and FI_RMA_PMEM registrations, a counter bound to a
+ * region. iface is not looked at without FI_HMEM.
+ */
+Test(rma, mr_raw_keys_and_what_bolt_does_not_offer)
+{
+	struct rdm_options options = { .profile = "rocev2", .mr_mode = RDM_MR_MODE };
+	struct rdm_endpoint endpoint;
+	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
+	struct iovec iov;
+	struct fi_mr_attr attr = { .mr_iov = &iov, .iov_count = 1, .access = FI_REMOTE_WRITE };
+	struct fid_cntr *cntr;
+	struct fid_mr *mr;
+	char buffer[256];
+	uint8_t raw[16];
+	size_t raw_size = 4;
+	uint64_t base = 0, mapped = 0;
+
+	rdm_environment(&options, "rma-raw");
+	cr_assert_eq(rdm_open(&endpoint, &options), 0);
+	cr_expect_eq(fi_mr_reg(endpoint.domain, buffer, sizeof(buffer), FI_REMOTE_WRITE, 0, 0,
+			       FI_RMA_EVENT, &mr, NULL), -FI_EBADFLAGS);
+	cr_expect_eq(fi_mr_reg(endpoint.domain, buffer, sizeof(buffer), FI_REMOTE_WRITE, 0, 0,
+			       FI_RMA_PMEM, &mr, NULL), -FI_EBADFLAGS);
+	iov = (struct iovec) { .iov_base = buffer, .iov_len = sizeof(buffer) };
+	attr.iface = (enum fi_hmem_iface) 77;   /* left uninitialised, say: ignored */
+	cr_assert_eq(fi_mr_regattr(endpoint.domain, &attr, 0, &mr), 0);
+	cr_assert_eq(fi_close(&mr->fid), 0);
+
+	cr_assert_eq(fi_mr_reg(endpoint.domain, buffer, sizeof(buffer), FI_REMOTE_WRITE, 0, 0, 0, &mr,
+			       NULL), 0);
+	cr_expect_eq(fi_mr_raw_attr(mr, &base, raw, &raw_size, 0), -FI_EOPBADSTATE,
+		     "no key before enable");
+	cr_assert_eq(fi_cntr_open(endpoint.domain, &cntr_attr, &cntr, NULL), 0);
+	cr_expect_eq(fi_mr_bind(mr, &cntr->fid, FI_REMOTE_WRITE), -FI_ENOSYS);
+	cr_assert_eq(fi_mr_bind(mr, &endpoint.ep->fid, 0), 0);
+	cr_assert_eq(fi_mr_enable(mr), 0);
+
+	cr_expect_eq(fi_mr_raw_attr(mr, &base, raw, &raw_size, 0), -FI_ETOOSMALL);
+	cr_assert_eq(raw_size, sizeof(uint64_t), "the size a raw key needs");
+	cr_assert_eq(fi_mr_raw_attr(mr, &base, raw, &raw_size, 0), 0);
+	cr_expect_eq(base, (uintptr_t) buffer, "FI_MR_VIRT_ADDR: the region's address");
+	cr_expect_eq(fi_mr_map_raw(endpoint.domain, base, raw, 4, &mapped, 0), -FI_EINVAL);
+	cr_assert_eq(fi_mr_map_raw(endpoint.domain, base, raw, raw_size, &mapped, 0), 0);
+	cr_expect_eq(mapped, fi_mr_key(mr));
+	cr_expect_eq(fi_mr_unmap_key(endpoint.domain, mapped), 0);
+
+	cr_assert_eq(fi_close(&mr->fid), 0);
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(&options);
+}
+
+/* Without FI_MR_PROV_KEY the application's key is used; the one that means "no key" is refused. */
+Test(rma, requested_keys_without_provider_keys)
+{
+	struct rdm_options options = { .profile = "rocev2",
+				       .mr_mode = RDM_MR_MODE & ~(uint64_t) FI_MR_PROV_KEY };
+	struct rdm_endpoint endpoint;
+	struct fid_mr *mr, *refused, *taken;
+	char buffer[256];
+
+	rdm_environment(&options, "rma-keys");
+	cr_assert_eq(rdm_open(&endpoint, &options), 0);
+	cr_assert_eq(fi_mr_reg(endpoint.domain, buffer, 128, FI_REMOTE_WRITE, 0, 0x1234, 0, &mr,
+			       NULL), 0);
+	cr_assert_eq(fi_mr_bind(mr, &endpoint.ep->fid, 0), 0);
+	cr_assert_eq(fi_mr_enable(mr), 0);
+	cr_expect_eq(fi_mr_key(mr), 0x1234);
+	cr_assert_eq(fi_mr_reg(endpoint.domain, buffer + 128, 128, FI_REMOTE_WRITE, 0, 0x1234, 0,
+			       &taken, NULL), 0);
+	cr_assert_eq(fi_mr_bind(taken, &endpoint.ep->fid, 0), 0);
+	cr_expect_eq(fi_mr_enable(taken), -FI_ENOKEY, "a key in use on the endpoint");
+	cr_assert_eq(fi_mr_reg(endpoint.domain, buffer + 128, 128, FI_REMOTE_WRITE, 0,
+			       FI_KEY_NOTAVAIL, 0, &refused, NULL), 0);
+	cr_assert_eq(fi_mr_bind(refused, &endpoint.ep->fid, 0), 0);
+	cr_expect_eq(fi_mr_enable(refused), -FI_EKEYREJECTED);
+	cr_assert_eq(fi_close(&refused->fid), 0);
+	cr_assert_eq(fi_close(&taken->fid), 0);
+	cr_assert_eq(fi_close(&mr->fid), 0);
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(&options);
 }
 
 /* Device MRs the domain's registration cache holds now. */

@@ -242,11 +242,25 @@ static int bolt_domain_close(struct fid *fid)
 	return 0;
 }
 
+/* Raw keys are keys (bolt_mr.c): mapping one allocates nothing to release. */
+static int bolt_domain_control(struct fid *fid, int command, void *argument)
+{
+	(void) fid;
+	switch (command) {
+	case FI_MAP_RAW_MR:
+		return bolt_mr_map_raw(argument);
+	case FI_UNMAP_KEY:
+		return argument ? 0 : -FI_EINVAL;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
 static struct fi_ops bolt_domain_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = bolt_domain_close,
 	.bind = bolt_no_bind,
-	.control = bolt_no_control,
+	.control = bolt_domain_control,
 	.ops_open = bolt_no_ops_open,
 };
 

@@ -915,6 +915,8 @@ int bolt_mr_translate(struct bolt_endpoint *endpoint, uint64_t key, uint64_t add
 struct bolt_mr *bolt_mr_find(struct bolt_endpoint *endpoint, uint64_t key);
 /* The address that names mr's first byte in RMA calls: its own, or 0 without FI_MR_VIRT_ADDR. */
 uint64_t bolt_mr_base(const struct bolt_mr *mr);
+/* fi_mr_map_raw: a raw key is the key itself. */
+int bolt_mr_map_raw(const struct fi_mr_map_raw *map);
 
 /* iovec helpers (bolt_iov.c). */
 size_t bolt_iov_length(const struct iovec *iov, size_t count);

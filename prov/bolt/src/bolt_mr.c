@@ -6,6 +6,8 @@
  * mode, a region is enabled at registration with a domain-wide key. Regions
  * cost no device MR: bolt moves their data through its own registered
  * buffers, which is what keeps 10,000 registrations within Thunderbolt's 100.
+ * A key is its own raw key (fi_mr_raw_attr, fi_mr_map_raw): 8 bytes, as
+ * domain_attr->mr_key_size says.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,9 +42,15 @@ static int bolt_mr_enable(struct bolt_mr *mr, uint64_t requested_key)
 	}
 	key = domain->mr_mode & FI_MR_PROV_KEY ? ++domain->next_mr_key :
 	      requested_key;
+	/* The value that means "no key" is no key to give. */
+	if (key == FI_KEY_NOTAVAIL) {
+		FI_WARN(&bolt_prov, FI_LOG_MR, "key %#llx cannot be a region's key\n",
+			(unsigned long long) key);
+		return -FI_EKEYREJECTED;
+	}
 	table = bolt_mr_table(mr);
 	HASH_FIND(hh, *table, &key, sizeof(key), existing);
-	if (existing || key == FI_KEY_NOTAVAIL) {
+	if (existing) {
 		FI_WARN(&bolt_prov, FI_LOG_MR, "key %#llx is taken\n", (unsigned long long) key);
 		return -FI_ENOKEY;
 	}
@@ -78,6 +86,9 @@ static int bolt_mr_bind(struct fid *fid, struct fid *bound_fid, uint64_t flags)
 	struct bolt_mr *mr = bolt_container_of(fid, struct bolt_mr, mr_fid.fid);
 	struct bolt_endpoint *endpoint;
 
+	/* Counters would count remote accesses: bolt offers no FI_RMA_EVENT. */
+	if (bound_fid->fclass == FI_CLASS_CNTR)
+		return -FI_ENOSYS;
 	if (bound_fid->fclass != FI_CLASS_EP || !bolt_mr_endpoint_mode(mr->domain))
 		return -FI_EINVAL;
 	endpoint = bolt_container_of(bound_fid, struct bolt_endpoint, ep_fid.fid);
@@ -90,17 +101,49 @@ static int bolt_mr_bind(struct fid *fid, struct fid *bound_fid, uint64_t flags)
 	return 0;
 }
 
+/* fi_mr_raw_attr: the key's 8 bytes, and the address that names the region's first byte. */
+static int bolt_mr_raw_attr(struct bolt_mr *mr, struct fi_mr_raw_attr *attr)
+{
+	uint64_t key = mr->mr_fid.key;
+	size_t room;
+
+	if (!attr || !attr->key_size || (*attr->key_size && !attr->raw_key))
+		return -FI_EINVAL;
+	if (!mr->enabled)
+		return -FI_EOPBADSTATE;
+	room = *attr->key_size;
+	*attr->key_size = sizeof(key);
+	if (room < sizeof(key))
+		return -FI_ETOOSMALL;
+	memcpy(attr->raw_key, &key, sizeof(key));
+	if (attr->base_addr)
+		*attr->base_addr = bolt_mr_base(mr);
+	return 0;
+}
+
 static int bolt_mr_control(struct fid *fid, int command, void *argument)
 {
 	struct bolt_mr *mr = bolt_container_of(fid, struct bolt_mr, mr_fid.fid);
 	int ret;
 
-	if (command != FI_ENABLE)
+	if (command != FI_ENABLE && command != FI_GET_RAW_MR)
 		return -FI_ENOSYS;
 	bolt_domain_lock(mr->domain);
-	ret = bolt_mr_enable(mr, mr->requested_key);
+	ret = command == FI_ENABLE ? bolt_mr_enable(mr, mr->requested_key) :
+	      bolt_mr_raw_attr(mr, argument);
 	bolt_domain_unlock(mr->domain);
 	return ret;
+}
+
+int bolt_mr_map_raw(const struct fi_mr_map_raw *map)
+{
+	uint64_t key;
+
+	if (!map || !map->raw_key || !map->key || map->key_size != sizeof(key))
+		return -FI_EINVAL;
+	memcpy(&key, map->raw_key, sizeof(key));
+	*map->key = key;
+	return 0;
 }
 
 static struct fi_ops bolt_mr_fi_ops = {
@@ -120,9 +163,14 @@ static int bolt_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint6
 
 	if (!attr || !mr_fid || attr->iov_count != 1 || !attr->mr_iov)
 		return -FI_EINVAL;
-	if (attr->iface != FI_HMEM_SYSTEM) {
-		FI_WARN(&bolt_prov, FI_LOG_MR, "bolt registers host memory only (no FI_HMEM)\n");
-		return -FI_ENOSYS;
+	/*
+	 * What bolt cannot honour: counting remote accesses, persistence. iface
+	 * and device are not looked at: fi_mr(3) ignores them without FI_HMEM,
+	 * which bolt never offers.
+	 */
+	if (flags & (FI_RMA_EVENT | FI_RMA_PMEM)) {
+		FI_WARN(&bolt_prov, FI_LOG_MR, "no FI_RMA_EVENT or FI_RMA_PMEM registrations\n");
+		return -FI_EBADFLAGS;
 	}
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
