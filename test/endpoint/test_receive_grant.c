@@ -16,6 +16,7 @@
 #include <utlist.h>
 
 #include "bolt_endpoint.h"
+#include "softrdma/softrdma.h"
 #include "rdm_fixture.h"
 
 #define SIZE 65536
@@ -298,14 +299,18 @@ static int other_sender(int socket, void *argument)
 	return sender_end(&endpoint, socket, buffer, ret);
 }
 
-/* The receiver's start: HELD_RECEIVES posted, the holder's two messages in, its grants held. */
-static pid_t start_holder(struct rdm_options *options, const char *tag, struct rdm_endpoint *endpoint,
-			  int *socket, char *buffers)
+/*
+ * The receiver's start: HELD_RECEIVES posted, the holder's two messages in,
+ * its grants held. holder: holding_sender, or another that starts as it does.
+ */
+static pid_t start_holder_with(struct rdm_options *options, const char *tag,
+			       int (*holder)(int socket, void *argument),
+			       struct rdm_endpoint *endpoint, int *socket, char *buffers)
 {
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	uint64_t holding;
-	pid_t peer = rdm_pair_start(options, tag, holding_sender, options, endpoint, socket);
+	pid_t peer = rdm_pair_start(options, tag, holder, options, endpoint, socket);
 
 	cr_assert(peer > 0);
 	for (size_t i = 0; i < HELD_RECEIVES; i++)
@@ -319,6 +324,12 @@ static pid_t start_holder(struct rdm_options *options, const char *tag, struct r
 	cr_assert_eq(rdm_serve_until_told(endpoint, *socket, &holding), 0, "the holder got no grants");
 	cr_assert_eq(connection_to(endpoint, endpoint->peer)->granted_count, HELD_RECEIVES - 2);
 	return peer;
+}
+
+static pid_t start_holder(struct rdm_options *options, const char *tag, struct rdm_endpoint *endpoint,
+			  int *socket, char *buffers)
+{
+	return start_holder_with(options, tag, holding_sender, endpoint, socket, buffers);
 }
 
 /* The next completion is receive index's, with a message seeded seed. */
@@ -419,6 +430,65 @@ Test(receive_grant, cancel_asks_it_back)
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 	expect_receive(&endpoint, buffers, 3, HOLDER_SEED);
 	cr_assert_eq(memcmp(buffers + 2 * SIZE, zeros, SMALL), 0, "the cancelled receive was written");
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the holder failed");
+	free(buffers);
+}
+
+/*
+ * On UC, the holder's write into its next granted receive is lost (every
+ * packet dropped), and its next message, a small one, shows the gap: the
+ * receiver fails the connection with FI_EIO, and goes on.
+ */
+static int losing_sender(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint endpoint;
+	char *buffer = malloc(SIZE);
+	uint64_t go;
+	int ret = buffer ? rdm_open_connected(&endpoint, options, socket) : 1;
+
+	for (uint32_t i = 0; !ret && i < 2; i++)
+		ret = send_one(&endpoint, buffer, SIZE, i, false);
+	if (!ret && !wait_for_grants(&endpoint, HELD_RECEIVES - 2))
+		ret = 10;
+	if (!ret)
+		ret = rdm_send_value(socket, 1);        /* holding */
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &go);
+	if (!ret)
+		ret = softrdma_fault_drop(1, 0, 0);
+	if (!ret)
+		ret = send_one(&endpoint, buffer, SIZE, HOLDER_SEED, false);
+	if (!ret)
+		ret = softrdma_fault_drop(0, 0, 0);
+	if (!ret)
+		ret = send_one(&endpoint, buffer, SMALL, HOLDER_SEED + 1, false);
+	return sender_end(&endpoint, socket, buffer, ret);
+}
+
+Test(receive_grant, lost_granted_write_found_by_the_next_message)
+{
+	struct rdm_options options = { .profile = "thunderbolt" };
+	struct rdm_endpoint endpoint;
+	struct bolt_connection *connection;
+	char *buffers = calloc(HELD_RECEIVES, SIZE);
+	int socket;
+	pid_t peer;
+
+	cr_assert(buffers);
+	peer = start_holder_with(&options, "grant-lost", losing_sender, &endpoint, &socket, buffers);
+	connection = connection_to(&endpoint, endpoint.peer);
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	for (int waited = 0; connection->state != BOLT_CONNECTION_FAILED && waited < GRANT_WAIT_MS;
+	     waited += 10)
+		rdm_progress_for(&endpoint, 10);
+	cr_assert_eq(connection->state, BOLT_CONNECTION_FAILED, "the loss went unseen");
+	cr_assert_eq(connection->error, FI_EIO);
+	cr_assert_eq(connection->granted_count, 0, "grants kept by a failed connection");
+	/* Its receives went back; they are still the application's to cancel. */
+	for (size_t i = 2; i < HELD_RECEIVES; i++)
+		cr_assert_eq(fi_cancel(&endpoint.ep->fid, buffers + i * SIZE), 0);
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the holder failed");
 	free(buffers);

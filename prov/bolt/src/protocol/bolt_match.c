@@ -458,10 +458,11 @@ void bolt_match_connection_failed(struct bolt_connection *connection)
 	struct bolt_inbound *inbound = &connection->inbound;
 	struct bolt_unexpected *unexpected = inbound->unexpected;
 
+	/* A message that failed as it began (a loss found, no memory) has neither. */
 	if (inbound->active && inbound->receive) {
 		bolt_endpoint_complete_receive(endpoint, inbound->receive, connection, 0, 0, 0,
 					       inbound->tag, 0, connection->error);
-	} else if (inbound->active) {
+	} else if (inbound->active && unexpected) {
 		if (unexpected->claimed)
 			bolt_endpoint_complete_receive(endpoint, unexpected->claimed, connection, 0, 0,
 						       0, inbound->tag, 0, connection->error);
