@@ -5,7 +5,9 @@
  * cannot use a grant (small, too long, with remote CQ data) still take the
  * receive granted for them, in order. Another peer's message gets granted
  * receives back, as do a cancel and the death of the peer that held them;
- * a cancelled receive ends FI_ECANCELED and is never written.
+ * a cancelled receive ends FI_ECANCELED and is never written. A lost
+ * granted write fails the connection; a connection that fails holding
+ * grants takes its shared link with it.
  */
 #include <inttypes.h>
 #include <signal.h>
@@ -491,6 +493,95 @@ Test(receive_grant, lost_granted_write_found_by_the_next_message)
 		cr_assert_eq(fi_cancel(&endpoint.ep->fid, buffers + i * SIZE), 0);
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the holder failed");
+	free(buffers);
+}
+
+/*
+ * A connection that fails while its peer lives on and holds grants, on a link
+ * another connection keeps up (the peer's second endpoint): the peer may
+ * write into those receives until it learns of the failure, and they are the
+ * application's again. The link fails with the connection, and its queue
+ * pair with it: the peer's next write lands nowhere.
+ */
+#define SHARED_SEED 70
+
+static int second_pair_holder(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct rdm_endpoint first = { 0 }, second = { 0 };
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *buffer = malloc(SIZE);
+	uint64_t go;
+	int ret = buffer ? rdm_open_connected(&first, options, socket) : 1;
+
+	if (!ret)
+		ret = open_second_pair(&first, &second, options, socket, true);
+	for (uint32_t i = 0; !ret && i < 2; i++)
+		ret = send_one(&second, buffer, SIZE, SHARED_SEED + i, false);
+	if (!ret && !wait_for_grants(&second, HELD_RECEIVES - 2))
+		ret = 10;
+	if (!ret)
+		ret = rdm_send_value(socket, 1);        /* holding */
+	if (!ret)
+		ret = rdm_serve_until_told(&second, socket, &go);
+	/* Into its grant, unless it has heard already: either way nothing may land. */
+	if (!ret) {
+		rdm_fill(buffer, SIZE, SHARED_SEED + 2);
+		if (!fi_send(second.ep, buffer, SIZE, NULL, second.peer, buffer))
+			rdm_wait(&second, &entry, &error);
+		ret = rdm_send_value(socket, 1);        /* sent */
+	}
+	if (!ret)
+		ret = rdm_serve_until_told(&second, socket, &go);
+	rdm_close(&second);
+	rdm_close(&first);
+	free(buffer);
+	return ret;
+}
+
+Test(receive_grant, failing_with_grants_fails_the_shared_link)
+{
+	struct rdm_options options = { .profile = "thunderbolt" };
+	struct rdm_endpoint first = { 0 }, endpoint = { 0 };
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	struct bolt_connection *planned, *sibling;
+	char *buffers = calloc(HELD_RECEIVES, SIZE), zeros[SMALL] = { 0 };
+	uint64_t value;
+	int socket;
+	pid_t peer;
+
+	cr_assert(buffers);
+	peer = rdm_pair_start(&options, "grant-shared", second_pair_holder, &options, &first, &socket);
+	cr_assert(peer > 0);
+	cr_assert_eq(open_second_pair(&first, &endpoint, &options, socket, false), 0);
+	for (size_t i = 0; i < HELD_RECEIVES; i++)
+		cr_assert_eq(fi_recv(endpoint.ep, buffers + i * SIZE, SIZE, NULL, FI_ADDR_UNSPEC,
+				     buffers + i * SIZE), 0);
+	for (uint32_t i = 0; i < 2; i++) {
+		cr_assert_eq(rdm_wait(&endpoint, &entry, &error), 0);
+		cr_assert(rdm_check(buffers + i * SIZE, SIZE, SHARED_SEED + i));
+	}
+	cr_assert_eq(rdm_serve_until_told(&endpoint, socket, &value), 0, "the peer got no grants");
+	planned = connection_to(&endpoint, endpoint.peer);
+	sibling = connection_to(&first, first.peer);
+	cr_assert_eq(planned->link, sibling->link, "the two connections share no link");
+	cr_assert_eq(planned->granted_count, HELD_RECEIVES - 2);
+
+	bolt_connection_fail(planned, FI_EIO, "failed by the test");
+	cr_assert_eq(sibling->state, BOLT_CONNECTION_FAILED, "the link outlived the failure");
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(rdm_serve_until_told(&endpoint, socket, &value), 0);
+	rdm_progress_for(&endpoint, 100);
+	for (size_t i = 2; i < HELD_RECEIVES; i++) {
+		cr_assert_eq(memcmp(buffers + i * SIZE, zeros, SMALL), 0,
+			     "receive %zu was written after its connection failed", i);
+		cr_assert_eq(fi_cancel(&endpoint.ep->fid, buffers + i * SIZE), 0);
+	}
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	rdm_close(&endpoint);
+	cr_assert_eq(rdm_pair_finish(&options, &first, peer, socket), 0, "the peer failed");
 	free(buffers);
 }
 

@@ -305,6 +305,7 @@ struct bolt_link {
 	uint64_t peer_domain_id;
 	bool shareable;                 /* others may join: a peer domain that is not this one */
 	bool retiring;                  /* lost a message (and a credit with it): no one joins */
+	bool failing;                   /* bolt_link_fail under way: its connections fail in turn */
 	struct ibv_qp *qp;              /* NULL once retired */
 	uint32_t psn;
 	uint32_t peer_qpn;              /* 0 until connected */

@@ -257,15 +257,36 @@ bool bolt_connection_busy(const struct bolt_connection *connection)
 	       connection->inbound.active || connection->rendezvous;
 }
 
+/*
+ * Whether the peer may still write into receives of ours: those granted it,
+ * and those answered to its rendezvous requests. They go back to the
+ * application when the connection fails.
+ */
+static bool bolt_connection_exposes_receives(const struct bolt_connection *connection)
+{
+	return connection->granted_count || connection->rendezvous;
+}
+
 void bolt_connection_fail(struct bolt_connection *connection, int error, const char *why)
 {
 	struct bolt_domain *domain = connection->endpoint->domain;
-	const struct bolt_link *link = connection->link;
+	struct bolt_link *link = connection->link;
 	char text[INET6_ADDRSTRLEN] = "?";
 	bool waiting = bolt_connection_busy(connection);
 
 	if (connection->state == BOLT_CONNECTION_FAILED)
 		return;
+	/*
+	 * A peer that lives on learns of the failure only over the side channel,
+	 * and may write into those receives until then: if other connections keep
+	 * the link's queue pair up, the link fails with this one, so that nothing
+	 * lands in memory the application has back.
+	 */
+	if (link && link->users > 1 && !link->failing && bolt_connection_exposes_receives(connection)) {
+		bolt_link_fail(link, error, why);
+		if (connection->state == BOLT_CONNECTION_FAILED)
+			return;
+	}
 	inet_ntop(connection->peer.family == BOLT_ADDRESS_FAMILY_IPV4 ? AF_INET : AF_INET6,
 		  connection->peer.ip, text, sizeof(text));
 	/* A peer that leaves when nothing waits on it is how every job ends. */

@@ -286,6 +286,7 @@ struct bolt_connection *bolt_link_connection(const struct bolt_link *link, uint8
 
 void bolt_link_fail(struct bolt_link *link, int error, const char *why)
 {
+	link->failing = true;
 	/* Each connection leaves as it fails; the last one retires the link. */
 	for (int slot = 0; slot < BOLT_LINK_SLOTS && link->qp; slot++)
 		if (link->slots[slot])
