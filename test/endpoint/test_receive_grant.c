@@ -257,6 +257,24 @@ Test(receive_grant, none_granted_when_turned_off)
 #define HOLDER_SEED 3
 #define OTHER_SEED 50
 
+/*
+ * A holder's start: two large messages seeded from seed, then it waits for
+ * its grants, says it holds them, and waits to be told to go on.
+ */
+static int hold_grants(struct rdm_endpoint *endpoint, int socket, char *buffer, uint32_t seed)
+{
+	uint64_t go;
+	int ret = 0;
+
+	for (uint32_t i = 0; !ret && i < 2; i++)
+		ret = send_one(endpoint, buffer, SIZE, seed + i, false);
+	if (!ret && !wait_for_grants(endpoint, HELD_RECEIVES - 2))
+		ret = 10;
+	if (!ret)
+		ret = rdm_send_value(socket, 1);        /* holding */
+	return ret ? ret : rdm_serve_until_told(endpoint, socket, &go);
+}
+
 static int holding_sender(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
@@ -265,14 +283,8 @@ static int holding_sender(int socket, void *argument)
 	uint64_t go;
 	int ret = buffer ? rdm_open_connected(&endpoint, options, socket) : 1;
 
-	for (uint32_t i = 0; !ret && i < 2; i++)
-		ret = send_one(&endpoint, buffer, SIZE, i, false);
-	if (!ret && !wait_for_grants(&endpoint, HELD_RECEIVES - 2))
-		ret = 10;
 	if (!ret)
-		ret = rdm_send_value(socket, 1);        /* holding */
-	if (!ret)
-		ret = rdm_serve_until_told(&endpoint, socket, &go);
+		ret = hold_grants(&endpoint, socket, buffer, 0);
 	if (!ret)
 		ret = send_one(&endpoint, buffer, SIZE, HOLDER_SEED, false);
 	if (!ret)
@@ -447,17 +459,10 @@ static int losing_sender(int socket, void *argument)
 	const struct rdm_options *options = argument;
 	struct rdm_endpoint endpoint;
 	char *buffer = malloc(SIZE);
-	uint64_t go;
 	int ret = buffer ? rdm_open_connected(&endpoint, options, socket) : 1;
 
-	for (uint32_t i = 0; !ret && i < 2; i++)
-		ret = send_one(&endpoint, buffer, SIZE, i, false);
-	if (!ret && !wait_for_grants(&endpoint, HELD_RECEIVES - 2))
-		ret = 10;
 	if (!ret)
-		ret = rdm_send_value(socket, 1);        /* holding */
-	if (!ret)
-		ret = rdm_serve_until_told(&endpoint, socket, &go);
+		ret = hold_grants(&endpoint, socket, buffer, 0);
 	if (!ret)
 		ret = softrdma_fault_drop(1, 0, 0);
 	if (!ret)
@@ -517,14 +522,8 @@ static int second_pair_holder(int socket, void *argument)
 
 	if (!ret)
 		ret = open_second_pair(&first, &second, options, socket, true);
-	for (uint32_t i = 0; !ret && i < 2; i++)
-		ret = send_one(&second, buffer, SIZE, SHARED_SEED + i, false);
-	if (!ret && !wait_for_grants(&second, HELD_RECEIVES - 2))
-		ret = 10;
 	if (!ret)
-		ret = rdm_send_value(socket, 1);        /* holding */
-	if (!ret)
-		ret = rdm_serve_until_told(&second, socket, &go);
+		ret = hold_grants(&second, socket, buffer, SHARED_SEED);
 	/* Into its grant, unless it has heard already: either way nothing may land. */
 	if (!ret) {
 		rdm_fill(buffer, SIZE, SHARED_SEED + 2);
