@@ -4,7 +4,8 @@
  * probe that finds nothing fails with FI_ENOMSG through the CQ error path;
  * one that finds a message reports it and leaves it; a claimed message goes
  * only to the receive with the claim's context; a discarded one to nobody.
- * Small messages (segments) and large ones (rendezvous) alike.
+ * Small messages (segments) and large ones (rendezvous) alike. A receive
+ * counter counts the messages received, not the peeks.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #define LARGE_BYTES (1 << 20)
 
 static struct rdm_endpoint endpoint;
+static struct fid_cntr *receives;       /* bound with FI_RECV: counts messages received */
 static struct rdm_options options = {
 	.profile = "thunderbolt",
 	.caps = FI_TAGGED | FI_DIRECTED_RECV,
@@ -25,12 +27,28 @@ static struct rdm_options options = {
 
 static void open_self(void)
 {
+	struct fi_info *hints = rdm_hints(&options);
+	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
+	char name[64];
+	size_t length = sizeof(name);
+
 	rdm_environment(&options, "probe");
-	cr_assert_eq(rdm_open_self(&endpoint, &options), 0);
+	cr_assert_not_null(hints);
+	cr_assert_eq(rdm_open_domain(&endpoint, hints, &options), 0);
+	fi_freeinfo(hints);
+	cr_assert_eq(rdm_open_endpoint(&endpoint, &endpoint, &options), 0);
+	cr_assert_eq(fi_cntr_open(endpoint.domain, &cntr_attr, &receives, NULL), 0);
+	cr_assert_eq(fi_ep_bind(endpoint.ep, &receives->fid, FI_RECV), 0);
+	cr_assert_eq(fi_enable(endpoint.ep), 0);
+	cr_assert_eq(fi_getname(&endpoint.ep->fid, name, &length), 0);
+	cr_assert_eq(fi_av_insert(endpoint.av, name, 1, &endpoint.peer, 0, NULL), 1);
 }
 
 static void close_self(void)
 {
+	cr_assert_eq(fi_close(&endpoint.ep->fid), 0);
+	endpoint.ep = NULL;
+	cr_assert_eq(fi_close(&receives->fid), 0);
 	rdm_close(&endpoint);
 	rdm_environment_cleanup(&options);
 }
@@ -260,6 +278,36 @@ Test(probe, discard_by_peek_and_by_claim)
 	free(first);
 	free(second);
 	free(third);
+}
+
+/*
+ * A receive counter counts messages received (fi_endpoint(3)): a peek
+ * receives none, whether it finds one or not; the claim that takes the
+ * message counts it, once.
+ */
+Test(probe, counters_count_messages_received_not_peeks)
+{
+	struct fi_cq_tagged_entry entry;
+	struct fi_context peek, claim;
+	char in[SMALL_BYTES];
+	char *sent;
+	void *contexts[1];
+
+	cr_assert_eq(receive_with(NULL, 0, 0x77, &peek, FI_PEEK), 0);
+	expect_error(&peek, FI_ENOMSG);
+	sent = send_tagged(SMALL_BYTES, 0x77, 4);
+	contexts[0] = sent;
+	expect_completions(1, contexts, &entry);
+	peek_until_found(NULL, 0, 0x77, &claim, FI_CLAIM, &entry);
+	cr_assert_eq(fi_cntr_read(receives), 0, "a peek counted as a message received");
+	cr_assert_eq(fi_cntr_readerr(receives), 0, "a peek that found nothing counted as an error");
+	cr_assert_eq(receive_with(in, sizeof(in), 0x77, &claim, FI_CLAIM), 0);
+	contexts[0] = &claim;
+	expect_completions(1, contexts, &entry);
+	cr_assert(rdm_check(in, SMALL_BYTES, 4));
+	cr_assert_eq(fi_cntr_read(receives), 1);
+	cr_assert_eq(fi_cntr_readerr(receives), 0);
+	free(sent);
 }
 
 Test(probe, misuse_is_refused)

@@ -114,7 +114,9 @@ void bolt_endpoint_complete_receive(struct bolt_endpoint *endpoint, struct bolt_
 			     receive->iov_count ? receive->iov[0].iov_base : NULL, cq_data,
 			     receive->tagged ? tag : 0, source,
 			     message_length > length ? message_length - length : 0, status);
-	bolt_endpoint_count(endpoint, BOLT_COUNTER_RECV, status);
+	/* Counters count messages received: a peek receives none, nor a claim that found none. */
+	if (!(receive->flags & FI_PEEK) && status != FI_ENOMSG)
+		bolt_endpoint_count(endpoint, BOLT_COUNTER_RECV, status);
 	free(receive);
 }
 
