@@ -223,6 +223,33 @@ Test(hints, fabtests_rdm_pingpong_with_every_mode)
 	cr_expect_eq(result->mode, 0);
 }
 
+/* Without op_flags asked for, the defaults returned make no send an inject (limited to 4 KiB). */
+Test(hints, no_hints_make_no_send_an_inject)
+{
+	fi_freeinfo(hints);
+	hints = NULL;
+	expect_accepted();
+	cr_expect_eq(result->tx_attr->op_flags & FI_INJECT, 0);
+	cr_expect_neq(result->tx_attr->op_flags & FI_COMPLETION, 0);
+	fi_freeinfo(result);
+	result = NULL;
+
+	hints = fi_allocinfo();
+	cr_assert_not_null(hints);
+	free(hints->tx_attr);
+	hints->tx_attr = NULL;
+	expect_accepted();
+	cr_expect_eq(result->tx_attr->op_flags & FI_INJECT, 0);
+}
+
+/* Asked for, it is the endpoint's default. */
+Test(hints, inject_asked_for_is_the_default)
+{
+	hints->tx_attr->op_flags = FI_INJECT;
+	expect_accepted();
+	cr_expect_eq(result->tx_attr->op_flags, FI_INJECT);
+}
+
 Test(hints, fabtests_delivery_complete)
 {
 	set_fabtests_rdm_pingpong_hints(hints);

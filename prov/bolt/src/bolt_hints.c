@@ -549,11 +549,17 @@ static void bolt_narrow_domain(struct fi_domain_attr *attr, const struct fi_doma
 		attr->av_type = hints->av_type;
 }
 
-/* Sizes shrink to what was asked, so endpoints allocate no more than that. */
+/*
+ * Sizes shrink to what was asked, so endpoints allocate no more than that.
+ * With none asked for, the op_flags returned are the endpoint's defaults:
+ * FI_INJECT is offered, not a default, or every send would be an inject.
+ */
 static void bolt_narrow_tx(struct fi_tx_attr *attr, const struct fi_tx_attr *hints)
 {
-	if (!hints)
+	if (!hints) {
+		attr->op_flags &= ~(uint64_t) FI_INJECT;
 		return;
+	}
 	attr->op_flags = hints->op_flags;
 	if (hints->inject_size)
 		attr->inject_size = hints->inject_size;
@@ -583,8 +589,10 @@ void bolt_hints_narrow(struct fi_info *info, const struct fi_info *hints, uint32
 
 	if (!bolt_mr_mode_negotiate(info->domain_attr->mr_mode, hints, version, &mr_mode))
 		info->domain_attr->mr_mode = mr_mode;
-	if (!hints)
+	if (!hints) {
+		bolt_narrow_tx(info->tx_attr, NULL);
 		return;
+	}
 	bolt_narrow_caps(info, hints);
 	bolt_narrow_mode(info, hints);
 	bolt_narrow_domain(info->domain_attr, hints->domain_attr);

@@ -126,6 +126,7 @@ ssize_t bolt_operation_transmit(struct bolt_endpoint *endpoint, const struct bol
 	transmit->connection = bolt_connection_get(endpoint, &peer);
 	if (!transmit->connection) {
 		bolt_transmit_free(transmit);
+		ret = -FI_ENOMEM;
 		goto unlock;
 	}
 	endpoint->transmits_outstanding++;
