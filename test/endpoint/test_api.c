@@ -2,7 +2,8 @@
  * test_api.c: an endpoint's API in one process, the endpoint talking to its
  * own address: names of at most 56 bytes, options as NCCL plugins set them,
  * both AV types, every CQ format, two-entry iovecs with FI_MORE, inject,
- * remote CQ data, tag and ignore matching of unexpected messages, and cancel.
+ * remote CQ data, tag and ignore matching of unexpected messages, and cancel;
+ * and what enabling needs bound first, and binds that fail leaving nothing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -256,5 +257,51 @@ Test(api, close_with_arrivals_unread)
 	endpoint.cq = NULL;
 	cr_assert_eq(fi_close(&endpoint.domain->fid), 0, "buffers or queue pairs left behind");
 	endpoint.domain = NULL;
+	close_self();
+}
+
+/*
+ * fi_enable needs an AV, and a CQ for transmits and one for receives, that
+ * errors have somewhere to go (fi_endpoint(3): -FI_ENOAV, -FI_ENOCQ). A
+ * counter bind that fails for one kind binds none of the others.
+ */
+Test(api, enable_needs_its_bindings_and_a_failed_bind_binds_nothing)
+{
+	struct fi_info *hints;
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
+	struct fid_cntr *writes, *refused, *sends;
+
+	options.caps = FI_MSG | FI_RMA;
+	rdm_environment(&options, "api-bind");
+	hints = rdm_hints(&options);
+	cr_assert_not_null(hints);
+	cr_assert_eq(rdm_open_domain(&endpoint, hints, &options), 0);
+	fi_freeinfo(hints);
+	cr_assert_eq(fi_endpoint(endpoint.domain, endpoint.info, &endpoint.ep, NULL), 0);
+	cr_assert_eq(fi_cq_open(endpoint.domain, &cq_attr, &endpoint.cq, NULL), 0);
+	cr_assert_eq(fi_av_open(endpoint.domain, &av_attr, &endpoint.av, NULL), 0);
+	cr_expect_eq(fi_enable(endpoint.ep), -FI_ENOAV);
+	cr_assert_eq(fi_ep_bind(endpoint.ep, &endpoint.av->fid, 0), 0);
+	cr_expect_eq(fi_enable(endpoint.ep), -FI_ENOCQ);
+	cr_assert_eq(fi_ep_bind(endpoint.ep, &endpoint.cq->fid, FI_TRANSMIT), 0);
+	cr_expect_eq(fi_enable(endpoint.ep), -FI_ENOCQ, "receives have no CQ");
+
+	cr_assert_eq(fi_cntr_open(endpoint.domain, &cntr_attr, &writes, NULL), 0);
+	cr_assert_eq(fi_cntr_open(endpoint.domain, &cntr_attr, &refused, NULL), 0);
+	cr_assert_eq(fi_cntr_open(endpoint.domain, &cntr_attr, &sends, NULL), 0);
+	cr_assert_eq(fi_ep_bind(endpoint.ep, &writes->fid, FI_WRITE), 0);
+	cr_expect_eq(fi_ep_bind(endpoint.ep, &refused->fid, FI_SEND | FI_RECV | FI_WRITE), -FI_EINVAL);
+	cr_expect_eq(fi_ep_bind(endpoint.ep, &sends->fid, FI_SEND | FI_RECV), 0,
+		     "the failed bind took sends and receives");
+	cr_expect_eq(fi_close(&refused->fid), 0, "the failed bind left the counter bound");
+
+	cr_assert_eq(fi_ep_bind(endpoint.ep, &endpoint.cq->fid, FI_RECV), 0);
+	cr_assert_eq(fi_enable(endpoint.ep), 0);
+	cr_assert_eq(fi_close(&endpoint.ep->fid), 0);
+	endpoint.ep = NULL;
+	cr_assert_eq(fi_close(&sends->fid), 0);
+	cr_assert_eq(fi_close(&writes->fid), 0);
 	close_self();
 }

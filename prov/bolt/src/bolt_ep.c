@@ -172,18 +172,25 @@ static int bolt_endpoint_bind_counter(struct bolt_endpoint *endpoint, struct bol
 		{ FI_REMOTE_READ, BOLT_COUNTER_REMOTE_READ },
 		{ FI_REMOTE_WRITE, BOLT_COUNTER_REMOTE_WRITE },
 	};
-	bool bound = false;
+	bool asked = false;
 
+	/* All or nothing: a kind that has its counter already fails the whole bind. */
 	for (size_t i = 0; i < BOLT_ARRAY_LENGTH(kinds); i++) {
 		if (!(flags & kinds[i].flag))
 			continue;
 		if (endpoint->counters[kinds[i].kind])
 			return -FI_EINVAL;
+		asked = true;
+	}
+	if (!asked)
+		return -FI_EINVAL;
+	for (size_t i = 0; i < BOLT_ARRAY_LENGTH(kinds); i++) {
+		if (!(flags & kinds[i].flag))
+			continue;
 		endpoint->counters[kinds[i].kind] = counter;
 		atomic_fetch_add(&counter->bind_count, 1);
-		bound = true;
 	}
-	return bound ? 0 : -FI_EINVAL;
+	return 0;
 }
 
 static int bolt_endpoint_bind(struct fid *fid, struct fid *bound_fid, uint64_t flags)
@@ -240,6 +247,22 @@ static void bolt_endpoint_unbind_all(struct bolt_endpoint *endpoint)
 
 /* ---- Control, names and options ---- */
 
+/* Whether caps let the endpoint start transfers: send, or initiate RMA (as libfabric's util decides). */
+static bool bolt_endpoint_transmits(uint64_t caps)
+{
+	bool messages = caps & (FI_MSG | FI_TAGGED | FI_COLLECTIVE);
+	bool rma = caps & FI_RMA;
+
+	return (messages && (caps & FI_SEND || !(caps & FI_RECV))) ||
+	       (rma && (caps & (FI_READ | FI_WRITE) || !(caps & (FI_REMOTE_READ | FI_REMOTE_WRITE))));
+}
+
+/* Whether caps let it receive messages. */
+static bool bolt_endpoint_receives(uint64_t caps)
+{
+	return caps & (FI_MSG | FI_TAGGED | FI_COLLECTIVE) && (caps & FI_RECV || !(caps & FI_SEND));
+}
+
 static int bolt_endpoint_enable(struct bolt_endpoint *endpoint)
 {
 	if (endpoint->enabled)
@@ -247,6 +270,13 @@ static int bolt_endpoint_enable(struct bolt_endpoint *endpoint)
 	if (!endpoint->av) {
 		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "an RDM endpoint needs an address vector\n");
 		return -FI_ENOAV;
+	}
+	/* fi_endpoint(3): errors, at least, must have a CQ to go to. */
+	if ((bolt_endpoint_transmits(endpoint->caps) && !endpoint->transmit_cq) ||
+	    (bolt_endpoint_receives(endpoint->caps) && !endpoint->receive_cq)) {
+		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
+			"bind a completion queue for transmits and one for receives before enabling\n");
+		return -FI_ENOCQ;
 	}
 	bolt_domain_lock(endpoint->domain);
 	endpoint->enabled = true;
@@ -539,6 +569,9 @@ int bolt_endpoint_open(struct fid_domain *domain_fid, struct fi_info *info,
 	endpoint->receive_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
 	ret = bolt_endpoint_listen_initial(endpoint, info);
 	if (ret) {
+		/* It may have listened before finding no address peers can reach. */
+		if (endpoint->listener.fd >= 0)
+			bolt_side_channel_listener_close(&endpoint->listener);
 		fi_freeinfo(endpoint->info);
 		free(endpoint);
 		return ret;
