@@ -66,9 +66,12 @@ Test(reduce, kernels)
 	int8_t small[2] = { 127, -128 }, one[2] = { 1, -1 };
 	int32_t left[3] = { -5, 7, 0 }, right[3] = { 3, -9, 0 }, out[3];
 	uint16_t halves[2] = { 0x3c00, 0x4000 }, more[2] = { 0x3c00, 0x3c00 };
+	uint16_t wide[2] = { 0xffff, 0x100 };
 
 	bolt_reduce_lookup(FI_INT8, FI_SUM)(small, small, one, 2);
 	cr_expect(small[0] == -128 && small[1] == 127, "signed sums wrap");
+	bolt_reduce_lookup(FI_UINT16, FI_PROD)(wide, wide, wide, 2);
+	cr_expect(wide[0] == 1 && wide[1] == 0, "16-bit products wrap, without overflowing an int");
 	bolt_reduce_lookup(FI_INT32, FI_MIN)(out, left, right, 3);
 	cr_expect(out[0] == -5 && out[1] == -9 && out[2] == 0);
 	bolt_reduce_lookup(FI_INT32, FI_LXOR)(out, left, right, 3);

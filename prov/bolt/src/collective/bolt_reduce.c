@@ -103,11 +103,16 @@ uint16_t bolt_float_to_bfloat16(float value)
 	BOLT_REDUCE_KERNEL(bolt_reduce_min_##suffix, type, x < y ? x : y) \
 	BOLT_REDUCE_KERNEL(bolt_reduce_max_##suffix, type, x > y ? x : y)
 
-/* Integers: arithmetic in the unsigned type, so that overflow wraps. */
+/*
+ * Integers: arithmetic in the unsigned type, so that overflow wraps. The 1u
+ * keeps a product of 16-bit operands unsigned: promoted to int, 65535 * 65535
+ * would overflow.
+ */
 #define BOLT_REDUCE_INTEGER(suffix, type, unsigned_type) \
 	BOLT_REDUCE_ORDERED(suffix, type) \
 	BOLT_REDUCE_KERNEL(bolt_reduce_sum_##suffix, type, (unsigned_type) x + (unsigned_type) y) \
-	BOLT_REDUCE_KERNEL(bolt_reduce_prod_##suffix, type, (unsigned_type) x * (unsigned_type) y) \
+	BOLT_REDUCE_KERNEL(bolt_reduce_prod_##suffix, type, \
+			   (unsigned_type) x * 1u * (unsigned_type) y) \
 	BOLT_REDUCE_KERNEL(bolt_reduce_lor_##suffix, type, x || y) \
 	BOLT_REDUCE_KERNEL(bolt_reduce_land_##suffix, type, x && y) \
 	BOLT_REDUCE_KERNEL(bolt_reduce_bor_##suffix, type, x | y) \
