@@ -71,18 +71,25 @@ static void api_expect_members(struct fid_av_set *set, const fi_addr_t *expected
 
 TestSuite(collective_api, .init = api_setup, .fini = api_teardown);
 
-Test(collective_api, av_set_ranges)
+Test(collective_api, av_set_ranges, .timeout = 30)
 {
 	struct fid_av_set *all = api_set(0, API_ADDRESSES - 1, 1, 0);
 	struct fid_av_set *odd = api_set(1, API_ADDRESSES - 1, 2, 0);
 	struct fid_av_set *universe = api_set(FI_ADDR_NOTAVAIL, FI_ADDR_NOTAVAIL, 0, FI_UNIVERSE);
 	struct fid_av_set *empty = api_set(FI_ADDR_NOTAVAIL, FI_ADDR_NOTAVAIL, 0, 0);
-	fi_addr_t odd_members[] = { 1, 3, 5 };
+	/* A range far past the AV's addresses holds those there are, and ends. */
+	struct fid_av_set *even = api_set(0, UINT64_MAX - 1, 2, 0);
+	struct fid_av_set *wide = api_set(2, UINT64_MAX - 1, UINT64_MAX / 2, 0);
+	fi_addr_t odd_members[] = { 1, 3, 5 }, even_members[] = { 0, 2, 4 }, wide_members[] = { 2 };
 
 	api_expect_members(all, api_addresses, API_ADDRESSES);
 	api_expect_members(universe, api_addresses, API_ADDRESSES);
 	api_expect_members(odd, odd_members, 3);
 	api_expect_members(empty, NULL, 0);
+	api_expect_members(even, even_members, 3);
+	api_expect_members(wide, wide_members, 1);
+	fi_close(&even->fid);
+	fi_close(&wide->fid);
 	fi_close(&all->fid);
 	fi_close(&odd->fid);
 	fi_close(&universe->fid);

@@ -188,11 +188,17 @@ static int bolt_av_set_fill(struct bolt_av_set *set, const struct fi_av_set_attr
 		last = attr->end_addr;
 		stride = attr->stride;
 	}
+	/* Only addresses the AV holds (fi_av_set(3)): a range past them ends at its last. */
+	if (av->count && last > av->count - 1)
+		last = av->count - 1;
 	for (fi_addr_t fi_addr = first; !ret && av->count && fi_addr <= last; fi_addr += stride) {
 		struct bolt_address address;
 
 		if (!bolt_av_lookup_address(av, fi_addr, &address))
 			ret = bolt_av_set_append(set, fi_addr);
+		/* The next would pass last, or wrap. */
+		if (last - fi_addr < stride)
+			break;
 	}
 	bolt_domain_unlock(av->domain);
 	return ret;
