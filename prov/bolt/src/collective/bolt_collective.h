@@ -81,7 +81,8 @@ struct bolt_collective_join_count {
 struct bolt_collective_endpoint {
 	struct bolt_collective_group *groups;
 	struct bolt_collective_operation *operations;   /* in flight, in start order */
-	struct bolt_collective_operation *retired;      /* reported failed, transfers still out */
+	struct bolt_collective_operation *retired;      /* failed, transfers still out: reported
+							 * once its receives are back */
 	struct bolt_collective_join_count *join_counts;
 };
 
@@ -137,6 +138,7 @@ struct bolt_collective_operation {
 	int root;
 	uint32_t sequence;
 	int status;                     /* 0 or the first positive FI_E* */
+	bool reported;                  /* failed: its error is on the CQ (or EQ) */
 	char *scratch;
 	/* Algorithm state. */
 	struct bolt_collective_wait *waits;     /* each posted receive's, and the sends' */

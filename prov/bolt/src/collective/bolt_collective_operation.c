@@ -3,7 +3,8 @@
  * by an fi_* call (or a join), advanced by progress as its transfers
  * complete, reported on the CQ (the join on the EQ) and freed. A member that
  * is gone fails every operation of its group at the next progress; a failed
- * operation is reported at once and freed once its transfers are back.
+ * operation is reported once none of its receives can write into the
+ * application's buffers any more, and freed once its sends are back too.
  */
 #include <stdlib.h>
 #include <utlist.h>
@@ -27,15 +28,19 @@ static void bolt_collective_operation_free(struct bolt_collective_operation *ope
 	free(operation);
 }
 
-/* No transfer of the operation is still out. */
-static bool bolt_collective_operation_quiet(const struct bolt_collective_operation *operation)
+/* No receive of the operation is still out: none can write into its buffers. */
+static bool bolt_collective_receives_quiet(const struct bolt_collective_operation *operation)
 {
-	if (operation->sends.pending)
-		return false;
 	for (size_t i = 0; i < operation->wait_count; i++)
 		if (operation->waits[i].pending)
 			return false;
 	return true;
+}
+
+/* No transfer of the operation is still out. */
+static bool bolt_collective_operation_quiet(const struct bolt_collective_operation *operation)
+{
+	return !operation->sends.pending && bolt_collective_receives_quiet(operation);
 }
 
 static void bolt_collective_report_join(struct bolt_collective_operation *operation)
@@ -121,6 +126,24 @@ static void bolt_collective_detach_sends(struct bolt_collective_operation *opera
 	}
 }
 
+/*
+ * A failed operation, retired: reported once its receives are back (a
+ * message arriving into one still lands in the application's buffer, until
+ * it completes or its connection fails), freed once its sends are too.
+ */
+static void bolt_collective_retired_progress(struct bolt_collective_endpoint *state,
+					     struct bolt_collective_operation *operation)
+{
+	if (!operation->reported && bolt_collective_receives_quiet(operation)) {
+		bolt_collective_report(operation);
+		operation->reported = true;
+	}
+	if (operation->reported && bolt_collective_operation_quiet(operation)) {
+		DL_DELETE(state->retired, operation);
+		bolt_collective_operation_free(operation);
+	}
+}
+
 static void bolt_collective_fail(struct bolt_collective_endpoint *state,
 				 struct bolt_collective_operation *operation)
 {
@@ -129,16 +152,13 @@ static void bolt_collective_fail(struct bolt_collective_endpoint *state,
 	FI_WARN(&bolt_prov, FI_LOG_EP_DATA, "collective %d (%s) of group %#x failed: %s\n",
 		operation->kind, operation->algorithm ? operation->algorithm->name : "-",
 		operation->group->id, fi_strerror(operation->status));
+	/* Receives still posted come back now; one a message is arriving into cannot. */
 	for (size_t i = 0; i < operation->wait_count; i++)
 		bolt_collective_cancel(endpoint, &operation->waits[i]);
 	bolt_collective_detach_sends(operation);
 	DL_DELETE(state->operations, operation);
-	bolt_collective_report(operation);
-	/* Sends still out report back to the record: it stays until they are. */
-	if (bolt_collective_operation_quiet(operation))
-		bolt_collective_operation_free(operation);
-	else
-		DL_APPEND(state->retired, operation);
+	DL_APPEND(state->retired, operation);
+	bolt_collective_retired_progress(state, operation);
 }
 
 static void bolt_collective_finish(struct bolt_collective_endpoint *state,
@@ -167,12 +187,8 @@ void bolt_collective_progress(struct bolt_endpoint *endpoint)
 		else if (operation->status)
 			bolt_collective_fail(state, operation);
 	}
-	DL_FOREACH_SAFE(state->retired, operation, next) {
-		if (bolt_collective_operation_quiet(operation)) {
-			DL_DELETE(state->retired, operation);
-			bolt_collective_operation_free(operation);
-		}
-	}
+	DL_FOREACH_SAFE(state->retired, operation, next)
+		bolt_collective_retired_progress(state, operation);
 }
 
 ssize_t bolt_collective_operation_start(struct bolt_collective_operation *operation)
