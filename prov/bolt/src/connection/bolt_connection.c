@@ -258,13 +258,21 @@ bool bolt_connection_busy(const struct bolt_connection *connection)
 }
 
 /*
- * Whether the peer may still write into receives of ours: those granted it,
- * and those answered to its rendezvous requests. They go back to the
- * application when the connection fails.
+ * Whether the peer may still write into buffers of ours: receives granted
+ * it, receives answered to its rendezvous requests, and reads it was asked
+ * to write back. They go back to the application when the connection fails.
  */
 static bool bolt_connection_exposes_receives(const struct bolt_connection *connection)
 {
-	return connection->granted_count || connection->rendezvous;
+	const struct bolt_transmit *transmit;
+
+	if (connection->granted_count || connection->rendezvous)
+		return true;
+	DL_FOREACH(connection->posted, transmit)
+		if (transmit->op == BOLT_WIRE_READ_REQUEST &&
+		    (transmit->wire_flags & BOLT_WIRE_FLAG_WRITE_BACK))
+			return true;
+	return false;
 }
 
 void bolt_connection_fail(struct bolt_connection *connection, int error, const char *why)

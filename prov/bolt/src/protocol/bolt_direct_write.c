@@ -184,11 +184,9 @@ static void bolt_direct_write_revoke_on(struct bolt_endpoint *endpoint, uint64_t
 			continue;
 		message = bolt_transmit_internal(connection, BOLT_WIRE_REGION_REVOKE,
 						 revoke ? revoke->id : 0, 0);
-		if (!message) {
-			if (revoke)
-				revoke->owed_count--;
+		/* No memory for it: the connection failed, and its failure settled what it owed. */
+		if (!message)
 			continue;
-		}
 		message->remote_key = key;
 		bolt_transmit_start(message);
 	}
