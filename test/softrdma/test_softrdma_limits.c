@@ -313,6 +313,60 @@ Test(limits, rocev2_rc_receiver_not_ready_retry_exceeded)
 	check_rnr_exceeded(3);
 }
 
+/*
+ * A SEND waiting to be retried (the receiver had no receive, its RNR timer
+ * 655 ms) is flushed as soon as its QP enters ERR, as a real QP flushes.
+ */
+Test(limits, rocev2_error_flushes_a_send_waiting_for_the_receiver)
+{
+	struct test_loopback loopback;
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RTS, .min_rnr_timer = 0 };
+	struct ibv_wc wc;
+
+	test_config_init(&config, SOFTRDMA_PROFILE_ROCEV2, "single", "flush");
+	cr_assert_eq(test_loopback_open(&loopback, &config, IBV_QPT_RC, 4096, 8), 0);
+	cr_assert_eq(softrdma_modify_qp(loopback.qp_b, &attr, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER), 0);
+	cr_assert_eq(test_post_send(loopback.qp_a, IBV_WR_SEND, loopback.mr_a, 0, 64, NULL, 0, 0,
+				    IBV_SEND_SIGNALED, 1), 0);
+	cr_assert_eq(test_poll(loopback.device.cq, &wc, 20), 0, "the SEND found no receive");
+	attr.qp_state = IBV_QPS_ERR;
+	cr_assert_eq(softrdma_modify_qp(loopback.qp_a, &attr, IBV_QP_STATE), 0);
+	cr_assert_eq(test_poll(loopback.device.cq, &wc, 200), 1, "no flush within 200 ms");
+	cr_assert_eq(wc.status, IBV_WC_WR_FLUSH_ERR, "%s", softrdma_wc_status_str(wc.status));
+	test_loopback_close(&loopback);
+}
+
+/*
+ * A zero-length RDMA write needs no valid address or rkey (IB C9-88, as rxe
+ * has it): with immediate data it delivers just that, on RC and UC.
+ */
+static void check_zero_length_write_with_immediate(enum ibv_qp_type type)
+{
+	struct test_loopback loopback;
+	struct test_address nowhere = { 0 };
+	struct ibv_wc wc;
+
+	test_config_init(&config, SOFTRDMA_PROFILE_ROCEV2, "single", "zero");
+	cr_assert_eq(test_loopback_open(&loopback, &config, type, 4096, 8), 0);
+	cr_assert_eq(test_post_recv(loopback.qp_b, loopback.mr_b, 0, 64, 2), 0);
+	cr_assert_eq(test_post_send(loopback.qp_a, IBV_WR_RDMA_WRITE_WITH_IMM, NULL, 0, 0, &nowhere, 0,
+				    0xfeed, IBV_SEND_SIGNALED, 1), 0);
+	cr_assert_eq(test_poll(loopback.device.cq, &wc, TEST_TIMEOUT_MS), 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", softrdma_wc_status_str(wc.status));
+	cr_assert_eq(test_poll(loopback.cq_b, &wc, TEST_TIMEOUT_MS), 1, "the immediate never arrived");
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	cr_assert_eq(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	cr_assert_eq(wc.imm_data, 0xfeed);
+	cr_assert_eq(wc.byte_len, 0);
+	test_loopback_close(&loopback);
+}
+
+Test(limits, rocev2_zero_length_write_needs_no_key)
+{
+	check_zero_length_write_with_immediate(IBV_QPT_RC);
+	check_zero_length_write_with_immediate(IBV_QPT_UC);
+}
+
 Test(limits, rocev2_uc_send_without_receive_is_lost)
 {
 	struct test_loopback loopback;

@@ -241,23 +241,31 @@ static int attach_and_detach(void *argument)
 	return 0;
 }
 
+/*
+ * What a dead process held goes back, as the kernel frees it at exit: at
+ * the next attach anywhere, or when the device is full and asked for more.
+ */
 Test(shared, objects_of_a_dead_process_are_reaped)
 {
 	static char buffer[64];
 	struct test_device device;
 	struct ibv_mr *mr;
-	int limit = 4;
+	int limit = 4, less = 3;
 
 	test_config_init(&config, SOFTRDMA_PROFILE_THUNDERBOLT, "single", "reap");
 	config.max_mr = limit;
 	cr_assert_eq(softrdma_attach(&config), 0);
 	cr_assert_eq(test_device_open(&device, 0), 0);
-	cr_assert_eq(test_wait(test_fork(die_holding_mrs, &limit)), -1);
-	cr_assert_null(softrdma_reg_mr(device.pd, buffer, sizeof(buffer), 0));
+	cr_assert_eq(test_wait(test_fork(die_holding_mrs, &less)), -1);
 	/* The next attach anywhere reaps what the dead process held. */
 	cr_assert_eq(test_wait(test_fork(attach_and_detach, NULL)), 0);
 	mr = softrdma_reg_mr(device.pd, buffer, sizeof(buffer), 0);
 	cr_assert_not_null(mr);
+	cr_assert_eq(softrdma_dereg_mr(mr), 0);
+	/* A full device reaps before it refuses: the dead held every MR. */
+	cr_assert_eq(test_wait(test_fork(die_holding_mrs, &limit)), -1);
+	mr = softrdma_reg_mr(device.pd, buffer, sizeof(buffer), 0);
+	cr_assert_not_null(mr, "a device full of a dead process's MRs refused");
 	cr_assert_eq(softrdma_dereg_mr(mr), 0);
 	test_device_close(&device);
 	softrdma_detach();

@@ -43,6 +43,10 @@ int softrdma_channel_open_locked(struct softrdma_segment *segment,
 	if (target_slot < 0)
 		return -ESRCH;
 	index = softrdma_table_alloc(segment, &segment->channels, softrdma_process.pid);
+	if (index < 0) {
+		softrdma_reap_dead_locked(segment);
+		index = softrdma_table_alloc(segment, &segment->channels, softrdma_process.pid);
+	}
 	if (index < 0)
 		return -EBUSY;
 	softrdma_channel_describe(softrdma_channel_at(segment, (uint32_t) index), stage,

@@ -161,7 +161,10 @@ static void softrdma_cq_place(const struct softrdma_completion_payload *payload)
 {
 	uint64_t offset = 0;
 
-	for (uint32_t index = 0; index < payload->place_count; index++) {
+	/* The segment is shared memory: only what a payload can hold is placed. */
+	for (uint32_t index = 0; index < payload->place_count && index < SOFTRDMA_MAX_SGE; index++) {
+		if (payload->place[index].length > SOFTRDMA_COMPLETION_PAYLOAD - offset)
+			break;
 		memcpy((void *) (uintptr_t) payload->place[index].addr, payload->data + offset,
 		       payload->place[index].length);
 		offset += payload->place[index].length;

@@ -380,6 +380,11 @@ void softrdma_lock(struct softrdma_segment *segment);
 void softrdma_unlock(struct softrdma_segment *segment);
 bool softrdma_process_exists(pid_t pid);
 bool softrdma_process_alive(pid_t pid);
+/*
+ * Frees what dead processes held, as the kernel does when a process exits:
+ * a device full of QPs, MRs or channels may be full of the dead.
+ */
+void softrdma_reap_dead_locked(struct softrdma_segment *segment);
 
 /* ---- softrdma_watch.c ---- */
 /* 1 if pid has exited (zombie or reaped), 0 if it runs, negative if this cannot tell. */

@@ -131,7 +131,8 @@ void softrdma_send_progress(struct softrdma_qp *qp)
 	while (qp->pending_count) {
 		struct softrdma_send_entry *entry = &qp->pending[qp->pending_head];
 
-		if (entry->next_attempt_ns) {
+		/* A QP in ERR flushes at once, a WR waiting to be retried too. */
+		if (entry->next_attempt_ns && softrdma_qp_state(qp) != IBV_QPS_ERR) {
 			now = now ? now : softrdma_now_ns();
 			if (now < entry->next_attempt_ns)
 				break;

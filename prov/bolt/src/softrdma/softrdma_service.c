@@ -25,6 +25,9 @@ static struct softrdma_bell *softrdma_service_bell(void)
 
 static int softrdma_service_iov(const struct softrdma_shared_channel *channel, struct iovec *iov)
 {
+	/* The segment is shared memory: a count past what a WR may hold takes nothing. */
+	if (channel->segment_count > SOFTRDMA_MAX_SGE)
+		return 0;
 	for (uint32_t index = 0; index < channel->segment_count; index++) {
 		iov[index].iov_base = (void *) (uintptr_t) channel->segments[index].addr;
 		iov[index].iov_len = channel->segments[index].length;

@@ -108,7 +108,7 @@ int softrdma_process_slot_locked(const struct softrdma_segment *segment, pid_t p
 	return -1;
 }
 
-static void softrdma_reap_dead_locked(struct softrdma_segment *segment)
+void softrdma_reap_dead_locked(struct softrdma_segment *segment)
 {
 	for (int index = 0; index < SOFTRDMA_MAX_PROCESSES; index++) {
 		pid_t pid = segment->processes[index];

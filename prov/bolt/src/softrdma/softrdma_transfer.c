@@ -196,6 +196,9 @@ static enum softrdma_step softrdma_transfer_remote_memory(struct softrdma_segmen
 	const struct softrdma_shared_qp *target = softrdma_transfer_target(segment, transfer);
 	const struct softrdma_send_entry *entry = transfer->entry;
 
+	/* A zero-length request needs no valid address or rkey (IB C9-88; rxe does the same). */
+	if (!transfer->length)
+		return SOFTRDMA_STEP_CONTINUE;
 	if (!(target->access_flags & (uint32_t) access) ||
 	    !softrdma_mr_check_locked(segment, entry->rkey, target->pd_id, access,
 				      entry->remote_addr, transfer->length))
@@ -289,8 +292,13 @@ static enum softrdma_step softrdma_transfer_scatter(struct softrdma_segment *seg
 {
 	const struct softrdma_shared_qp *target = softrdma_transfer_target(segment, transfer);
 	const struct softrdma_shared_receive *receive = &transfer->receive;
-	uint64_t capacity = softrdma_receive_capacity(receive), left = transfer->length;
+	uint64_t capacity, left = transfer->length;
 
+	/* The segment is shared memory: a count that overruns our arrays is a bad WQE. */
+	if (receive->num_sge > SOFTRDMA_MAX_SGE)
+		return softrdma_transfer_bad_receive(segment, transfer, IBV_WC_LOC_QP_OP_ERR,
+						     IBV_WC_REM_OP_ERR);
+	capacity = softrdma_receive_capacity(receive);
 	if (transfer->length > capacity ||
 	    (segment->limits.frames_must_match &&
 	     softrdma_frame_count(transfer->length) != softrdma_frame_count(capacity)))
