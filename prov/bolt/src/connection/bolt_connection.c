@@ -602,6 +602,9 @@ static void bolt_connection_handle_probe_sent(struct bolt_connection *connection
 	connection->probe_nonce = nonce;
 	connection->probe_deadline_ns = now + (uint64_t) connection->endpoint->domain->fabric->params.rail_probe_timeout * 1000000ULL;
 	bolt_domain_poll_device(connection->endpoint->domain);
+	/* The poll may have failed the connection, and taken its link (a bad completion). */
+	if (connection->state == BOLT_CONNECTION_FAILED)
+		return;
 	bolt_connection_check_probe(connection, now);
 }
 
