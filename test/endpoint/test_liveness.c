@@ -3,13 +3,17 @@
  * is gone, so bolt watches the side channel: operations in flight and new
  * ones to the dead peer must end with an error within 2 seconds, not hang.
  * The same for a peer that is alive but whose messages are all lost: UC drops
- * them without a trace, and the side channel's counts show it.
+ * them without a trace, and the side channel's counts show it; and for a
+ * first message to a peer long gone, whose side channel refuses.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/socket.h>
 #include <criterion/criterion.h>
 
 #include "bolt_endpoint.h"
@@ -385,4 +389,83 @@ Test(liveness, some_packets_lost_reads_thunderbolt_uc)
 	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the peer failed");
 	unsetenv("FI_BOLT_SOFT_DROP_EVERY");
 	free(buffer);
+}
+
+/* The time since start, in milliseconds. */
+static double liveness_elapsed_ms(const struct timespec *start)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - start->tv_sec) * 1e3 + (now.tv_nsec - start->tv_nsec) / 1e6;
+}
+
+/* A listener on 127.0.0.1 at the lowest free port from 1025: below the endpoint's own. */
+static int low_listener(uint16_t *port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert_geq(fd, 0);
+	for (*port = 1025; *port < 32768; (*port)++) {
+		struct sockaddr_in address = {
+			.sin_family = AF_INET, .sin_port = htons(*port),
+			.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+		};
+
+		if (!bind(fd, (struct sockaddr *) &address, sizeof(address)) && !listen(fd, 4))
+			return fd;
+	}
+	cr_assert_fail("no free port below 32768");
+	return -1;
+}
+
+/* A first message to address fails within 2 s; drop, if not -1, is closed after 50 ms. */
+static void expect_first_message_fails(struct rdm_endpoint *endpoint, const struct bolt_address *address,
+				       int drop)
+{
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	struct timespec start;
+	char message[8] = { 0 };
+	fi_addr_t peer;
+	int ret;
+
+	cr_assert_eq(fi_av_insert(endpoint->av, address, 1, &peer, 0, NULL), 1);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	cr_assert_eq(fi_send(endpoint->ep, message, sizeof(message), NULL, peer, message), 0);
+	if (drop >= 0) {
+		rdm_progress_for(endpoint, 50);
+		close(drop);
+	}
+	ret = rdm_wait(endpoint, &entry, &error);
+	cr_assert_eq(ret, -FI_EAVAIL);
+	cr_expect_eq(error.op_context, message);
+	cr_expect_lt(liveness_elapsed_ms(&start), 2000.0, "the error took longer than 2 s");
+}
+
+/*
+ * A first message to a peer that is gone, when this end's address is the
+ * higher (the one that gives way when both connect at once): where no side
+ * channel listens at all, and where the peer's listener took ours but it
+ * died before it said hello. Either way the message fails within 2 s.
+ */
+Test(liveness, first_message_to_a_peer_that_is_gone)
+{
+	struct rdm_options options = { .profile = "thunderbolt" };
+	struct rdm_endpoint endpoint;
+	struct bolt_address gone = {
+		.version = BOLT_ADDRESS_VERSION, .family = BOLT_ADDRESS_FAMILY_IPV4,
+		.port = htons(1), .ip = { 127, 0, 0, 1 },
+	};
+	uint16_t port;
+	int listener;
+
+	rdm_environment(&options, "gone");
+	cr_assert_eq(rdm_open(&endpoint, &options), 0);
+	expect_first_message_fails(&endpoint, &gone, -1);
+	listener = low_listener(&port);
+	gone.port = htons(port);
+	expect_first_message_fails(&endpoint, &gone, listener);
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(&options);
 }

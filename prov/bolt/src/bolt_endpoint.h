@@ -390,6 +390,8 @@ struct bolt_connection {
 	uint64_t failed_generation;     /* FAILED: the domain poll its buffers wait for */
 	bool reclaim_pending;           /* FAILED: buffers still posted on the lost QP */
 	uint64_t started_ns;            /* when connecting began, for its timeout */
+	uint64_t crossing_deadline_ns;  /* CONNECTING, our side channel dropped: the peer's hello
+					 * is late from then on; 0: not waiting for one */
 };
 
 /*

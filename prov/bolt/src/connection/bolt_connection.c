@@ -24,6 +24,8 @@
 #include "connection/bolt_handshake.h"
 
 #define BOLT_CONNECTION_TIMEOUT_NS (10ULL * 1000000000ULL)
+/* A peer that took our side channel and closed it says hello within this, or is gone. */
+#define BOLT_CONNECTION_CROSSING_NS (1000ULL * 1000000ULL)
 /*
  * Side channels cost system calls; once every connection is up they are only
  * watched for liveness, which needs far less than every progress call. A
@@ -681,12 +683,13 @@ static void bolt_connection_handle(struct bolt_connection *connection, uint16_t 
 /*
  * Both ends connected at once and the peer keeps its own side channel (the
  * higher address gives way, see bolt_connection_answer_hello): the peer
- * closes ours, maybe before its hello reaches us. A peer that is really
- * gone shows as the connection's timeout instead.
+ * took ours, then closes it, maybe before its hello reaches us. A peer whose
+ * listener never took it is gone; one that died after shows as no hello
+ * within BOLT_CONNECTION_CROSSING_NS.
  */
 static bool bolt_connection_lost_crossing(const struct bolt_connection *connection)
 {
-	return connection->state == BOLT_CONNECTION_CONNECTING &&
+	return connection->state == BOLT_CONNECTION_CONNECTING && connection->stream.reached &&
 	       memcmp(&connection->endpoint->address, &connection->peer, sizeof(connection->peer)) > 0;
 }
 
@@ -708,6 +711,7 @@ static void bolt_connection_progress_stream(struct bolt_connection *connection)
 		/* The peer dropped our side channel to keep its own: its hello follows. */
 		bolt_side_channel_stream_close(&connection->stream);
 		connection->has_stream = false;
+		connection->crossing_deadline_ns = bolt_connection_now_ns() + BOLT_CONNECTION_CROSSING_NS;
 		return;
 	}
 	if (ret == -FI_ECONNRESET) {
@@ -865,6 +869,10 @@ void bolt_connection_progress_all(struct bolt_endpoint *endpoint)
 		if (bolt_connection_handshaking(connection) &&
 		    now > connection->started_ns + BOLT_CONNECTION_TIMEOUT_NS)
 			bolt_connection_fail(connection, FI_ETIMEDOUT, "no answer from the peer");
+		if (connection->state == BOLT_CONNECTION_CONNECTING && !connection->has_stream &&
+		    connection->crossing_deadline_ns && now > connection->crossing_deadline_ns)
+			bolt_connection_fail(connection, FI_EIO,
+					     "the peer closed our side channel and never said hello: it is gone");
 		/* Its queue pair is gone and the CQ has been polled empty since: no
 		 * completion can still name its buffers. */
 		if (connection->reclaim_pending && domain->poll_generation > connection->failed_generation) {

@@ -187,6 +187,7 @@ static void bolt_side_channel_stream_init(struct bolt_side_channel_stream *strea
 {
 	stream->fd = fd;
 	stream->connecting = false;
+	stream->reached = true;
 	stream->error = 0;
 	stream->job_key_digest = job_key_digest;
 	memcpy(&stream->peer, peer, peer_length);
@@ -403,10 +404,12 @@ int bolt_side_channel_connect(const struct sockaddr *address, socklen_t length,
 	/* A non-blocking connect that was interrupted carries on like one in progress. */
 	if (errno == EINPROGRESS || errno == EINTR) {
 		stream->connecting = true;
+		stream->reached = false;
 		return 0;
 	}
 	/* Loopback may refuse at once; report it where every other refusal shows. */
 	if (bolt_side_channel_is_peer_error(errno)) {
+		stream->reached = false;
 		bolt_side_channel_fail(stream, errno, "connect");
 		return 0;
 	}
@@ -436,6 +439,7 @@ static int bolt_side_channel_finish_connect(struct bolt_side_channel_stream *str
 	if (error)
 		return bolt_side_channel_fail(stream, error, "connect");
 	stream->connecting = false;
+	stream->reached = true;
 	return 0;
 }
 

@@ -46,6 +46,7 @@ struct bolt_side_channel_listener {
 struct bolt_side_channel_stream {
 	int fd;                             /* -1 when closed */
 	bool connecting;                    /* a non-blocking connect not yet complete */
+	bool reached;                       /* the peer's listener took the connection */
 	int error;                          /* once set, 0 -> -FI_ECONNRESET or -FI_EPROTO */
 	uint64_t job_key_digest;            /* sent in every frame, required in every frame */
 	struct sockaddr_storage peer;       /* for log messages */
