@@ -469,3 +469,41 @@ Test(liveness, first_message_to_a_peer_that_is_gone)
 	rdm_close(&endpoint);
 	rdm_environment_cleanup(&options);
 }
+
+/*
+ * A TCP client of the side channel that never says hello is no peer: the
+ * endpoint drops it after 2 s instead of keeping its socket and memory.
+ */
+Test(liveness, a_silent_side_channel_client_is_dropped)
+{
+	struct rdm_options options = { .profile = "thunderbolt" };
+	struct rdm_endpoint endpoint;
+	struct bolt_address name;
+	size_t length = sizeof(name);
+	struct sockaddr_in address = { .sin_family = AF_INET };
+	struct bolt_endpoint *bolt;
+	struct timespec start;
+	char byte;
+	int fd;
+
+	rdm_environment(&options, "silent");
+	cr_assert_eq(rdm_open(&endpoint, &options), 0);
+	bolt = bolt_container_of(endpoint.ep, struct bolt_endpoint, ep_fid);
+	cr_assert_eq(fi_getname(&endpoint.ep->fid, &name, &length), 0);
+	address.sin_port = name.port;
+	memcpy(&address.sin_addr, name.ip, 4);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *) &address, sizeof(address)), 0);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	rdm_progress_for(&endpoint, 200);
+	cr_assert_not_null(bolt->accepted, "not even accepted");
+	while (bolt->accepted && liveness_elapsed_ms(&start) < 5000.0)
+		rdm_progress_for(&endpoint, 50);
+	cr_assert_null(bolt->accepted, "kept a client that never said hello");
+	cr_expect_geq(liveness_elapsed_ms(&start), 1900.0, "dropped before its 2 s");
+	cr_assert_eq(recv(fd, &byte, 1, 0), 0, "its socket is still open");
+	close(fd);
+	rdm_close(&endpoint);
+	rdm_environment_cleanup(&options);
+}

@@ -423,6 +423,7 @@ void bolt_control_buffer_reclaim(struct bolt_domain *domain, struct bolt_connect
 /* Accepted side channels whose peer has not said hello yet. */
 struct bolt_accepted {
 	struct bolt_side_channel_stream stream;
+	uint64_t deadline_ns;           /* its hello is late from then on: it is dropped */
 	struct bolt_accepted *prev, *next;
 };
 

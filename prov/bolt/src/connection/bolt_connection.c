@@ -26,6 +26,8 @@
 #define BOLT_CONNECTION_TIMEOUT_NS (10ULL * 1000000000ULL)
 /* A peer that took our side channel and closed it says hello within this, or is gone. */
 #define BOLT_CONNECTION_CROSSING_NS (1000ULL * 1000000ULL)
+/* A side channel accepted says hello within this, or is dropped. */
+#define BOLT_CONNECTION_HELLO_NS (2000ULL * 1000000ULL)
 /*
  * Side channels cost system calls; once every connection is up they are only
  * watched for liveness, which needs far less than every progress call. A
@@ -732,6 +734,7 @@ static void bolt_connection_accept_all(struct bolt_endpoint *endpoint)
 	struct bolt_accepted *accepted = malloc(sizeof(*accepted));
 
 	while (accepted && !bolt_side_channel_accept(&endpoint->listener, &accepted->stream)) {
+		accepted->deadline_ns = bolt_connection_now_ns() + BOLT_CONNECTION_HELLO_NS;
 		DL_APPEND(endpoint->accepted, accepted);
 		accepted = malloc(sizeof(*accepted));
 	}
@@ -757,7 +760,8 @@ static void bolt_connection_progress_accepted(struct bolt_endpoint *endpoint)
 	DL_FOREACH_SAFE(endpoint->accepted, accepted, next) {
 		bolt_side_channel_progress(&accepted->stream);
 		ret = bolt_side_channel_receive(&accepted->stream, &type, &hello, sizeof(hello), &length);
-		if (ret == -FI_EAGAIN)
+		/* A client that says nothing is no peer: it would hold a socket and memory for good. */
+		if (ret == -FI_EAGAIN && bolt_connection_now_ns() < accepted->deadline_ns)
 			continue;
 		if (!ret && type == BOLT_HANDSHAKE_HELLO &&
 		    !bolt_connection_handshake_check(endpoint, &hello, length, false))
@@ -846,8 +850,10 @@ void bolt_connection_progress_all(struct bolt_endpoint *endpoint)
 		endpoint->side_channels_watched_ns = now;
 		streams_quiet = bolt_connection_side_channels_quiet(endpoint);
 	}
-	if (watch && !streams_quiet) {
+	if (watch && !streams_quiet)
 		bolt_connection_accept_all(endpoint);
+	/* A quiet one may be late with its hello: it goes then. */
+	if (watch && (!streams_quiet || endpoint->accepted)) {
 		bolt_connection_progress_accepted(endpoint);
 		/* After accepting: connections created just now must not look older. */
 		now = bolt_connection_now_ns();
