@@ -3,7 +3,8 @@
  * it: FI_GETWAIT hands out an fd that is readable exactly while the CQ holds
  * a completion or an error, while a counter has a change not yet read, or
  * while the EQ holds an event; fi_trywait says -FI_EAGAIN then, and also while
- * the domain has endpoints, whose completions only progress can bring.
+ * the domain has endpoints, whose completions only progress can bring, or
+ * the EQ waits for a join that only progress can end.
  */
 #include <poll.h>
 #include <criterion/criterion.h>
@@ -120,6 +121,11 @@ Test(wait, eq_fd_readable_while_events_wait)
 	cr_assert(readable(fd), "a peek leaves the event");
 	cr_assert_eq(fi_eq_read(eq, &event, &data, sizeof(data), 0), (ssize_t) sizeof(data));
 	cr_assert_not(readable(fd));
+	cr_assert_eq(try_wait(&eq->fid), 0);
+	/* A join under way: its event comes only from the progress a reader drives. */
+	cr_assert_eq(bolt_eq_watch(bolt_container_of(eq, struct bolt_eq, eq_fid), &objects.domain), 0);
+	cr_assert_eq(try_wait(&eq->fid), -FI_EAGAIN, "blocking on the fd would wait for good");
+	bolt_eq_unwatch(bolt_container_of(eq, struct bolt_eq, eq_fid), &objects.domain);
 	cr_assert_eq(try_wait(&eq->fid), 0);
 	cr_assert_eq(fi_close(&eq->fid), 0);
 }

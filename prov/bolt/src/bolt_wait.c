@@ -193,7 +193,8 @@ static int bolt_wait_try_one(struct fid *fid)
 		if (eq->wait_fd.fd < 0)
 			return -FI_EINVAL;
 		pthread_mutex_lock(&eq->lock);
-		not_now = eq->count;
+		/* A watched domain's progress makes its events (joins): only a reader drives it. */
+		not_now = eq->count || eq->watched;
 		pthread_mutex_unlock(&eq->lock);
 	} else {
 		return -FI_EINVAL;
