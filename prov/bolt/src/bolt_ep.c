@@ -265,8 +265,6 @@ static bool bolt_endpoint_receives(uint64_t caps)
 
 static int bolt_endpoint_enable(struct bolt_endpoint *endpoint)
 {
-	if (endpoint->enabled)
-		return 0;
 	if (!endpoint->av) {
 		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "an RDM endpoint needs an address vector\n");
 		return -FI_ENOAV;
@@ -279,8 +277,11 @@ static int bolt_endpoint_enable(struct bolt_endpoint *endpoint)
 		return -FI_ENOCQ;
 	}
 	bolt_domain_lock(endpoint->domain);
-	endpoint->enabled = true;
-	DL_APPEND(endpoint->domain->endpoints, endpoint);
+	/* Checked under the lock: two threads enabling at once append it once (FI_THREAD_SAFE). */
+	if (!endpoint->enabled) {
+		endpoint->enabled = true;
+		DL_APPEND(endpoint->domain->endpoints, endpoint);
+	}
 	bolt_domain_unlock(endpoint->domain);
 	return 0;
 }
