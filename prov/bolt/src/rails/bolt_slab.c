@@ -39,11 +39,14 @@ int bolt_slab_pool_create(struct bolt_verbs *verbs, struct ibv_pd *pd, size_t bu
 	pool->memory = memory;
 	pool->mr = verbs->reg_mr(pd, pool->memory, pool->memory_size, access);
 	if (!pool->mr) {
+		/* Read now: munmap and free may change errno. */
+		int error = errno;
+
 		FI_WARN(&bolt_prov, FI_LOG_MR, "slab pool: reg_mr of %zu bytes failed: %s\n",
-			pool->memory_size, strerror(errno));
+			pool->memory_size, strerror(error));
 		munmap(pool->memory, pool->memory_size);
 		free(pool->free_stack);
-		return errno == ENOMEM ? -FI_ENOMEM : -FI_EIO;
+		return error == ENOMEM ? -FI_ENOMEM : -FI_EIO;
 	}
 	/* Hand out low indexes first: they are the pages touched already. */
 	for (uint32_t i = 0; i < buffer_count; i++)
