@@ -240,6 +240,16 @@ Test(getinfo, collectives_take_tag_bit_63)
 	hints->caps = FI_TAGGED | FI_COLLECTIVE;
 	cr_assert_eq(bolt_getinfo(API_VERSION, NULL, NULL, 0, hints, &info), 0);
 	cr_expect_eq(info->ep_attr->mem_tag_format, (1ULL << 63) - 1);
+	fi_freeinfo(info);
+	info = NULL;
+	/* All 64 bits asked for: no collectives, or no info if they are asked for too. */
+	hints->ep_attr->mem_tag_format = ~0ULL;
+	cr_expect_eq(bolt_getinfo(API_VERSION, NULL, NULL, 0, hints, &info), -FI_ENODATA);
+	hints->caps = 0;
+	cr_assert_eq(bolt_getinfo(API_VERSION, NULL, NULL, 0, hints, &info), 0);
+	cr_expect_eq(info->caps & FI_COLLECTIVE, 0);
+	cr_expect_eq(info->tx_attr->caps & FI_COLLECTIVE, 0);
+	cr_expect(info->ep_attr->mem_tag_format & (1ULL << 63), "an info must meet its hints");
 }
 
 Test(getinfo, mismatching_hints_give_no_data)

@@ -152,6 +152,21 @@ static struct fi_info *bolt_getinfo_port_info(uint32_t version,
 	return info;
 }
 
+/* Whether hints ask for tags that use bit 63. */
+static bool bolt_getinfo_needs_tag_bit_63(const struct fi_info *hints)
+{
+	return hints && hints->ep_attr && (hints->ep_attr->mem_tag_format & FI_BOLT_COLLECTIVE_TAG_BIT);
+}
+
+static void bolt_getinfo_drop_collectives(struct fi_info *info)
+{
+	info->caps &= ~(uint64_t) FI_COLLECTIVE;
+	if (info->tx_attr)
+		info->tx_attr->caps &= ~(uint64_t) FI_COLLECTIVE;
+	if (info->rx_attr)
+		info->rx_attr->caps &= ~(uint64_t) FI_COLLECTIVE;
+}
+
 /* Appends to *list the fi_info of each usable port that matches the hints. */
 static int bolt_getinfo_ports(uint32_t version, const struct bolt_device_report *device,
 			      const struct fi_info *hints, const struct bolt_address *resolved,
@@ -175,7 +190,18 @@ static int bolt_getinfo_ports(uint32_t version, const struct bolt_device_report 
 			continue;
 		}
 		bolt_hints_narrow(info, hints, version);
-		/* With FI_COLLECTIVE, tag bit 63 carries bolt's collective messages (fi_ext_bolt.h). */
+		/*
+		 * With FI_COLLECTIVE, tag bit 63 carries bolt's collective messages
+		 * (fi_ext_bolt.h). Hints that need all 64 tag bits get no collectives,
+		 * or, if they ask for them too, no info: an info must meet its hints.
+		 */
+		if ((info->caps & FI_COLLECTIVE) && bolt_getinfo_needs_tag_bit_63(hints)) {
+			if (hints->caps & FI_COLLECTIVE) {
+				fi_freeinfo(info);
+				continue;
+			}
+			bolt_getinfo_drop_collectives(info);
+		}
 		if (info->caps & FI_COLLECTIVE)
 			info->ep_attr->mem_tag_format = FI_BOLT_COLLECTIVE_TAG_BIT - 1;
 		if (bolt_getinfo_set_addresses(info, resolved, flags, hints, default_source)) {
