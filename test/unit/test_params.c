@@ -99,6 +99,8 @@ Test(params, invalid_values_are_rejected)
 		{ "FI_BOLT_GID_INDEX", "1x" },
 		{ "FI_BOLT_GID_INDEX", "-2" },
 		{ "FI_BOLT_GID_INDEX", "" },
+		{ "FI_BOLT_GID_INDEX", "4294967297" },         /* 2^32 + 1: 1 as an int */
+		{ "FI_BOLT_STRIPE_PORTS", "4294967295" },      /* -1 as an int */
 		{ "FI_BOLT_SOFT_HOST", "64" },
 		{ "FI_BOLT_SOFT_DROP_PPM", "1000001" },
 		{ "FI_BOLT_SOFT_SEND_ONLY", "perhaps" },

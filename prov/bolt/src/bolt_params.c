@@ -188,6 +188,7 @@ static bool bolt_param_integer_is_wellformed(const struct bolt_param *param)
 	size_t length = strlen(variable);
 	const char *raw;
 	char *end;
+	long value;
 
 	for (const char *c = param->name; *c && length + 1 < sizeof(variable); c++)
 		variable[length++] = (char) toupper((unsigned char) *c);
@@ -196,8 +197,10 @@ static bool bolt_param_integer_is_wellformed(const struct bolt_param *param)
 	if (!raw)
 		return true;
 	errno = 0;
-	(void) strtol(raw, &end, 0);
-	return !errno && end != raw && *end == '\0';
+	value = strtol(raw, &end, 0);
+	/* libfabric keeps an int: a value past it would wrap into the range unseen. */
+	return !errno && end != raw && *end == '\0' && value >= param->minimum &&
+	       value <= param->maximum;
 }
 
 static int bolt_param_read(const struct bolt_param *param, struct bolt_params *params)
