@@ -5,10 +5,13 @@
  * addresses, and -FI_ENODATA when there are no devices or nothing matches.
  */
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <criterion/criterion.h>
 
 #include "bolt.h"
@@ -290,4 +293,53 @@ Test(getinfo, hints_addresses_passed_on)
 	cr_assert_eq(bolt_getinfo(API_VERSION, NULL, NULL, 0, hints, &info), 0);
 	expect_address(info->dest_addr, info->dest_addrlen, BOLT_ADDRESS_FAMILY_IPV4, 5000);
 	cr_expect_neq(info->dest_addr, hints->dest_addr, "a copy, freed with the info");
+}
+
+/* Whether the host has an interface that is up and not loopback (IPv4, or IPv6 not link-local). */
+static bool host_has_a_reachable_interface(void)
+{
+	struct ifaddrs *interfaces;
+	bool found = false;
+
+	cr_assert_eq(getifaddrs(&interfaces), 0);
+	for (const struct ifaddrs *entry = interfaces; entry && !found; entry = entry->ifa_next) {
+		const struct sockaddr *address = entry->ifa_addr;
+
+		if (!address || !(entry->ifa_flags & IFF_UP) || (entry->ifa_flags & IFF_LOOPBACK))
+			continue;
+		found = address->sa_family == AF_INET ||
+			(address->sa_family == AF_INET6 &&
+			 !IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *) address)->sin6_addr));
+	}
+	freeifaddrs(interfaces);
+	return found;
+}
+
+static bool is_loopback(const struct bolt_address *address)
+{
+	static const uint8_t ipv6_loopback[16] = { [15] = 1 };
+
+	return address->family == BOLT_ADDRESS_FAMILY_IPV4 ? address->ip[0] == 127 :
+	       !memcmp(address->ip, ipv6_loopback, sizeof(ipv6_loopback));
+}
+
+/*
+ * Real devices' peers are on other hosts: the default side channel address
+ * is not loopback where the host has an interface that reaches them, even
+ * where its name resolves to loopback. Named, or on the software device,
+ * loopback is what is asked for.
+ */
+Test(getinfo, default_source_reaches_other_hosts)
+{
+	struct bolt_params params = { .side_channel_address = "" };
+	struct bolt_address address;
+
+	cr_assert_eq(bolt_getinfo_default_source(&params, false, &address), 0);
+	if (host_has_a_reachable_interface())
+		cr_expect_not(is_loopback(&address), "a loopback default on a host with an interface");
+	cr_assert_eq(bolt_getinfo_default_source(&params, true, &address), 0);
+	cr_expect(is_loopback(&address), "the software device's peers are this host's");
+	strcpy(params.side_channel_address, "127.0.0.1");
+	cr_assert_eq(bolt_getinfo_default_source(&params, false, &address), 0);
+	cr_expect(is_loopback(&address), "the address asked for");
 }

@@ -5,7 +5,10 @@
  * matched against and narrowed to the hints, with node and service as an
  * address. Everything opened is closed before returning.
  */
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,31 +61,80 @@ int bolt_getinfo_resolve(const char *node, const char *service, uint64_t flags,
 	return ret;
 }
 
+/* Loopback reaches no other host: 127/8 and ::1. */
+static bool bolt_getinfo_is_loopback(const struct sockaddr *address)
+{
+	if (address->sa_family == AF_INET)
+		return ntohl(((const struct sockaddr_in *) address)->sin_addr.s_addr) >> 24 == 127;
+	return address->sa_family == AF_INET6 &&
+	       IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *) address)->sin6_addr);
+}
+
+/*
+ * An address of an interface that is up and reaches other hosts, IPv4 first;
+ * not IPv6 link-local, whose scope a bolt address does not carry.
+ */
+static int bolt_getinfo_interface_address(struct bolt_address *address)
+{
+	static const int families[] = { AF_INET, AF_INET6 };
+	struct ifaddrs *interfaces;
+	int ret = -FI_ENODATA;
+
+	if (getifaddrs(&interfaces))
+		return ret;
+	for (size_t i = 0; ret && i < BOLT_ARRAY_LENGTH(families); i++) {
+		for (const struct ifaddrs *entry = interfaces; ret && entry; entry = entry->ifa_next) {
+			const struct sockaddr *found = entry->ifa_addr;
+
+			if (!found || found->sa_family != families[i] || !(entry->ifa_flags & IFF_UP) ||
+			    bolt_getinfo_is_loopback(found) ||
+			    (found->sa_family == AF_INET6 &&
+			     IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *) found)->sin6_addr)))
+				continue;
+			ret = bolt_address_from_sockaddr(found, 0, address) ? -FI_ENODATA : 0;
+		}
+	}
+	freeifaddrs(interfaces);
+	return ret;
+}
+
 int bolt_getinfo_default_source(const struct bolt_params *params, bool software,
 				struct bolt_address *address)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
 	const char *host = params->side_channel_address;
-	struct addrinfo *result;
+	struct addrinfo *results, *result;
+	bool named = host[0] != '\0';
 	char name[256];
 	int ret;
 
 	/* The software device's peers are processes of this host. */
-	if (!host[0] && software)
+	if (!named && software)
 		host = "127.0.0.1";
-	if (!host[0]) {
+	if (!named && !software) {
 		if (gethostname(name, sizeof(name)))
 			return -FI_EINVAL;
 		name[sizeof(name) - 1] = '\0';
 		host = name;
 	}
-	ret = getaddrinfo(host, NULL, &hints, &result);
+	ret = getaddrinfo(host, NULL, &hints, &results);
 	if (ret) {
 		FI_WARN(&bolt_prov, FI_LOG_CORE, "side channel address %s: %s\n", host, gai_strerror(ret));
 		return -FI_EINVAL;
 	}
-	ret = bolt_address_from_sockaddr(result->ai_addr, 0, address);
-	freeaddrinfo(result);
+	/*
+	 * The host's name often resolves to loopback only (Debian maps it to
+	 * 127.0.1.1), which peers on other hosts cannot reach: an interface's
+	 * address then, if there is one.
+	 */
+	for (result = results; result && bolt_getinfo_is_loopback(result->ai_addr); result = result->ai_next)
+		;
+	if (!result && !named && !software && !bolt_getinfo_interface_address(address)) {
+		freeaddrinfo(results);
+		return 0;
+	}
+	ret = bolt_address_from_sockaddr(result ? result->ai_addr : results->ai_addr, 0, address);
+	freeaddrinfo(results);
 	return ret;
 }
 

@@ -34,8 +34,9 @@ int bolt_getinfo_resolve(const char *node, const char *service, uint64_t flags,
 /*
  * Where an endpoint's side channel listens when the application names no
  * source: FI_BOLT_SIDE_CHANNEL_ADDRESS, else loopback on the software device,
- * else the address of the host's name; port 0 (any), endpoint id 0. fi_getinfo
- * reports it as src_addr. -FI_EINVAL when it does not resolve.
+ * else the address of the host's name, or, where that is loopback only, of an
+ * interface that is up; port 0 (any), endpoint id 0. fi_getinfo reports it as
+ * src_addr. -FI_EINVAL when it does not resolve.
  */
 int bolt_getinfo_default_source(const struct bolt_params *params, bool software,
 				struct bolt_address *address);

@@ -69,7 +69,8 @@ static const struct bolt_param bolt_param_table[] = {
 		"key are refused (default: unset, uid:<user id>, which keeps users apart)"),
 	BOLT_STRING_PARAM("side_channel_address", side_channel_address,
 		"IP address endpoints' side channels listen on (default: 127.0.0.1 on the "
-		"software device, else the address this host's name resolves to)"),
+		"software device, else the address this host's name resolves to, or, where "
+		"that is loopback only, an interface's)"),
 	BOLT_INT_PARAM("data_rails", data_rails, -1, BOLT_MAX_DATA_RAILS,
 		"Queue pairs to each peer that carry large RDMA writes, striped across them, "
 		"apart from the control rail's headers; made on the first large transfer while the "
