@@ -104,14 +104,14 @@ int bolt_getinfo_default_source(const struct bolt_params *params, bool software,
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
 	const char *host = params->side_channel_address;
 	struct addrinfo *results, *result;
-	bool named = host[0] != '\0';
+	bool named = host[0] != '\0', host_name = !named && !software;
 	char name[256];
 	int ret;
 
 	/* The software device's peers are processes of this host. */
 	if (!named && software)
 		host = "127.0.0.1";
-	if (!named && !software) {
+	if (host_name) {
 		if (gethostname(name, sizeof(name)))
 			return -FI_EINVAL;
 		name[sizeof(name) - 1] = '\0';
@@ -129,7 +129,7 @@ int bolt_getinfo_default_source(const struct bolt_params *params, bool software,
 	 */
 	for (result = results; result && bolt_getinfo_is_loopback(result->ai_addr); result = result->ai_next)
 		;
-	if (!result && !named && !software && !bolt_getinfo_interface_address(address)) {
+	if (!result && host_name && !bolt_getinfo_interface_address(address)) {
 		freeaddrinfo(results);
 		return 0;
 	}

@@ -729,12 +729,12 @@ static void bolt_connection_progress_stream(struct bolt_connection *connection)
  * Runs every watch interval, and mostly finds no one: not zeroed, since an
  * accept initialises the whole stream and its buffers are filled before use.
  */
-static void bolt_connection_accept_all(struct bolt_endpoint *endpoint)
+static void bolt_connection_accept_all(struct bolt_endpoint *endpoint, uint64_t now_ns)
 {
 	struct bolt_accepted *accepted = malloc(sizeof(*accepted));
 
 	while (accepted && !bolt_side_channel_accept(&endpoint->listener, &accepted->stream)) {
-		accepted->deadline_ns = bolt_connection_now_ns() + BOLT_CONNECTION_HELLO_NS;
+		accepted->deadline_ns = now_ns + BOLT_CONNECTION_HELLO_NS;
 		DL_APPEND(endpoint->accepted, accepted);
 		accepted = malloc(sizeof(*accepted));
 	}
@@ -749,7 +749,7 @@ static void bolt_connection_free_accepted(struct bolt_endpoint *endpoint, struct
 }
 
 /* Side channels accepted but not yet attached to a connection: wait for their hello. */
-static void bolt_connection_progress_accepted(struct bolt_endpoint *endpoint)
+static void bolt_connection_progress_accepted(struct bolt_endpoint *endpoint, uint64_t now_ns)
 {
 	struct bolt_accepted *accepted, *next;
 	struct bolt_handshake hello;
@@ -761,7 +761,7 @@ static void bolt_connection_progress_accepted(struct bolt_endpoint *endpoint)
 		bolt_side_channel_progress(&accepted->stream);
 		ret = bolt_side_channel_receive(&accepted->stream, &type, &hello, sizeof(hello), &length);
 		/* A client that says nothing is no peer: it would hold a socket and memory for good. */
-		if (ret == -FI_EAGAIN && bolt_connection_now_ns() < accepted->deadline_ns)
+		if (ret == -FI_EAGAIN && now_ns < accepted->deadline_ns)
 			continue;
 		if (!ret && type == BOLT_HANDSHAKE_HELLO &&
 		    !bolt_connection_handshake_check(endpoint, &hello, length, false))
@@ -851,10 +851,10 @@ void bolt_connection_progress_all(struct bolt_endpoint *endpoint)
 		streams_quiet = bolt_connection_side_channels_quiet(endpoint);
 	}
 	if (watch && !streams_quiet)
-		bolt_connection_accept_all(endpoint);
+		bolt_connection_accept_all(endpoint, now);
 	/* A quiet one may be late with its hello: it goes then. */
 	if (watch && (!streams_quiet || endpoint->accepted)) {
-		bolt_connection_progress_accepted(endpoint);
+		bolt_connection_progress_accepted(endpoint, now);
 		/* After accepting: connections created just now must not look older. */
 		now = bolt_connection_now_ns();
 	}

@@ -385,6 +385,8 @@ bool softrdma_process_alive(pid_t pid);
  * a device full of QPs, MRs or channels may be full of the dead.
  */
 void softrdma_reap_dead_locked(struct softrdma_segment *segment);
+/* Whether a device's count of QPs or MRs is at limit even once the dead are reaped. */
+bool softrdma_device_full_locked(struct softrdma_segment *segment, const int32_t *count, int limit);
 
 /* ---- softrdma_watch.c ---- */
 /* 1 if pid has exited (zombie or reaped), 0 if it runs, negative if this cannot tell. */

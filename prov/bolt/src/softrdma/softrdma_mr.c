@@ -36,9 +36,7 @@ static int softrdma_mr_insert(struct softrdma_mr *mr, int device_id, void *addr,
 	int index;
 
 	softrdma_lock(segment);
-	if (device->mr_count >= segment->limits.max_mr)
-		softrdma_reap_dead_locked(segment);
-	if (device->mr_count >= segment->limits.max_mr) {
+	if (softrdma_device_full_locked(segment, &device->mr_count, segment->limits.max_mr)) {
 		softrdma_unlock(segment);
 		return ENOMEM;
 	}

@@ -65,9 +65,7 @@ static int softrdma_qp_insert(struct softrdma_qp *qp, const struct ibv_qp_init_a
 	int index;
 
 	softrdma_lock(segment);
-	if (device->qp_count >= segment->limits.max_qp)
-		softrdma_reap_dead_locked(segment);
-	if (device->qp_count >= segment->limits.max_qp) {
+	if (softrdma_device_full_locked(segment, &device->qp_count, segment->limits.max_qp)) {
 		softrdma_unlock(segment);
 		return EBUSY;
 	}

@@ -121,6 +121,14 @@ void softrdma_reap_dead_locked(struct softrdma_segment *segment)
 	}
 }
 
+bool softrdma_device_full_locked(struct softrdma_segment *segment, const int32_t *count, int limit)
+{
+	if (*count < limit)
+		return false;
+	softrdma_reap_dead_locked(segment);
+	return *count >= limit;
+}
+
 /*
  * The lock survives a holder that dies (robust mutex): the next locker makes
  * it consistent and reclaims what dead processes held. Any other failure
