@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 
 #include "bolt_endpoint.h"
+#include "bolt_fabric.h"
 #include "rdm_fixture.h"
 
 static struct rdm_endpoint endpoint;
@@ -303,5 +304,54 @@ Test(api, enable_needs_its_bindings_and_a_failed_bind_binds_nothing)
 	endpoint.ep = NULL;
 	cr_assert_eq(fi_close(&sends->fid), 0);
 	cr_assert_eq(fi_close(&writes->fid), 0);
+	close_self();
+}
+
+/* Objects of another domain or fabric are refused, and stay free to close. */
+Test(api, bind_takes_objects_of_its_own_domain_and_fabric)
+{
+	struct fi_info *hints;
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
+	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fid_fabric *other_fabric;
+	struct fid_domain *other_domain;
+	struct fid_cq *other_cq;
+	struct fid_av *other_av;
+	struct fid_cntr *other_cntr;
+	struct fid_eq *other_eq, *eq;
+
+	options.caps = FI_MSG | FI_RMA;
+	rdm_environment(&options, "api-bind-domain");
+	hints = rdm_hints(&options);
+	cr_assert_not_null(hints);
+	cr_assert_eq(rdm_open_domain(&endpoint, hints, &options), 0);
+	fi_freeinfo(hints);
+	cr_assert_eq(fi_endpoint(endpoint.domain, endpoint.info, &endpoint.ep, NULL), 0);
+	cr_assert_eq(fi_domain(endpoint.fabric, endpoint.info, &other_domain, NULL), 0);
+	cr_assert_eq(fi_cq_open(other_domain, &cq_attr, &other_cq, NULL), 0);
+	cr_assert_eq(fi_av_open(other_domain, &av_attr, &other_av, NULL), 0);
+	cr_assert_eq(fi_cntr_open(other_domain, &cntr_attr, &other_cntr, NULL), 0);
+	cr_assert_eq(bolt_fabric_open(endpoint.info->fabric_attr, &other_fabric, NULL), 0);
+	cr_assert_eq(fi_eq_open(other_fabric, &eq_attr, &other_eq, NULL), 0);
+	cr_assert_eq(fi_eq_open(endpoint.fabric, &eq_attr, &eq, NULL), 0);
+
+	cr_expect_eq(fi_ep_bind(endpoint.ep, &other_cq->fid, FI_TRANSMIT | FI_RECV), -FI_EINVAL);
+	cr_expect_eq(fi_ep_bind(endpoint.ep, &other_av->fid, 0), -FI_EINVAL);
+	cr_expect_eq(fi_ep_bind(endpoint.ep, &other_cntr->fid, FI_SEND), -FI_EINVAL);
+	cr_expect_eq(fi_ep_bind(endpoint.ep, &other_eq->fid, 0), -FI_EINVAL);
+	cr_expect_eq(fi_av_bind(other_av, &other_eq->fid, 0), -FI_EINVAL, "an EQ of another fabric");
+	cr_expect_eq(fi_ep_bind(endpoint.ep, &eq->fid, 0), 0, "an EQ of the domain's fabric");
+
+	cr_expect_eq(fi_close(&other_cntr->fid), 0);
+	cr_expect_eq(fi_close(&other_av->fid), 0);
+	cr_expect_eq(fi_close(&other_cq->fid), 0);
+	cr_expect_eq(fi_close(&other_domain->fid), 0);
+	cr_expect_eq(fi_close(&other_eq->fid), 0);
+	cr_expect_eq(fi_close(&other_fabric->fid), 0);
+	cr_assert_eq(fi_close(&endpoint.ep->fid), 0);
+	endpoint.ep = NULL;
+	cr_expect_eq(fi_close(&eq->fid), 0);
 	close_self();
 }

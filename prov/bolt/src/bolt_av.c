@@ -321,8 +321,10 @@ static int bolt_av_bind(struct fid *fid, struct fid *bound_fid, uint64_t flags)
 {
 	struct bolt_av *av = bolt_container_of(fid, struct bolt_av, av_fid.fid);
 
-	if (flags || !bound_fid || bound_fid->fclass != FI_CLASS_EQ) {
-		FI_WARN(&bolt_prov, FI_LOG_AV, "an address vector binds only an event queue\n");
+	if (flags || !bound_fid || bound_fid->fclass != FI_CLASS_EQ ||
+	    bolt_container_of(bound_fid, struct bolt_eq, eq_fid.fid)->fabric != av->domain->fabric) {
+		FI_WARN(&bolt_prov, FI_LOG_AV,
+			"an address vector binds only an event queue of its fabric\n");
 		return -FI_EINVAL;
 	}
 	bolt_domain_lock(av->domain);

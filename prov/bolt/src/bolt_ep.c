@@ -193,6 +193,30 @@ static int bolt_endpoint_bind_counter(struct bolt_endpoint *endpoint, struct bol
 	return 0;
 }
 
+/*
+ * Whether bound_fid is of the endpoint's domain (its fabric, for an EQ). An
+ * object of another domain is reported under that domain's lock, not this
+ * one's, so it is refused rather than raced on.
+ */
+static bool bolt_endpoint_may_bind(const struct bolt_endpoint *endpoint, struct fid *bound_fid)
+{
+	const struct bolt_domain *domain = endpoint->domain;
+
+	switch (bound_fid->fclass) {
+	case FI_CLASS_CQ:
+		return bolt_container_of(bound_fid, struct bolt_cq, cq_fid.fid)->domain == domain;
+	case FI_CLASS_CNTR:
+		return bolt_container_of(bound_fid, struct bolt_cntr, cntr_fid.fid)->domain == domain;
+	case FI_CLASS_AV:
+		return bolt_container_of(bound_fid, struct bolt_av, av_fid.fid)->domain == domain;
+	case FI_CLASS_EQ:
+		return bolt_container_of(bound_fid, struct bolt_eq, eq_fid.fid)->fabric ==
+		       domain->fabric;
+	default:
+		return false;
+	}
+}
+
 static int bolt_endpoint_bind(struct fid *fid, struct fid *bound_fid, uint64_t flags)
 {
 	struct bolt_endpoint *endpoint = bolt_container_of(fid, struct bolt_endpoint, ep_fid.fid);
@@ -200,6 +224,11 @@ static int bolt_endpoint_bind(struct fid *fid, struct fid *bound_fid, uint64_t f
 
 	if (endpoint->enabled)
 		return -FI_EOPBADSTATE;
+	if (!bound_fid || !bolt_endpoint_may_bind(endpoint, bound_fid)) {
+		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
+			"an endpoint binds CQs, counters and AVs of its own domain, EQs of its fabric\n");
+		return -FI_EINVAL;
+	}
 	bolt_domain_lock(endpoint->domain);
 	switch (bound_fid->fclass) {
 	case FI_CLASS_CQ:
