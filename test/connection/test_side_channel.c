@@ -73,7 +73,7 @@ static int connect_to_listener(uint64_t digest, struct bolt_side_channel_stream 
 {
 	struct sockaddr_in address = loopback_address(listener_port());
 
-	return bolt_side_channel_connect((struct sockaddr *) &address, sizeof(address), digest,
+	return bolt_side_channel_connect((struct sockaddr *) &address, sizeof(address), 0, digest,
 					 stream);
 }
 
@@ -427,7 +427,7 @@ Test(side_channel, only_ipv4_and_ipv6_addresses_are_accepted)
 	cr_assert_eq(bolt_side_channel_listen(&unix_address, sizeof(unix_address), 0, &listener),
 		     -FI_EINVAL);
 	cr_assert_eq(bolt_side_channel_connect((struct sockaddr *) &address, sizeof(address) - 1,
-					       0, &client), -FI_EINVAL);
+					       0, 0, &client), -FI_EINVAL);
 	cr_assert_eq(client.fd, -1);
 	bolt_side_channel_stream_close(&client);
 }
@@ -556,7 +556,7 @@ Test(side_channel, a_connect_to_a_closed_port_fails_in_progress)
 
 	struct sockaddr_in address = loopback_address(port);
 
-	cr_assert_eq(bolt_side_channel_connect((struct sockaddr *) &address, sizeof(address),
+	cr_assert_eq(bolt_side_channel_connect((struct sockaddr *) &address, sizeof(address), 0,
 					       test_digest(), &client), 0);
 	cr_assert_geq(bolt_side_channel_fd(&client), 0);
 	cr_assert_eq(progress_until_error(&client, now_ms() + DEADLINE_MS), -FI_ECONNRESET);
@@ -676,7 +676,7 @@ Test(side_channel, no_file_descriptor_outlives_its_object)
 
 		bolt_side_channel_listener_close(&listener);
 		cr_assert_eq(bolt_side_channel_connect((struct sockaddr *) &address,
-						       sizeof(address), test_digest(), &client), 0);
+						       sizeof(address), 0, test_digest(), &client), 0);
 		cr_assert_eq(progress_until_error(&client, now_ms() + DEADLINE_MS),
 			     -FI_ECONNRESET);
 		close_pair();

@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <criterion/criterion.h>
@@ -21,6 +24,7 @@
 
 struct fixed_port {
 	struct rdm_options options;
+	const char *node;
 	char service[16];
 };
 
@@ -51,7 +55,7 @@ static int server_peer(int socket, void *argument)
 
 	if (!in)
 		return 1;
-	options.node = "127.0.0.1";
+	options.node = fixed->node;
 	options.service = fixed->service;
 	options.flags = FI_SOURCE;
 	ret = rdm_open(&endpoint, &options);
@@ -69,10 +73,11 @@ static int server_peer(int socket, void *argument)
 	return ret;
 }
 
-static void reach_fixed_port(const char *profile)
+/* A client that knows only node and a port reaches the server listening there. */
+static void reach_fixed_port(const char *profile, const char *node)
 {
-	struct fixed_port fixed = { .options = { .profile = profile } };
-	struct rdm_options options = { .profile = profile, .node = "127.0.0.1" };
+	struct fixed_port fixed = { .options = { .profile = profile }, .node = node };
+	struct rdm_options options = { .profile = profile, .node = node };
 	struct rdm_endpoint client;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
@@ -110,12 +115,51 @@ static void reach_fixed_port(const char *profile)
 
 Test(address, host_and_port_reach_a_fixed_port_thunderbolt)
 {
-	reach_fixed_port("thunderbolt");
+	reach_fixed_port("thunderbolt", "127.0.0.1");
 }
 
 Test(address, host_and_port_reach_a_fixed_port_rocev2)
 {
-	reach_fixed_port("rocev2");
+	reach_fixed_port("rocev2", "127.0.0.1");
+}
+
+/* This host's first IPv6 link-local address on an interface that is up, and the interface. */
+static bool link_local_address(char *address, size_t size, char *interface)
+{
+	struct ifaddrs *interfaces, *entry;
+	bool found = false;
+
+	cr_assert_eq(getifaddrs(&interfaces), 0);
+	for (entry = interfaces; entry && !found; entry = entry->ifa_next) {
+		const struct sockaddr_in6 *ipv6 = (const struct sockaddr_in6 *) entry->ifa_addr;
+
+		if (!ipv6 || ipv6->sin6_family != AF_INET6 || !(entry->ifa_flags & IFF_UP) ||
+		    !IN6_IS_ADDR_LINKLOCAL(&ipv6->sin6_addr))
+			continue;
+		found = inet_ntop(AF_INET6, &ipv6->sin6_addr, address, (socklen_t) size) != NULL;
+		snprintf(interface, IF_NAMESIZE, "%s", entry->ifa_name);
+	}
+	freeifaddrs(interfaces);
+	return found;
+}
+
+/*
+ * Thunderbolt bridges between hosts often have IPv6 link-local addresses only.
+ * Such an address names a link, so bolt addresses carry no scope: the server
+ * binds it, and the client reaches it, through this host's interface. The
+ * side channels of both listen on it (FI_BOLT_SIDE_CHANNEL_ADDRESS, with the
+ * interface named); the node the client knows has no scope.
+ */
+Test(address, an_ipv6_link_local_side_channel)
+{
+	char address[INET6_ADDRSTRLEN], interface[IF_NAMESIZE], named[INET6_ADDRSTRLEN + IF_NAMESIZE + 1];
+
+	if (!link_local_address(address, sizeof(address), interface))
+		cr_skip_test("no interface that is up has an IPv6 link-local address");
+	snprintf(named, sizeof(named), "%s%%%s", address, interface);
+	setenv("FI_BOLT_SIDE_CHANNEL_ADDRESS", named, 1);
+	reach_fixed_port("thunderbolt", address);
+	unsetenv("FI_BOLT_SIDE_CHANNEL_ADDRESS");
 }
 
 /* An IPv4 address on 127.0.0.1, the software device's default source; its port. */

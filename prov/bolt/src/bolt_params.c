@@ -70,7 +70,8 @@ static const struct bolt_param bolt_param_table[] = {
 	BOLT_STRING_PARAM("side_channel_address", side_channel_address,
 		"IP address endpoints' side channels listen on (default: 127.0.0.1 on the "
 		"software device, else the address this host's name resolves to, or, where "
-		"that is loopback only, an interface's)"),
+		"that is loopback only, an interface's); an IPv6 link-local address names its "
+		"interface, as fe80::1%thunderbolt0"),
 	BOLT_INT_PARAM("data_rails", data_rails, -1, BOLT_MAX_DATA_RAILS,
 		"Queue pairs to each peer that carry large RDMA writes, striped across them, "
 		"apart from the control rail's headers; made on the first large transfer while the "

@@ -216,6 +216,7 @@ static int bolt_connection_start_remote(struct bolt_connection *connection)
 	if (ret)
 		return ret;
 	ret = bolt_side_channel_connect((struct sockaddr *) &address, length,
+					bolt_side_channel_listener_scope(&endpoint->listener),
 					endpoint->domain->job_key_digest, &connection->stream);
 	if (ret)
 		return ret;

@@ -6,6 +6,8 @@
  */
 #define _GNU_SOURCE     /* accept4 */
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -103,6 +105,58 @@ static int bolt_side_channel_check_address(const struct sockaddr *address, sockl
 	FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
 		"side channel: the address is not a whole IPv4 or IPv6 socket address\n");
 	return -FI_EINVAL;
+}
+
+/*
+ * The scope this host gives the IPv6 link-local address: the interface that
+ * holds it (this host's own address, or a peer's on this host), else
+ * via_scope, else the only interface that has a link-local address; 0 when
+ * none of these tells.
+ */
+static uint32_t bolt_side_channel_link_scope(const struct in6_addr *address, uint32_t via_scope)
+{
+	struct ifaddrs *interfaces;
+	uint32_t own = 0, only = 0;
+	bool several = false;
+
+	if (getifaddrs(&interfaces))
+		return via_scope;
+	for (const struct ifaddrs *entry = interfaces; entry; entry = entry->ifa_next) {
+		const struct sockaddr_in6 *found = (const struct sockaddr_in6 *) entry->ifa_addr;
+
+		if (!found || found->sin6_family != AF_INET6 || !(entry->ifa_flags & IFF_UP) ||
+		    !IN6_IS_ADDR_LINKLOCAL(&found->sin6_addr) || !found->sin6_scope_id)
+			continue;
+		if (!own && IN6_ARE_ADDR_EQUAL(&found->sin6_addr, address))
+			own = found->sin6_scope_id;
+		several |= only && only != found->sin6_scope_id;
+		only = found->sin6_scope_id;
+	}
+	freeifaddrs(interfaces);
+	if (own)
+		return own;
+	return via_scope ? via_scope : several ? 0 : only;
+}
+
+/*
+ * address, or for an IPv6 link-local address without a scope, a copy in
+ * scoped with this host's scope (bolt_side_channel_link_scope). A bolt address
+ * carries none: a link-local address names a link, and its scope is an
+ * interface index that means nothing on another host. Checked before.
+ */
+static const struct sockaddr *bolt_side_channel_scoped(const struct sockaddr *address,
+						       socklen_t length, uint32_t via_scope,
+						       struct sockaddr_storage *scoped)
+{
+	const struct sockaddr_in6 *ipv6 = (const struct sockaddr_in6 *) address;
+
+	if (address->sa_family != AF_INET6 || ipv6->sin6_scope_id ||
+	    !IN6_IS_ADDR_LINKLOCAL(&ipv6->sin6_addr))
+		return address;
+	memcpy(scoped, address, length);
+	((struct sockaddr_in6 *) scoped)->sin6_scope_id =
+		bolt_side_channel_link_scope(&ipv6->sin6_addr, via_scope);
+	return (const struct sockaddr *) scoped;
 }
 
 /* Completes what BOLT_SIDE_CHANNEL_SOCKET_FLAGS could not do at creation. */
@@ -310,6 +364,7 @@ int bolt_side_channel_listen(const struct sockaddr *address, socklen_t length,
 			     uint64_t job_key_digest, struct bolt_side_channel_listener *listener)
 {
 	char text[BOLT_SIDE_CHANNEL_ADDRESS_TEXT];
+	struct sockaddr_storage scoped;
 	const char *what;
 	int one = 1, fd, ret;
 
@@ -317,6 +372,7 @@ int bolt_side_channel_listen(const struct sockaddr *address, socklen_t length,
 	fd = bolt_side_channel_socket(address, length, "listen on");
 	if (fd < 0)
 		return fd;
+	address = bolt_side_channel_scoped(address, length, 0, &scoped);
 	/* Lets a restarted job bind the fixed port its predecessor's connections hold in TIME_WAIT. */
 	what = "SO_REUSEADDR";
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
@@ -346,6 +402,13 @@ fail_errno:
 	FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "side channel: cannot listen on %s: %s: %s\n",
 		text, what, strerror(-ret));
 	return ret;
+}
+
+uint32_t bolt_side_channel_listener_scope(const struct bolt_side_channel_listener *listener)
+{
+	const struct sockaddr_in6 *ipv6 = (const struct sockaddr_in6 *) &listener->address;
+
+	return listener->fd >= 0 && ipv6->sin6_family == AF_INET6 ? ipv6->sin6_scope_id : 0;
 }
 
 void bolt_side_channel_listener_close(struct bolt_side_channel_listener *listener)
@@ -382,10 +445,11 @@ int bolt_side_channel_accept(struct bolt_side_channel_listener *listener,
 	return 0;
 }
 
-int bolt_side_channel_connect(const struct sockaddr *address, socklen_t length,
+int bolt_side_channel_connect(const struct sockaddr *address, socklen_t length, uint32_t via_scope,
 			      uint64_t job_key_digest, struct bolt_side_channel_stream *stream)
 {
 	char text[BOLT_SIDE_CHANNEL_ADDRESS_TEXT];
+	struct sockaddr_storage scoped;
 	const char *what;
 	int fd, ret;
 
@@ -393,6 +457,7 @@ int bolt_side_channel_connect(const struct sockaddr *address, socklen_t length,
 	fd = bolt_side_channel_socket(address, length, "connect to");
 	if (fd < 0)
 		return fd;
+	address = bolt_side_channel_scoped(address, length, via_scope, &scoped);
 	what = "TCP_NODELAY";
 	ret = bolt_side_channel_set_nodelay(fd);
 	if (ret)

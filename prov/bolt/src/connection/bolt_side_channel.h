@@ -61,11 +61,14 @@ struct bolt_side_channel_stream {
 
 /*
  * Binds address (IPv4 or IPv6; port 0 picks an ephemeral port, reported in
- * listener->address) and listens, non-blocking and close-on-exec. Accepted
- * streams expect job_key_digest. 0 or a negative error code.
+ * listener->address) and listens, non-blocking and close-on-exec. An IPv6
+ * link-local address without a scope takes the one of the interface that
+ * holds it. Accepted streams expect job_key_digest. 0 or a negative error code.
  */
 int bolt_side_channel_listen(const struct sockaddr *address, socklen_t length,
 			     uint64_t job_key_digest, struct bolt_side_channel_listener *listener);
+/* The interface of a listener on an IPv6 link-local address (its scope id); 0 for others. */
+uint32_t bolt_side_channel_listener_scope(const struct bolt_side_channel_listener *listener);
 void bolt_side_channel_listener_close(struct bolt_side_channel_listener *listener);
 
 /* Takes one pending connection: 0, -FI_EAGAIN when none is pending, or an error. */
@@ -76,9 +79,13 @@ int bolt_side_channel_accept(struct bolt_side_channel_listener *listener,
  * Starts connecting to a listener. 0 means the attempt is under way: whether
  * it succeeds, progress tells (-FI_ECONNRESET when refused or unreachable).
  * Messages may be sent at once; they leave when the connection is up. Errors
- * returned here are local (bad address, no file descriptors).
+ * returned here are local (bad address, no file descriptors). An IPv6
+ * link-local address without a scope is reached through the interface that
+ * holds it, else through via_scope (the interface of the caller's own
+ * link-local listener, on the link the peers share; 0 for none), else through
+ * the host's only interface with a link-local address.
  */
-int bolt_side_channel_connect(const struct sockaddr *address, socklen_t length,
+int bolt_side_channel_connect(const struct sockaddr *address, socklen_t length, uint32_t via_scope,
 			      uint64_t job_key_digest, struct bolt_side_channel_stream *stream);
 
 /*
