@@ -5,9 +5,12 @@
  * FI_BOLT_GID_INDEX override.
  */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <criterion/criterion.h>
 
+#include "device/bolt_device.h"
 #include "device/bolt_gid.h"
 
 #define V1 IBV_GID_TYPE_ROCE_V1
@@ -138,4 +141,120 @@ Test(gid, format_round_trips)
 	cr_assert_eq(inet_pton(AF_INET6, "fe80::3474:d9ff:fe9d:cc84", gid.raw), 1);
 	bolt_gid_format(&gid, text, sizeof(text));
 	cr_assert_str_eq(text, "fe80::3474:d9ff:fe9d:cc84");
+}
+
+/*
+ * A port as a RoCE host with many addresses shows it: 300 entries, global
+ * IPv6 GIDs first, the IPv4-mapped RoCE v2 GID at 200 (mlx5 adds entries per
+ * address and per VLAN or macvlan device on the port).
+ */
+#define WIDE_TABLE_LENGTH 300
+#define WIDE_TABLE_IPV4_INDEX 200
+
+static struct ibv_device wide_device;
+static struct ibv_device *wide_device_list[] = { &wide_device, NULL };
+static struct ibv_context wide_context;
+
+static struct ibv_device **wide_get_device_list(int *count)
+{
+	*count = 1;
+	return wide_device_list;
+}
+
+static void wide_free_device_list(struct ibv_device **list)
+{
+	(void) list;
+}
+
+static const char *wide_get_device_name(struct ibv_device *device)
+{
+	(void) device;
+	return "mlx5_0";
+}
+
+static struct ibv_context *wide_open_device(struct ibv_device *device)
+{
+	(void) device;
+	return &wide_context;
+}
+
+static int wide_close_device(struct ibv_context *context)
+{
+	(void) context;
+	return 0;
+}
+
+static int wide_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
+{
+	(void) context;
+	memset(attr, 0, sizeof(*attr));
+	attr->phys_port_cnt = 1;
+	return 0;
+}
+
+static int wide_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr)
+{
+	(void) context;
+	(void) port_num;
+	memset(attr, 0, sizeof(*attr));
+	attr->state = IBV_PORT_ACTIVE;
+	attr->link_layer = IBV_LINK_LAYER_ETHERNET;
+	attr->gid_tbl_len = WIDE_TABLE_LENGTH;
+	return 0;
+}
+
+static int wide_query_gid(struct ibv_context *context, uint8_t port_num, int index,
+			  union ibv_gid *gid)
+{
+	char text[INET6_ADDRSTRLEN];
+
+	(void) context;
+	(void) port_num;
+	if (index < 0 || index >= WIDE_TABLE_LENGTH)
+		return EINVAL;
+	if (index == WIDE_TABLE_IPV4_INDEX)
+		snprintf(text, sizeof(text), "::ffff:10.0.0.1");
+	else if (index < WIDE_TABLE_IPV4_INDEX)
+		snprintf(text, sizeof(text), "2001:db8::%x", index + 1);
+	else
+		snprintf(text, sizeof(text), "::");
+	return inet_pton(AF_INET6, text, gid->raw) == 1 ? 0 : EINVAL;
+}
+
+static int wide_query_gid_type(struct ibv_context *context, uint8_t port_num, int index,
+			       enum ibv_gid_type *type)
+{
+	(void) context;
+	(void) port_num;
+	if (index < 0 || index > WIDE_TABLE_IPV4_INDEX)
+		return ENODATA;
+	*type = IBV_GID_TYPE_ROCE_V2;
+	return 0;
+}
+
+static void expect_wide_choice(int override_index, int expected_index, enum bolt_gid_reason reason)
+{
+	struct bolt_verbs verbs = {
+		.name = "wide", .get_device_list = wide_get_device_list,
+		.free_device_list = wide_free_device_list, .get_device_name = wide_get_device_name,
+		.open_device = wide_open_device, .close_device = wide_close_device,
+		.query_device = wide_query_device, .query_port = wide_query_port,
+		.query_gid = wide_query_gid, .query_gid_type = wide_query_gid_type,
+	};
+	struct bolt_device_report *reports;
+	int count;
+
+	cr_assert_eq(bolt_device_reports_create(&verbs, override_index, &reports, &count), 0);
+	cr_assert_eq(count, 1);
+	cr_expect(reports[0].ports[0].usable, "%s", reports[0].ports[0].unusable_reason);
+	cr_expect_eq(reports[0].ports[0].gid_choice.index, expected_index,
+		     "chose GID %d, not %d", reports[0].ports[0].gid_choice.index, expected_index);
+	cr_expect_eq(reports[0].ports[0].gid_choice.reason, reason);
+	bolt_device_reports_destroy(reports);
+}
+
+Test(gid, tables_of_hundreds_of_entries)
+{
+	expect_wide_choice(-1, WIDE_TABLE_IPV4_INDEX, BOLT_GID_REASON_IPV4_MAPPED_ROCE_V2);
+	expect_wide_choice(150, 150, BOLT_GID_REASON_OVERRIDE);
 }

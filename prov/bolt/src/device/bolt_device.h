@@ -13,7 +13,8 @@
 #include "verbs/bolt_verbs.h"
 
 #define BOLT_DEVICE_MAX_PORTS 4
-#define BOLT_DEVICE_MAX_GIDS 32
+/* mlx5's RoCE tables hold 256 entries; rxe's 1024, filled from index 0 up. */
+#define BOLT_DEVICE_MAX_GIDS 256
 
 /* Apple's driver reports this transport type ("Thunderbolt (100)"). */
 #define BOLT_TRANSPORT_THUNDERBOLT 100
