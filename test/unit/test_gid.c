@@ -7,11 +7,15 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <criterion/criterion.h>
 
 #include "device/bolt_device.h"
 #include "device/bolt_gid.h"
+#include "verbs/bolt_verbs.h"
 
 #define V1 IBV_GID_TYPE_ROCE_V1
 #define V2 IBV_GID_TYPE_ROCE_V2
@@ -257,4 +261,64 @@ Test(gid, tables_of_hundreds_of_entries)
 {
 	expect_wide_choice(-1, WIDE_TABLE_IPV4_INDEX, BOLT_GID_REASON_IPV4_MAPPED_ROCE_V2);
 	expect_wide_choice(150, 150, BOLT_GID_REASON_OVERRIDE);
+}
+
+/* One file of a fake sysfs GID type directory: ports/1/gid_attrs/types/<index>. */
+static void write_type_file(const char *types, int index, const char *text)
+{
+	char path[320];
+	FILE *file;
+
+	snprintf(path, sizeof(path), "%s/%d", types, index);
+	file = fopen(path, "w");
+	cr_assert_not_null(file);
+	cr_assert_eq(fputs(text, file) >= 0, true);
+	cr_assert_eq(fclose(file), 0);
+}
+
+/*
+ * Without _ibv_query_gid_ex (rdma-core before v32) the types come from
+ * sysfs, as the kernel writes them: otherwise a mlx5 port's RoCE v1 entry,
+ * listed before its v2 twin, would be chosen.
+ */
+Test(gid, types_from_sysfs)
+{
+	char root[] = "/tmp/bolt-gid-types-XXXXXX", types[128], path[160];
+	enum ibv_gid_type type = IBV_GID_TYPE_IB;
+
+	cr_assert_not_null(mkdtemp(root));
+	snprintf(types, sizeof(types), "%s/ports/1/gid_attrs/types", root);
+	snprintf(path, sizeof(path), "%s/ports", root);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/ports/1", root);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/ports/1/gid_attrs", root);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	cr_assert_eq(mkdir(types, 0700), 0);
+	write_type_file(types, 0, "IB/RoCE v1\n");
+	write_type_file(types, 1, "RoCE v2\n");
+	write_type_file(types, 2, "");
+	write_type_file(types, 3, "RoCE v3\n");
+
+	cr_expect_eq(bolt_verbs_system_sysfs_gid_type(root, 1, 0, &type), 0);
+	cr_expect_eq(type, IBV_GID_TYPE_ROCE_V1);
+	cr_expect_eq(bolt_verbs_system_sysfs_gid_type(root, 1, 1, &type), 0);
+	cr_expect_eq(type, IBV_GID_TYPE_ROCE_V2);
+	cr_expect_eq(bolt_verbs_system_sysfs_gid_type(root, 1, 2, &type), ENODATA);
+	cr_expect_eq(bolt_verbs_system_sysfs_gid_type(root, 1, 3, &type), EINVAL);
+	cr_expect_eq(bolt_verbs_system_sysfs_gid_type(root, 1, 4, &type), ENOENT);
+	cr_expect_eq(bolt_verbs_system_sysfs_gid_type(root, 2, 0, &type), ENOENT);
+
+	for (int index = 0; index < 4; index++) {
+		snprintf(path, sizeof(path), "%s/%d", types, index);
+		unlink(path);
+	}
+	rmdir(types);
+	snprintf(path, sizeof(path), "%s/ports/1/gid_attrs", root);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/ports/1", root);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/ports", root);
+	rmdir(path);
+	cr_expect_eq(rmdir(root), 0);
 }

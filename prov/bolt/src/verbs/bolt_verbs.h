@@ -63,6 +63,15 @@ void bolt_verbs_close(struct bolt_verbs *verbs);
 int bolt_verbs_system_open(const char *library_path, struct bolt_verbs *verbs);
 void bolt_verbs_system_close(struct bolt_verbs *verbs);
 int bolt_verbs_soft_open(const struct bolt_params *params, struct bolt_verbs *verbs);
+
+/*
+ * A GID's type as the kernel shows it in sysfs
+ * (ibdev_path/ports/N/gid_attrs/types/INDEX), for libraries without
+ * _ibv_query_gid_ex (rdma-core before v32): 0, ENODATA for an empty entry,
+ * EINVAL for text it does not know, or the errno of a file it cannot read.
+ */
+int bolt_verbs_system_sysfs_gid_type(const char *ibdev_path, uint8_t port_num, int index,
+				     enum ibv_gid_type *type);
 void bolt_verbs_soft_close(struct bolt_verbs *verbs);
 
 #endif /* BOLT_VERBS_H */

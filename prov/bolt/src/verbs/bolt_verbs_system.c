@@ -5,6 +5,7 @@
  * (post_send, post_recv, poll_cq) need no symbol and are wrapped here.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,14 +32,45 @@ static int bolt_system_query_port(struct ibv_context *context, uint8_t port_num,
 	return bolt_system_query_port_symbol(context, port_num, attr);
 }
 
+int bolt_verbs_system_sysfs_gid_type(const char *ibdev_path, uint8_t port_num, int index,
+				     enum ibv_gid_type *type)
+{
+	char path[512], text[32] = "";
+	FILE *file;
+	int ret = 0;
+
+	if (snprintf(path, sizeof(path), "%s/ports/%u/gid_attrs/types/%d", ibdev_path, port_num,
+		     index) >= (int) sizeof(path))
+		return ENAMETOOLONG;
+	file = fopen(path, "r");
+	if (!file)
+		return errno;
+	/* The kernel fails the read of an empty entry's type. */
+	if (!fgets(text, sizeof(text), file))
+		ret = ferror(file) && errno ? errno : ENODATA;
+	fclose(file);
+	if (ret)
+		return ret;
+	text[strcspn(text, "\n")] = '\0';
+	if (!strcmp(text, "RoCE v2"))
+		*type = IBV_GID_TYPE_ROCE_V2;
+	else if (!strcmp(text, "IB/RoCE v1"))
+		*type = IBV_GID_TYPE_ROCE_V1;
+	else
+		return EINVAL;
+	return 0;
+}
+
 static int bolt_system_query_gid_type(struct ibv_context *context, uint8_t port_num,
 				      int index, enum ibv_gid_type *type)
 {
 	struct ibv_gid_entry entry;
 	int ret;
 
+	/* rdma-core before v32: the kernel's sysfs says what the library cannot. */
 	if (!bolt_system_query_gid_ex_symbol)
-		return ENOSYS;
+		return bolt_verbs_system_sysfs_gid_type(context->device->ibdev_path, port_num,
+							index, type);
 	ret = bolt_system_query_gid_ex_symbol(context, port_num, (uint32_t) index,
 					      &entry, 0, sizeof(entry));
 	if (ret)
@@ -122,7 +154,7 @@ int bolt_verbs_system_open(const char *library_path, struct bolt_verbs *verbs)
 			return ret;
 		}
 	}
-	/* Optional: older libraries and Apple's have no GID types. */
+	/* Optional: older libraries and Apple's have none; sysfs stands in on Linux. */
 	*(void **) &bolt_system_query_gid_ex_symbol =
 		dlsym(verbs->library_handle, "_ibv_query_gid_ex");
 	verbs->query_port = bolt_system_query_port;
