@@ -8,6 +8,9 @@
  * doubling, where most ranks never exchange with the dead one in it. A
  * survivor whose message another is still receiving when the group breaks
  * writes it all the same: the receiver reports the error only after that.
+ * Closing a group discards its running operations, as closing an endpoint
+ * does (fi_endpoint(3)): one a member never joins, and one whose receive a
+ * member is about to write into, which the close waits for.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -191,4 +194,187 @@ Test(collective_failure, receiver_reports_after_the_last_write)
 	};
 
 	cr_assert_eq(collective_run(&options, "coll-straggler", straggler_body, NULL), 0);
+}
+
+/* Reads rank's CQ for milliseconds: how many completions and errors came. */
+static int discard_completions_for(struct collective_rank *rank, uint64_t milliseconds)
+{
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	uint64_t until = failure_now_ns() + milliseconds * 1000000ULL;
+	int seen = 0;
+
+	while (failure_now_ns() < until) {
+		ssize_t ret = fi_cq_read(rank->cq, &entry, 1);
+
+		if (ret == 1)
+			seen++;
+		else if (ret == -FI_EAVAIL && fi_cq_readerr(rank->cq, &error, 0) == 1)
+			seen++;
+	}
+	return seen;
+}
+
+/*
+ * Rank 0 starts an all-reduce that rank 1 never joins, and closes the group:
+ * the close succeeds, nothing is reported, and the endpoint closes after it.
+ */
+static int never_joined_body(struct collective_rank *rank, void *argument)
+{
+	size_t count = (64u << 10) / sizeof(float);
+	float *input = calloc(count, sizeof(float)), *result = calloc(count, sizeof(float));
+	int context, ret = 0;
+
+	(void) argument;
+	if (!input || !result)
+		return -FI_ENOMEM;
+	collective_barrier(rank);
+	if (rank->rank == 0) {
+		ret = (int) fi_allreduce(rank->ep, input, count, NULL, result, NULL, rank->coll_addr,
+					 FI_FLOAT, FI_SUM, 0, &context);
+		if (!ret && discard_completions_for(rank, 50))
+			ret = -FI_EOTHER;
+		if (!ret)
+			ret = fi_close(&rank->mc->fid);
+		if (!ret)
+			rank->mc = NULL;
+		if (!ret && discard_completions_for(rank, 100)) {
+			fprintf(stderr, "rank 0: the discarded all-reduce was reported\n");
+			ret = -FI_EOTHER;
+		}
+		if (!ret)
+			ret = fi_close(&rank->ep->fid);
+		if (!ret)
+			rank->ep = NULL;
+	}
+	free(input);
+	free(result);
+	return ret;
+}
+
+Test(collective_failure, closing_discards_an_operation_a_member_never_joins)
+{
+	struct collective_options options = { .profile = "thunderbolt", .size = 2 };
+
+	cr_assert_eq(collective_run(&options, "coll-discard", never_joined_body, NULL), 0);
+}
+
+/* The join itself, which rank 1 never makes: closed, it reports nothing on the EQ. */
+static int join_never_made_body(struct collective_rank *rank, void *argument)
+{
+	struct fi_av_set_attr attr = {
+		.count = (size_t) rank->size, .start_addr = 0,
+		.end_addr = (fi_addr_t) rank->size - 1, .stride = 1,
+	};
+	struct fi_eq_entry entry;
+	fi_addr_t set_addr;
+	uint32_t event;
+	int context, ret = 0;
+
+	(void) argument;
+	collective_barrier(rank);
+	if (rank->rank != 0)
+		return 0;
+	ret = fi_av_set(rank->av, &attr, &rank->set, NULL);
+	if (!ret)
+		ret = fi_av_set_addr(rank->set, &set_addr);
+	if (!ret)
+		ret = fi_join_collective(rank->ep, set_addr, rank->set, 0, &rank->mc, &context);
+	for (int i = 0; !ret && i < 1000; i++)
+		if (fi_eq_read(rank->eq, &event, &entry, sizeof(entry), 0) != -FI_EAGAIN)
+			ret = -FI_EOTHER;
+	if (!ret)
+		ret = fi_close(&rank->mc->fid);
+	if (!ret)
+		rank->mc = NULL;
+	for (int i = 0; !ret && i < 1000; i++) {
+		fi_cq_read(rank->cq, NULL, 0);
+		if (fi_eq_read(rank->eq, &event, &entry, sizeof(entry), 0) != -FI_EAGAIN)
+			ret = -FI_EOTHER;
+	}
+	return ret;
+}
+
+Test(collective_failure, closing_discards_a_join_a_member_never_makes)
+{
+	struct collective_options options = { .profile = "rocev2", .size = 2, .no_join = true };
+
+	cr_assert_eq(collective_run(&options, "coll-join-discard", join_never_made_body, NULL), 0);
+}
+
+/*
+ * Two ranks all-gather 40 KiB each by rendezvous. Rank 1 makes no progress
+ * for a while once its request to rank 0 is out, so rank 0 answers it with
+ * its result buffer. Rank 0 then closes the group: the close returns only
+ * once rank 1 has written, for the application may free the buffer after
+ * it. Rank 1's all-gather still ends right: rank 0's message to it goes out
+ * from a copy. A rank 1 that sleeps past the close's 2 s has its connection
+ * failed instead, and its all-gather ends with an error.
+ */
+#define CLOSING_STALL_US 3000000
+
+static int closing_straggler_body(struct collective_rank *rank, void *argument)
+{
+	useconds_t sleep_us = *(const useconds_t *) argument;
+	size_t count = STRAGGLER_BYTES / sizeof(float), bytes = count * sizeof(float);
+	unsigned char *input = malloc(bytes), *result = calloc(2, bytes);
+	int context, error = 0, ret;
+
+	if (!input || !result)
+		return -FI_ENOMEM;
+	memset(input, 0x10 + rank->rank, bytes);
+	collective_barrier(rank);
+	ret = (int) fi_allgather(rank->ep, input, count, NULL, result, NULL, rank->coll_addr,
+				 FI_FLOAT, 0, &context);
+	if (!ret && rank->rank == 1) {
+		usleep(sleep_us);
+		ret = collective_wait(rank, &context, &error);
+		if (sleep_us == CLOSING_STALL_US)
+			ret = ret == -FI_EAVAIL && error ? 0 : -FI_EOTHER;
+		for (size_t i = 0; !ret && sleep_us != CLOSING_STALL_US && i < 2 * bytes; i++)
+			if (result[i] != 0x10 + i / bytes)
+				ret = -FI_EIO;
+	}
+	if (!ret && rank->rank == 0) {
+		if (discard_completions_for(rank, STRAGGLER_SLEEP_US / 3000))
+			ret = -FI_EOTHER;
+		if (!ret)
+			ret = fi_close(&rank->mc->fid);
+		if (!ret)
+			rank->mc = NULL;
+		/* The application has its buffer back: nothing more lands in it. */
+		memset(result, 0x5a, 2 * bytes);
+		if (!ret && discard_completions_for(rank, STRAGGLER_WATCH_NS / 1000000))
+			ret = -FI_EOTHER;
+		for (size_t i = 0; !ret && i < 2 * bytes; i++)
+			if (result[i] != 0x5a) {
+				fprintf(stderr, "rank 0: byte %zu written after the group closed\n", i);
+				ret = -FI_EOTHER;
+			}
+	}
+	free(input);
+	free(result);
+	return ret;
+}
+
+static void closing_straggler_run(const char *profile, useconds_t sleep_us)
+{
+	struct collective_options options = { .profile = profile, .size = 2 };
+
+	cr_assert_eq(collective_run(&options, "coll-close", closing_straggler_body, &sleep_us), 0);
+}
+
+Test(collective_failure, closing_waits_for_a_write_into_its_receive_rocev2)
+{
+	closing_straggler_run("rocev2", STRAGGLER_SLEEP_US);
+}
+
+Test(collective_failure, closing_waits_for_a_write_into_its_receive_thunderbolt)
+{
+	closing_straggler_run("thunderbolt", STRAGGLER_SLEEP_US);
+}
+
+Test(collective_failure, closing_fails_a_member_that_stalls_its_write)
+{
+	closing_straggler_run("rocev2", CLOSING_STALL_US);
 }

@@ -162,6 +162,16 @@ void bolt_collective_progress(struct bolt_endpoint *endpoint);
 void bolt_collective_transfer_done(void *context, int status);
 /* Frees every operation left: the endpoint's connections and receives are gone. */
 void bolt_collective_endpoint_free_operations(struct bolt_collective_endpoint *state);
+/*
+ * Closing group: its operations not yet reported are discarded, as when they
+ * fail but reporting nothing. Once bolt_collective_group_quiet (none of their
+ * receives can write into the application's buffers any more), the group may
+ * go: bolt_collective_group_forget leaves their sends, which read copies, to
+ * finish without it. Lock held.
+ */
+void bolt_collective_group_discard(struct bolt_collective_group *group);
+bool bolt_collective_group_quiet(const struct bolt_collective_group *group);
+void bolt_collective_group_forget(struct bolt_collective_group *group);
 
 /* ---- Transfers (bolt_collective_transfer.c) ---- */
 

@@ -12,7 +12,11 @@
 #include <utlist.h>
 
 #include "bolt_unsupported.h"
+#include "bolt_wait.h"
 #include "collective/bolt_collective.h"
+
+/* Longest a closing group waits for a member's message into a receive it was given. */
+#define BOLT_COLLECTIVE_CLOSE_WAIT_MS 2000
 
 /* FNV-1a over the members' addresses, in rank order. */
 static uint64_t bolt_collective_members_hash(const struct bolt_collective_member *members, int size)
@@ -60,21 +64,53 @@ struct bolt_collective_group *bolt_collective_group_find(struct bolt_endpoint *e
 	return NULL;
 }
 
+static bool bolt_collective_group_close_ready(void *argument)
+{
+	return bolt_collective_group_quiet(argument);
+}
+
+/*
+ * A member that has not written a message into the receive it was given
+ * within BOLT_COLLECTIVE_CLOSE_WAIT_MS has stalled: its connection fails,
+ * which ends the receive (and the queue pair it writes through, if shared),
+ * so that nothing lands in memory the application has back.
+ */
+static void bolt_collective_group_fail_stalled(struct bolt_collective_group *group)
+{
+	for (int rank = 0; rank < group->size; rank++) {
+		struct bolt_connection *connection = group->members[rank].connection;
+
+		if (connection && bolt_connection_busy(connection))
+			bolt_connection_fail(connection, FI_ECANCELED,
+					     "a closing collective group still waits for its message");
+	}
+}
+
+/*
+ * Operations still running are discarded (fi_endpoint(3): nothing is
+ * reported), the close returns once none of them can write into the
+ * application's buffers, and their sends finish from copies.
+ */
 static int bolt_collective_group_close(struct fid *fid)
 {
 	struct bolt_collective_group *group = bolt_container_of(fid, struct bolt_collective_group,
 								mc_fid.fid);
 	struct bolt_endpoint *endpoint = group->endpoint;
+	struct bolt_domain *domain = endpoint->domain;
 
-	bolt_domain_lock(endpoint->domain);
-	if (group->active) {
-		bolt_domain_unlock(endpoint->domain);
-		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "collective group closed with %d operations running\n",
-			group->active);
-		return -FI_EBUSY;
+	bolt_domain_lock(domain);
+	group->joined = false;          /* no new operation finds it */
+	if (group->active)
+		bolt_collective_group_discard(group);
+	if (!bolt_collective_group_quiet(group) &&
+	    bolt_wait_progress(domain, bolt_collective_group_close_ready, group,
+			       BOLT_COLLECTIVE_CLOSE_WAIT_MS)) {
+		bolt_collective_group_fail_stalled(group);
+		bolt_wait_progress(domain, bolt_collective_group_close_ready, group, -1);
 	}
+	bolt_collective_group_forget(group);
 	DL_DELETE(endpoint->collective->groups, group);
-	bolt_domain_unlock(endpoint->domain);
+	bolt_domain_unlock(domain);
 	free(group->members);
 	free(group);
 	return 0;

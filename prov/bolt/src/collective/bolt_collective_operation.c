@@ -5,6 +5,7 @@
  * is gone fails every operation of its group at the next progress; a failed
  * operation is reported once none of its receives can write into the
  * application's buffers any more, and freed once its sends are back too.
+ * Closing a group discards its operations the same way, reporting nothing.
  */
 #include <stdlib.h>
 #include <utlist.h>
@@ -144,14 +145,12 @@ static void bolt_collective_retired_progress(struct bolt_collective_endpoint *st
 	}
 }
 
-static void bolt_collective_fail(struct bolt_collective_endpoint *state,
-				 struct bolt_collective_operation *operation)
+/* An operation that ends before its transfers: retired until they are back. */
+static void bolt_collective_retire(struct bolt_collective_endpoint *state,
+				   struct bolt_collective_operation *operation)
 {
 	struct bolt_endpoint *endpoint = operation->group->endpoint;
 
-	FI_WARN(&bolt_prov, FI_LOG_EP_DATA, "collective %d (%s) of group %#x failed: %s\n",
-		operation->kind, operation->algorithm ? operation->algorithm->name : "-",
-		operation->group->id, fi_strerror(operation->status));
 	/* Receives still posted come back now; one a message is arriving into cannot. */
 	for (size_t i = 0; i < operation->wait_count; i++)
 		bolt_collective_cancel(endpoint, &operation->waits[i]);
@@ -159,6 +158,66 @@ static void bolt_collective_fail(struct bolt_collective_endpoint *state,
 	DL_DELETE(state->operations, operation);
 	DL_APPEND(state->retired, operation);
 	bolt_collective_retired_progress(state, operation);
+}
+
+static void bolt_collective_fail(struct bolt_collective_endpoint *state,
+				 struct bolt_collective_operation *operation)
+{
+	FI_WARN(&bolt_prov, FI_LOG_EP_DATA, "collective %d (%s) of group %#x failed: %s\n",
+		operation->kind, operation->algorithm ? operation->algorithm->name : "-",
+		operation->group->id, fi_strerror(operation->status));
+	bolt_collective_retire(state, operation);
+}
+
+/* Discarded: counted as reported, though nothing is (fi_endpoint(3) at close). */
+static void bolt_collective_discard(struct bolt_collective_operation *operation)
+{
+	struct bolt_collective_group *group = operation->group;
+
+	operation->reported = true;
+	group->active--;
+	if (operation->join)
+		bolt_eq_unwatch(group->endpoint->eq, group->endpoint->domain);
+}
+
+void bolt_collective_group_discard(struct bolt_collective_group *group)
+{
+	struct bolt_collective_endpoint *state = group->endpoint->collective;
+	struct bolt_collective_operation *operation, *next;
+
+	FI_INFO(&bolt_prov, FI_LOG_EP_CTRL, "group %#x closed with %d operations: discarded\n",
+		group->id, group->active);
+	DL_FOREACH_SAFE(state->operations, operation, next) {
+		if (operation->group != group)
+			continue;
+		bolt_collective_discard(operation);
+		bolt_collective_retire(state, operation);
+	}
+	DL_FOREACH_SAFE(state->retired, operation, next) {
+		if (operation->group != group || operation->reported)
+			continue;
+		bolt_collective_discard(operation);
+		bolt_collective_retired_progress(state, operation);
+	}
+}
+
+bool bolt_collective_group_quiet(const struct bolt_collective_group *group)
+{
+	const struct bolt_collective_operation *operation;
+
+	DL_FOREACH(group->endpoint->collective->retired, operation)
+		if (operation->group == group && !bolt_collective_receives_quiet(operation))
+			return false;
+	return true;
+}
+
+void bolt_collective_group_forget(struct bolt_collective_group *group)
+{
+	struct bolt_collective_operation *operation;
+
+	DL_FOREACH(group->endpoint->collective->retired, operation)
+		if (operation->group == group)
+			operation->group = NULL;
 }
 
 static void bolt_collective_finish(struct bolt_collective_endpoint *state,
