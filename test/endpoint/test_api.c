@@ -307,6 +307,45 @@ Test(api, enable_needs_its_bindings_and_a_failed_bind_binds_nothing)
 	close_self();
 }
 
+/*
+ * fi_domain takes the fi_info fi_getinfo gave, not another provider's for a
+ * device of the same name, nor one asking for more than bolt offers.
+ */
+Test(api, domain_takes_an_info_bolt_offers)
+{
+	struct fi_info *hints, *info;
+	struct fid_domain *domain;
+
+	options.caps = FI_MSG | FI_RMA;
+	rdm_environment(&options, "api-domain-info");
+	hints = rdm_hints(&options);
+	cr_assert_not_null(hints);
+	cr_assert_eq(rdm_open_domain(&endpoint, hints, &options), 0);
+	fi_freeinfo(hints);
+
+	info = fi_dupinfo(endpoint.info);
+	cr_assert_not_null(info);
+	cr_expect_eq(fi_domain(endpoint.fabric, info, &domain, NULL), 0, "the info as given");
+	cr_expect_eq(fi_close(&domain->fid), 0);
+	free(info->fabric_attr->prov_name);
+	info->fabric_attr->prov_name = strdup("verbs");
+	cr_expect_eq(fi_domain(endpoint.fabric, info, &domain, NULL), -FI_ENODATA,
+		     "another provider's info");
+	fi_freeinfo(info);
+
+	info = fi_dupinfo(endpoint.info);
+	cr_assert_not_null(info);
+	info->caps |= FI_ATOMIC;
+	cr_expect_eq(fi_domain(endpoint.fabric, info, &domain, NULL), -FI_ENODATA,
+		     "atomics, which bolt does not offer");
+	info->caps &= ~(uint64_t) FI_ATOMIC;
+	info->domain_attr->mr_cnt = SIZE_MAX;
+	cr_expect_eq(fi_domain(endpoint.fabric, info, &domain, NULL), -FI_ENODATA,
+		     "more registrations than the device holds");
+	fi_freeinfo(info);
+	close_self();
+}
+
 /* Objects of another domain or fabric are refused, and stay free to close. */
 Test(api, bind_takes_objects_of_its_own_domain_and_fabric)
 {

@@ -12,6 +12,7 @@
 #include <sys/random.h>
 
 #include "bolt_endpoint.h"
+#include "bolt_getinfo.h"
 #include "bolt_hints.h"
 #include "bolt_unsupported.h"
 #include "collective/bolt_collective.h"
@@ -142,9 +143,16 @@ static int bolt_domain_open_ports(struct bolt_domain *domain, const char *name)
 	if (ret)
 		return ret;
 	ret = bolt_device_find_domain(devices, count, name, &device, &port);
-	if (ret)
+	if (ret) {
 		FI_WARN(&bolt_prov, FI_LOG_DOMAIN, "domain %s: no such usable device port\n", name);
-	else
+	} else {
+		ret = bolt_getinfo_check_offered(&device, &port, domain->info);
+		if (ret)
+			FI_WARN(&bolt_prov, FI_LOG_DOMAIN,
+				"domain %s: the fi_info is not one bolt offers for it (FI_LOG_LEVEL=info says why)\n",
+				name);
+	}
+	if (!ret)
 		ret = bolt_rail_port_open(&fabric->verbs, &device, &port, BOLT_DOMAIN_CQ_SIZE,
 					  &domain->primary);
 	if (!ret) {

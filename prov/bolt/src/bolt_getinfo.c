@@ -204,6 +204,22 @@ static struct fi_info *bolt_getinfo_port_info(uint32_t version,
 	return info;
 }
 
+int bolt_getinfo_check_offered(const struct bolt_device_report *device,
+			       const struct bolt_port_report *port, const struct fi_info *info)
+{
+	uint32_t version = info->fabric_attr && info->fabric_attr->api_version ?
+			   info->fabric_attr->api_version :
+			   FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
+	struct fi_info *offered = bolt_getinfo_port_info(version, device, port);
+	int ret;
+
+	if (!offered)
+		return -FI_ENOMEM;
+	ret = bolt_hints_check(offered, info, version);
+	fi_freeinfo(offered);
+	return ret;
+}
+
 /* Whether hints ask for tags that use bit 63. */
 static bool bolt_getinfo_needs_tag_bit_63(const struct fi_info *hints)
 {

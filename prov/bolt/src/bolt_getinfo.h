@@ -11,6 +11,7 @@
 
 #include "bolt.h"
 #include "bolt_address.h"
+#include "device/bolt_device.h"
 
 /*
  * One fi_info per usable device port that satisfies hints, narrowed to them.
@@ -30,6 +31,14 @@ void bolt_cleanup(void);
  */
 int bolt_getinfo_resolve(const char *node, const char *service, uint64_t flags,
 			 struct bolt_address *address);
+
+/*
+ * Whether info is one fi_getinfo offers for the device port (narrowed to
+ * hints or not): 0, else -FI_ENODATA with the reason logged (FI_INFO), as
+ * for another provider's info or one asking for more than bolt does.
+ */
+int bolt_getinfo_check_offered(const struct bolt_device_report *device,
+			       const struct bolt_port_report *port, const struct fi_info *info);
 
 /*
  * Where an endpoint's side channel listens when the application names no
