@@ -308,8 +308,9 @@ Test(api, enable_needs_its_bindings_and_a_failed_bind_binds_nothing)
 }
 
 /*
- * fi_domain takes the fi_info fi_getinfo gave, not another provider's for a
- * device of the same name, nor one asking for more than bolt offers.
+ * fi_domain and fi_endpoint take the fi_info fi_getinfo gave, not another
+ * provider's for a device of the same name, nor one asking for more than
+ * bolt offers.
  */
 Test(api, domain_takes_an_info_bolt_offers)
 {
@@ -338,6 +339,8 @@ Test(api, domain_takes_an_info_bolt_offers)
 	info->caps |= FI_ATOMIC;
 	cr_expect_eq(fi_domain(endpoint.fabric, info, &domain, NULL), -FI_ENODATA,
 		     "atomics, which bolt does not offer");
+	cr_expect_eq(fi_endpoint(endpoint.domain, info, &endpoint.ep, NULL), -FI_ENODATA,
+		     "an endpoint for atomics");
 	info->caps &= ~(uint64_t) FI_ATOMIC;
 	info->domain_attr->mr_cnt = SIZE_MAX;
 	cr_expect_eq(fi_domain(endpoint.fabric, info, &domain, NULL), -FI_ENODATA,

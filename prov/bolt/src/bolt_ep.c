@@ -582,6 +582,13 @@ int bolt_endpoint_open(struct fid_domain *domain_fid, struct fi_info *info,
 	if (!info || (info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
 		      info->ep_attr->type != FI_EP_UNSPEC))
 		return -FI_EINVAL;
+	/* An endpoint does what its info says: atomics, say, would find no ops table. */
+	ret = bolt_getinfo_check_offered(&domain->primary.device, &domain->primary.port, info);
+	if (ret) {
+		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
+			"fi_endpoint: the fi_info is not one bolt offers (FI_LOG_LEVEL=info says why)\n");
+		return ret;
+	}
 	endpoint = calloc(1, sizeof(*endpoint));
 	if (!endpoint)
 		return -FI_ENOMEM;
