@@ -231,9 +231,10 @@ Test(cq, error_is_announced_then_read_with_readerr)
 	struct fi_cq_data_entry entry;
 	struct fi_cq_err_entry error = { 0 };
 
-	cr_assert_eq(report(cq, 1, FI_ADDR_NOTAVAIL), 0);
 	cr_assert_eq(report_error(cq, 2, IBV_WC_RETRY_EXC_ERR), 0);
-	cr_assert_eq(fi_cq_read(cq, &entry, 1), -FI_EAVAIL, "errors pending come first");
+	cr_assert_eq(fi_cq_read(cq, &entry, 1), -FI_EAVAIL, "the error is the topmost completion");
+	cr_assert_eq(report(cq, 1, FI_ADDR_NOTAVAIL), 0);
+	cr_assert_eq(fi_cq_read(cq, &entry, 1), -FI_EAVAIL, "a later success waits behind it");
 	cr_assert_eq(fi_cq_readerr(cq, &error, 0), 1);
 	cr_assert_eq(error.op_context, (void *) 2);
 	cr_assert_eq(error.flags, FI_SEND | FI_MSG);
@@ -247,6 +248,40 @@ Test(cq, error_is_announced_then_read_with_readerr)
 	cr_assert_eq(fi_cq_readerr(cq, &error, 0), -FI_EAGAIN);
 	cr_assert_eq(fi_cq_read(cq, &entry, 1), 1);
 	cr_assert_eq(entry.op_context, (void *) 1);
+	cr_assert_eq(fi_close(&cq->fid), 0);
+}
+
+/*
+ * Successes and errors come out in the order they were reported (fi_cq(3):
+ * -FI_EAVAIL when the topmost completion is an error), as from libfabric's
+ * own providers: receives posted in order complete in order, failed or not.
+ */
+Test(cq, successes_and_errors_in_the_order_reported)
+{
+	struct fid_cq *cq = open_cq(FI_CQ_FORMAT_CONTEXT, FI_WAIT_NONE, 0);
+	struct fi_cq_entry entries[4];
+	struct fi_cq_err_entry error = { 0 };
+
+	cr_assert_eq(report(cq, 1, FI_ADDR_NOTAVAIL), 0);
+	cr_assert_eq(report(cq, 2, FI_ADDR_NOTAVAIL), 0);
+	cr_assert_eq(report_error(cq, 3, 0), 0);
+	cr_assert_eq(report(cq, 4, FI_ADDR_NOTAVAIL), 0);
+	cr_assert_eq(report_error(cq, 5, 0), 0);
+	cr_assert_eq(fi_cq_readerr(cq, &error, 0), -FI_EAGAIN, "successes come before the error");
+	cr_assert_eq(fi_cq_read(cq, entries, 4), 2, "the successes before the first error");
+	cr_assert_eq(entries[0].op_context, (void *) 1);
+	cr_assert_eq(entries[1].op_context, (void *) 2);
+	cr_assert_eq(fi_cq_read(cq, entries, 4), -FI_EAVAIL);
+	memset(&error, 0, sizeof(error));       /* err_data from the last read is no buffer of ours */
+	cr_assert_eq(fi_cq_readerr(cq, &error, 0), 1);
+	cr_assert_eq(error.op_context, (void *) 3);
+	cr_assert_eq(fi_cq_read(cq, entries, 4), 1);
+	cr_assert_eq(entries[0].op_context, (void *) 4);
+	cr_assert_eq(fi_cq_read(cq, entries, 4), -FI_EAVAIL);
+	memset(&error, 0, sizeof(error));
+	cr_assert_eq(fi_cq_readerr(cq, &error, 0), 1);
+	cr_assert_eq(error.op_context, (void *) 5);
+	cr_assert_eq(fi_cq_read(cq, entries, 4), -FI_EAGAIN);
 	cr_assert_eq(fi_close(&cq->fid), 0);
 }
 

@@ -1,6 +1,8 @@
 /*
  * bolt_cq.c: completion queues. Successful completions wait in a ring sized
- * when the CQ opens, failed operations in a list that fi_cq_readerr drains.
+ * when the CQ opens, failed operations in a list that fi_cq_readerr drains;
+ * both come out in the order they were reported, as from libfabric's own
+ * providers: an error once every success reported before it has been read.
  * Every entry point runs under the domain lock, and reads drive the domain's
  * progress first, since bolt's progress is manual.
  */
@@ -25,6 +27,7 @@ _Static_assert(offsetof(struct fi_cq_data_entry, data) ==
 
 struct bolt_cq_error {
 	struct fi_cq_err_entry entry;
+	uint64_t successes_before;              /* successes reported before it, ever */
 	char text[BOLT_CQ_ERROR_TEXT_SIZE];   /* err_data: the failure in words */
 	struct bolt_cq_error *prev, *next;
 };
@@ -127,6 +130,7 @@ int bolt_cq_report(struct bolt_cq *cq, const struct fi_cq_tagged_entry *completi
 	slot->entry = *completion;
 	slot->source = source;
 	cq->count++;
+	cq->successes_reported++;
 	bolt_wait_fd_set(&cq->wait_fd, true);
 	return 0;
 }
@@ -151,27 +155,36 @@ int bolt_cq_report_error(struct bolt_cq *cq, const struct fi_cq_tagged_entry *co
 		.err = error,
 		.prov_errno = provider_error,
 	};
+	cq_error->successes_before = cq->successes_reported;
 	bolt_cq_describe_error(cq, cq_error);
 	DL_APPEND(cq->errors, cq_error);
 	bolt_wait_fd_set(&cq->wait_fd, true);
 	return 0;
 }
 
+/* Whether the oldest error is the topmost completion: no success reported before it is left. */
+static bool bolt_cq_error_on_top(const struct bolt_cq *cq)
+{
+	return cq->errors && cq->errors->successes_before == cq->successes_taken;
+}
+
 /*
  * Moves up to count completions to buffer, and their sources to sources when
- * given. Errors go first: while one is pending the application must call
- * fi_cq_readerr (-FI_EAVAIL), as libfabric's own providers do. Lock held.
+ * given: the successes reported before the oldest error. With that error on
+ * top, -FI_EAVAIL: the application calls fi_cq_readerr (fi_cq(3)). Lock held.
  */
 static ssize_t bolt_cq_take(struct bolt_cq *cq, void *buffer, size_t count, fi_addr_t *sources)
 {
 	char *destination = buffer;
-	size_t taken;
+	size_t available = cq->count, taken;
 
-	if (cq->errors)
+	if (bolt_cq_error_on_top(cq))
 		return -FI_EAVAIL;
-	if (!cq->count)
+	if (cq->errors && cq->errors->successes_before - cq->successes_taken < available)
+		available = (size_t) (cq->errors->successes_before - cq->successes_taken);
+	if (!available)
 		return -FI_EAGAIN;
-	for (taken = 0; taken < count && cq->count; taken++) {
+	for (taken = 0; taken < count && taken < available; taken++) {
 		const struct bolt_cq_entry *slot = &cq->ring[cq->head];
 
 		memcpy(destination + taken * cq->entry_size, &slot->entry, cq->entry_size);
@@ -180,7 +193,8 @@ static ssize_t bolt_cq_take(struct bolt_cq *cq, void *buffer, size_t count, fi_a
 		cq->head = (cq->head + 1) % cq->capacity;
 		cq->count--;
 	}
-	bolt_wait_fd_set(&cq->wait_fd, cq->count);
+	cq->successes_taken += taken;
+	bolt_wait_fd_set(&cq->wait_fd, cq->count || cq->errors);
 	return (ssize_t) taken;
 }
 
@@ -281,11 +295,12 @@ static ssize_t bolt_cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *bu
 		return -FI_EINVAL;
 	bolt_domain_lock(cq->domain);
 	bolt_cq_end_loan(cq);
-	error = cq->errors;
-	if (!error) {
+	/* Successes reported before the error are read first, as fi_cq_read gives them. */
+	if (!bolt_cq_error_on_top(cq)) {
 		bolt_domain_unlock(cq->domain);
 		return -FI_EAGAIN;
 	}
+	error = cq->errors;
 	DL_DELETE(cq->errors, error);
 	bolt_cq_copy_error(cq, error, buf);
 	cq->lent_error = error;
