@@ -130,7 +130,6 @@ int bolt_cq_report(struct bolt_cq *cq, const struct fi_cq_tagged_entry *completi
 	slot->entry = *completion;
 	slot->source = source;
 	cq->count++;
-	cq->successes_reported++;
 	bolt_wait_fd_set(&cq->wait_fd, true);
 	return 0;
 }
@@ -155,17 +154,23 @@ int bolt_cq_report_error(struct bolt_cq *cq, const struct fi_cq_tagged_entry *co
 		.err = error,
 		.prov_errno = provider_error,
 	};
-	cq_error->successes_before = cq->successes_reported;
+	cq_error->successes_before = cq->successes_taken + cq->count;
 	bolt_cq_describe_error(cq, cq_error);
 	DL_APPEND(cq->errors, cq_error);
 	bolt_wait_fd_set(&cq->wait_fd, true);
 	return 0;
 }
 
+/* The successes that may be read now: those reported before the oldest error, if any. */
+static size_t bolt_cq_readable(const struct bolt_cq *cq)
+{
+	return cq->errors ? (size_t) (cq->errors->successes_before - cq->successes_taken) : cq->count;
+}
+
 /* Whether the oldest error is the topmost completion: no success reported before it is left. */
 static bool bolt_cq_error_on_top(const struct bolt_cq *cq)
 {
-	return cq->errors && cq->errors->successes_before == cq->successes_taken;
+	return cq->errors && !bolt_cq_readable(cq);
 }
 
 /*
@@ -176,14 +181,10 @@ static bool bolt_cq_error_on_top(const struct bolt_cq *cq)
 static ssize_t bolt_cq_take(struct bolt_cq *cq, void *buffer, size_t count, fi_addr_t *sources)
 {
 	char *destination = buffer;
-	size_t available = cq->count, taken;
+	size_t available = bolt_cq_readable(cq), taken;
 
-	if (bolt_cq_error_on_top(cq))
-		return -FI_EAVAIL;
-	if (cq->errors && cq->errors->successes_before - cq->successes_taken < available)
-		available = (size_t) (cq->errors->successes_before - cq->successes_taken);
 	if (!available)
-		return -FI_EAGAIN;
+		return cq->errors ? -FI_EAVAIL : -FI_EAGAIN;
 	for (taken = 0; taken < count && taken < available; taken++) {
 		const struct bolt_cq_entry *slot = &cq->ring[cq->head];
 

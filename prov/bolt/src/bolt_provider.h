@@ -129,7 +129,7 @@ struct bolt_cq {
 	/* Completions: a ring of successes and a queue of errors, read in the order reported. */
 	struct bolt_cq_entry *ring;
 	size_t capacity, head, count;
-	uint64_t successes_reported, successes_taken;   /* ever: where each error falls among them */
+	uint64_t successes_taken;           /* ever; with count, where each error falls among them */
 	struct bolt_cq_error *errors;       /* utlist, in arrival order */
 	struct bolt_cq_error *lent_error;   /* last read by fi_cq_readerr: its err_data stays
 					     * valid until the next read of the CQ */
