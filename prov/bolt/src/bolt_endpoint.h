@@ -514,12 +514,6 @@ struct bolt_connection *bolt_connection_get(struct bolt_endpoint *endpoint,
 void bolt_connection_progress_all(struct bolt_endpoint *endpoint);
 /* Whether operations wait on the connection: transmits, replies, or data coming in. */
 bool bolt_connection_busy(const struct bolt_connection *connection);
-/*
- * Whether the peer may still write into buffers of ours: receives granted
- * it, receives answered to its rendezvous requests, and reads it was asked
- * to write back. They go back to the application when the connection fails.
- */
-bool bolt_connection_exposes_receives(const struct bolt_connection *connection);
 /* CLOCK_MONOTONIC in nanoseconds, the clock of connection timeouts. */
 uint64_t bolt_connection_now_ns(void);
 /* Fails the connection: every operation on it completes with error. */

@@ -262,7 +262,12 @@ bool bolt_connection_busy(const struct bolt_connection *connection)
 	       connection->inbound.active || connection->rendezvous;
 }
 
-bool bolt_connection_exposes_receives(const struct bolt_connection *connection)
+/*
+ * Whether the peer may still write into buffers of ours: receives granted
+ * it, receives answered to its rendezvous requests, and reads it was asked
+ * to write back. They go back to the application when the connection fails.
+ */
+static bool bolt_connection_exposes_receives(const struct bolt_connection *connection)
 {
 	const struct bolt_transmit *transmit;
 
