@@ -261,6 +261,19 @@ Test(api, close_with_arrivals_unread)
 	close_self();
 }
 
+/* The fabric and domain of a message and RMA endpoint, and nothing opened on them yet. */
+static void open_domain_only(const char *tag)
+{
+	struct fi_info *hints;
+
+	options.caps = FI_MSG | FI_RMA;
+	rdm_environment(&options, tag);
+	hints = rdm_hints(&options);
+	cr_assert_not_null(hints);
+	cr_assert_eq(rdm_open_domain(&endpoint, hints, &options), 0);
+	fi_freeinfo(hints);
+}
+
 /*
  * fi_enable needs an AV, and a CQ for transmits and one for receives, that
  * errors have somewhere to go (fi_endpoint(3): -FI_ENOAV, -FI_ENOCQ). A
@@ -268,18 +281,12 @@ Test(api, close_with_arrivals_unread)
  */
 Test(api, enable_needs_its_bindings_and_a_failed_bind_binds_nothing)
 {
-	struct fi_info *hints;
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
 	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
 	struct fid_cntr *writes, *refused, *sends;
 
-	options.caps = FI_MSG | FI_RMA;
-	rdm_environment(&options, "api-bind");
-	hints = rdm_hints(&options);
-	cr_assert_not_null(hints);
-	cr_assert_eq(rdm_open_domain(&endpoint, hints, &options), 0);
-	fi_freeinfo(hints);
+	open_domain_only("api-bind");
 	cr_assert_eq(fi_endpoint(endpoint.domain, endpoint.info, &endpoint.ep, NULL), 0);
 	cr_assert_eq(fi_cq_open(endpoint.domain, &cq_attr, &endpoint.cq, NULL), 0);
 	cr_assert_eq(fi_av_open(endpoint.domain, &av_attr, &endpoint.av, NULL), 0);
@@ -314,15 +321,10 @@ Test(api, enable_needs_its_bindings_and_a_failed_bind_binds_nothing)
  */
 Test(api, domain_takes_an_info_bolt_offers)
 {
-	struct fi_info *hints, *info;
+	struct fi_info *info;
 	struct fid_domain *domain;
 
-	options.caps = FI_MSG | FI_RMA;
-	rdm_environment(&options, "api-domain-info");
-	hints = rdm_hints(&options);
-	cr_assert_not_null(hints);
-	cr_assert_eq(rdm_open_domain(&endpoint, hints, &options), 0);
-	fi_freeinfo(hints);
+	open_domain_only("api-domain-info");
 
 	info = fi_dupinfo(endpoint.info);
 	cr_assert_not_null(info);
@@ -352,7 +354,6 @@ Test(api, domain_takes_an_info_bolt_offers)
 /* Objects of another domain or fabric are refused, and stay free to close. */
 Test(api, bind_takes_objects_of_its_own_domain_and_fabric)
 {
-	struct fi_info *hints;
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
 	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
@@ -364,12 +365,7 @@ Test(api, bind_takes_objects_of_its_own_domain_and_fabric)
 	struct fid_cntr *other_cntr;
 	struct fid_eq *other_eq, *eq;
 
-	options.caps = FI_MSG | FI_RMA;
-	rdm_environment(&options, "api-bind-domain");
-	hints = rdm_hints(&options);
-	cr_assert_not_null(hints);
-	cr_assert_eq(rdm_open_domain(&endpoint, hints, &options), 0);
-	fi_freeinfo(hints);
+	open_domain_only("api-bind-domain");
 	cr_assert_eq(fi_endpoint(endpoint.domain, endpoint.info, &endpoint.ep, NULL), 0);
 	cr_assert_eq(fi_domain(endpoint.fabric, endpoint.info, &other_domain, NULL), 0);
 	cr_assert_eq(fi_cq_open(other_domain, &cq_attr, &other_cq, NULL), 0);

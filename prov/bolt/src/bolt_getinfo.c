@@ -72,7 +72,8 @@ static bool bolt_getinfo_is_loopback(const struct sockaddr *address)
 
 /*
  * An address of an interface that is up and reaches other hosts, IPv4 first;
- * not IPv6 link-local, whose scope a bolt address does not carry.
+ * not IPv6 link-local, which reaches one link only, of the several a host
+ * may have (name one with FI_BOLT_SIDE_CHANNEL_ADDRESS).
  */
 static int bolt_getinfo_interface_address(struct bolt_address *address)
 {
