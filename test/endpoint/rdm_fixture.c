@@ -453,7 +453,7 @@ uint64_t rdm_striped_bytes(struct fid_ep *ep, int first_rail, int end_rail)
 	struct bolt_connection *connection, *next;
 	uint64_t bytes = 0;
 
-	HASH_ITER(hh, endpoint->connections, connection, next)
+	HASH_ITER(hh, endpoint->connection_manager.connections, connection, next)
 		for (int rail = first_rail; rail < end_rail; rail++)
 			bytes += connection->data_rails[rail].bytes_written;
 	return bytes;

@@ -36,7 +36,7 @@ static struct bolt_connection *only_connection(struct rdm_endpoint *endpoint)
 {
 	struct bolt_endpoint *bolt = bolt_container_of(endpoint->ep, struct bolt_endpoint, ep_fid);
 
-	return bolt->connections;
+	return bolt->connection_manager.connections;
 }
 
 /* Every write that succeeded: the first, the direct ones, three writedata, one delivery complete. */
@@ -106,7 +106,7 @@ static bool reliable(struct rdm_endpoint *endpoint)
 static bool wait_for_grants(struct rdm_endpoint *endpoint, unsigned int count)
 {
 	for (int waited = 0; waited < GRANT_WAIT_MS; waited += 10) {
-		if (HASH_COUNT(only_connection(endpoint)->grants) == count)
+		if (HASH_COUNT(bolt_peer_of(only_connection(endpoint))->grants) == count)
 			return true;
 		rdm_progress_for(endpoint, 10);
 	}
@@ -171,7 +171,7 @@ static void writes_into_a_granted_region(struct rdm_options *options, const char
 		cr_assert(wait_for_grants(&side.endpoint, 1), "no grant came with the answer");
 	else
 		cr_assert(!wait_for_grants(&side.endpoint, 1), "a grant without RDMA write");
-	cr_assert_eq(only_connection(&side.endpoint)->direct_writes, 0);
+	cr_assert_eq(bolt_peer_of(only_connection(&side.endpoint))->direct_writes, 0);
 
 	/* Every later write, small or large, goes directly. */
 	for (size_t i = 0; i < BOLT_ARRAY_LENGTH(direct_writes); i++)
@@ -181,10 +181,10 @@ static void writes_into_a_granted_region(struct rdm_options *options, const char
 				      side.local + direct_writes[i].offset), 0);
 	for (size_t i = 0; i < BOLT_ARRAY_LENGTH(direct_writes); i++)
 		rdm_expect_completion(&side.endpoint, side.local + direct_writes[i].offset, 0);
-	cr_assert_eq(only_connection(&side.endpoint)->direct_writes,
+	cr_assert_eq(bolt_peer_of(only_connection(&side.endpoint))->direct_writes,
 		     granted ? BOLT_ARRAY_LENGTH(direct_writes) : 0);
 	/* Plain, the target never sees them: only on RC (UC loses writes silently), to a target that counts none. */
-	cr_assert_eq(only_connection(&side.endpoint)->plain_writes,
+	cr_assert_eq(bolt_peer_of(only_connection(&side.endpoint))->plain_writes,
 		     granted && reliable(&side.endpoint) && !options->count_remote_writes ?
 		     BOLT_ARRAY_LENGTH(direct_writes) : 0);
 
@@ -193,20 +193,20 @@ static void writes_into_a_granted_region(struct rdm_options *options, const char
 				  CQ_DATA, side.endpoint.peer, side.remote_address + WRITTEN_END,
 				  side.remote_key, &side.socket), 0);
 	rdm_expect_completion(&side.endpoint, &side.socket, 0);
-	direct_before = only_connection(&side.endpoint)->direct_writes;
+	direct_before = bolt_peer_of(only_connection(&side.endpoint))->direct_writes;
 	cr_assert_eq(fi_writedata(side.endpoint.ep, side.local + WRITTEN_END + CQ_DATA_LENGTH,
 				  CQ_DATA_LENGTH, side.desc, 0, side.endpoint.peer,
 				  side.remote_address + WRITTEN_END + CQ_DATA_LENGTH, side.remote_key,
 				  &side.peer), 0);
 	rdm_expect_completion(&side.endpoint, &side.peer, 0);
-	cr_assert_eq(only_connection(&side.endpoint)->direct_writes, direct_before);
+	cr_assert_eq(bolt_peer_of(only_connection(&side.endpoint))->direct_writes, direct_before);
 	/* On RC that value names a message written into a granted receive: it asks too, everywhere. */
 	cr_assert_eq(fi_writedata(side.endpoint.ep, side.local + WRITTEN_END + 2 * CQ_DATA_LENGTH,
 				  CQ_DATA_LENGTH, side.desc, BOLT_IMMEDIATE_RC_GRANTED, side.endpoint.peer,
 				  side.remote_address + WRITTEN_END + 2 * CQ_DATA_LENGTH, side.remote_key,
 				  &side.endpoint), 0);
 	rdm_expect_completion(&side.endpoint, &side.endpoint, 0);
-	cr_assert_eq(only_connection(&side.endpoint)->direct_writes, direct_before);
+	cr_assert_eq(bolt_peer_of(only_connection(&side.endpoint))->direct_writes, direct_before);
 
 	/* Past the region's end: asks, and the target refuses. */
 	cr_assert_eq(fi_write(side.endpoint.ep, side.local, 100, side.desc, side.endpoint.peer,
@@ -221,7 +221,7 @@ static void writes_into_a_granted_region(struct rdm_options *options, const char
 					.context = side.local + 2 };
 	cr_assert_eq(fi_writemsg(side.endpoint.ep, &message, FI_COMPLETION | FI_DELIVERY_COMPLETE), 0);
 	rdm_expect_completion(&side.endpoint, side.local + 2, 0);
-	cr_assert_eq(only_connection(&side.endpoint)->direct_writes, direct_before);
+	cr_assert_eq(bolt_peer_of(only_connection(&side.endpoint))->direct_writes, direct_before);
 
 	/* The target checks the data and closes the region: the grant goes, writes to it fail. */
 	cr_assert_eq(rdm_send_value(side.socket, 1), 0);
@@ -230,7 +230,7 @@ static void writes_into_a_granted_region(struct rdm_options *options, const char
 	cr_assert_eq(fi_write(side.endpoint.ep, side.local, 4096, side.desc, side.endpoint.peer,
 			      side.remote_address, side.remote_key, side.local + 3), 0);
 	rdm_expect_completion(&side.endpoint, side.local + 3, FI_EACCES);
-	cr_assert_eq(only_connection(&side.endpoint)->direct_writes, direct_before);
+	cr_assert_eq(bolt_peer_of(only_connection(&side.endpoint))->direct_writes, direct_before);
 
 	initiator_finish(&side, options);
 }
@@ -431,7 +431,7 @@ static void writes_to_own_address(uint64_t mr_mode, const char *tag)
 	cr_assert_eq(fi_write(endpoint.ep, local + 131072, 5000, desc, endpoint.peer, base + 131072,
 			      fi_mr_key(region_mr), local + 1), 0);
 	rdm_expect_completion(&endpoint, local + 1, 0);
-	cr_assert_eq(only_connection(&endpoint)->direct_writes, 1);
+	cr_assert_eq(bolt_peer_of(only_connection(&endpoint))->direct_writes, 1);
 	cr_assert(rdm_check(region, 131072 + 5000, SEED), "the data differs");
 	/* Past the end by one byte: asks, and fails. */
 	cr_assert_eq(fi_write(endpoint.ep, local, 4096, desc, endpoint.peer, base + REGION_SIZE - 4095,
@@ -440,10 +440,10 @@ static void writes_to_own_address(uint64_t mr_mode, const char *tag)
 
 	key = fi_mr_key(region_mr);
 	cr_assert_eq(fi_close(&region_mr->fid), 0);
-	cr_assert_eq(HASH_COUNT(only_connection(&endpoint)->grants), 0);
+	cr_assert_eq(HASH_COUNT(bolt_peer_of(only_connection(&endpoint))->grants), 0);
 	cr_assert_eq(fi_write(endpoint.ep, local, 4096, desc, endpoint.peer, base, key, local + 3), 0);
 	rdm_expect_completion(&endpoint, local + 3, FI_EACCES);
-	cr_assert_eq(only_connection(&endpoint)->direct_writes, 1);
+	cr_assert_eq(bolt_peer_of(only_connection(&endpoint))->direct_writes, 1);
 	cr_assert_eq(fi_close(&local_mr->fid), 0);
 	rdm_close(&endpoint);
 	rdm_environment_cleanup(&options);

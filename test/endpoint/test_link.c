@@ -44,7 +44,7 @@ struct link_side {
 
 static struct bolt_connection *pair_connection(struct link_pair *pair)
 {
-	return bolt_container_of(pair->endpoint.ep, struct bolt_endpoint, ep_fid)->connections;
+	return bolt_container_of(pair->endpoint.ep, struct bolt_endpoint, ep_fid)->connection_manager.connections;
 }
 
 static struct bolt_link *pair_link(struct link_pair *pair)
@@ -507,14 +507,14 @@ static int far_peer(int socket, void *argument)
 static void far_peer_direct_write(struct link_pair *pair)
 {
 	struct bolt_connection *connection = pair_connection(pair);
-	uint64_t direct_writes = connection->direct_writes;
+	uint64_t direct_writes = bolt_peer_of(connection)->direct_writes;
 
-	cr_assert_eq(HASH_COUNT(connection->grants), 1, "the peer's grant came over the other port");
+	cr_assert_eq(HASH_COUNT(bolt_peer_of(connection)->grants), 1, "the peer's grant came over the other port");
 	rdm_fill(pair->written, REGION, link_seed(0, 0, 99, 2));
 	cr_assert_eq(fi_write(pair->endpoint.ep, pair->written, REGION, NULL, pair->endpoint.peer,
 			      pair->peer_address, pair->peer_key, pair->written), 0);
 	rdm_expect_completion(&pair->endpoint, pair->written, 0);
-	cr_assert_eq(connection->direct_writes, direct_writes + 1, "the write went directly");
+	cr_assert_eq(bolt_peer_of(connection)->direct_writes, direct_writes + 1, "the write went directly");
 	memset(pair->large_in, 0, REGION);
 	cr_assert_eq(fi_read(pair->endpoint.ep, pair->large_in, REGION, NULL, pair->endpoint.peer,
 			     pair->peer_address, pair->peer_key, pair->large_in), 0);

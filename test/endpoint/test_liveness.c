@@ -157,9 +157,9 @@ Test(liveness, peer_dies_with_a_rail_on_another_cable_thunderbolt_uc)
 	cr_assert_eq(fi_send(endpoint.ep, large, LARGE, NULL, endpoint.peer, NULL), 0);
 	cr_assert_eq(rdm_wait(&endpoint, &entry, &error), 0);
 	bolt = bolt_container_of(endpoint.ep, struct bolt_endpoint, ep_fid);
-	for (int waited = 0; waited < 10000 && !bolt_data_rail_striping(bolt->connections); waited += 10)
+	for (int waited = 0; waited < 10000 && !bolt_data_rail_striping(bolt->connection_manager.connections); waited += 10)
 		rdm_progress_for(&endpoint, 10);
-	cr_assert(bolt_data_rail_striping(bolt->connections), "no rail on the second cable");
+	cr_assert(bolt_data_rail_striping(bolt->connection_manager.connections), "no rail on the second cable");
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 
 	for (int i = 0; i < STRIPED_SENDS; i++)
@@ -497,10 +497,10 @@ Test(liveness, a_silent_side_channel_client_is_dropped)
 	cr_assert_eq(connect(fd, (struct sockaddr *) &address, sizeof(address)), 0);
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	rdm_progress_for(&endpoint, 200);
-	cr_assert_not_null(bolt->accepted, "not even accepted");
-	while (bolt->accepted && liveness_elapsed_ms(&start) < 5000.0)
+	cr_assert_not_null(bolt->connection_manager.accepted, "not even accepted");
+	while (bolt->connection_manager.accepted && liveness_elapsed_ms(&start) < 5000.0)
 		rdm_progress_for(&endpoint, 50);
-	cr_assert_null(bolt->accepted, "kept a client that never said hello");
+	cr_assert_null(bolt->connection_manager.accepted, "kept a client that never said hello");
 	cr_expect_geq(liveness_elapsed_ms(&start), 1900.0, "dropped before its 2 s");
 	cr_assert_eq(recv(fd, &byte, 1, 0), 0, "its socket is still open");
 	close(fd);

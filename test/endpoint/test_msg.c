@@ -467,8 +467,8 @@ static size_t unexpected_kept(struct rdm_endpoint *endpoint)
 	struct bolt_connection *connection, *next;
 	size_t kept = 0;
 
-	HASH_ITER(hh, bolt_endpoint->connections, connection, next)
-		kept += connection->unexpected_bytes;
+	HASH_ITER(hh, bolt_endpoint->connection_manager.connections, connection, next)
+		kept += bolt_peer_of(connection)->unexpected_bytes;
 	return kept;
 }
 

@@ -49,8 +49,8 @@ static struct bolt_connection *connection_to(struct rdm_endpoint *endpoint, fi_a
 	struct bolt_endpoint *bolt = bolt_container_of(endpoint->ep, struct bolt_endpoint, ep_fid);
 	struct bolt_connection *connection, *next;
 
-	HASH_ITER(hh, bolt->connections, connection, next)
-		if (bolt_connection_fi_addr(connection) == peer)
+	HASH_ITER(hh, bolt->connection_manager.connections, connection, next)
+		if (bolt_peer_fi_addr(connection) == peer)
 			return connection;
 	return NULL;
 }
@@ -61,7 +61,7 @@ static bool wait_for_grants(struct rdm_endpoint *endpoint, uint32_t count)
 	for (int waited = 0; waited < GRANT_WAIT_MS; waited += 10) {
 		struct bolt_connection *connection = connection_to(endpoint, endpoint->peer);
 
-		if (connection && connection->peer_grants_count >= count)
+		if (connection && bolt_peer_of(connection)->peer_grants_count >= count)
 			return true;
 		rdm_progress_for(endpoint, 10);
 	}
@@ -203,17 +203,17 @@ static void receive_plan(const char *profile, const char *tag, bool grants, bool
 		expect_planned(planned, buffers, i);
 	connection = connection_to(planned, planned->peer);
 	cr_assert_eq(connection->slot != 0, second_slot, "the plan ran on slot %u", connection->slot);
-	cr_assert_eq(connection->messages_arrived, MESSAGES);
-	cr_assert_eq(connection->granted_written, grants ? GRANTABLE : 0,
-		     "%" PRIu64 " messages written into granted receives", connection->granted_written);
-	cr_assert_eq(connection->granted_by_immediate, by_immediate ? GRANTABLE : 0,
-		     "%" PRIu64 " of them with immediate data", connection->granted_by_immediate);
-	cr_assert_eq(connection->granted_count, 0, "receives still granted with none posted");
+	cr_assert_eq(bolt_peer_of(connection)->messages_arrived, MESSAGES);
+	cr_assert_eq(bolt_peer_of(connection)->granted_written, grants ? GRANTABLE : 0,
+		     "%" PRIu64 " messages written into granted receives", bolt_peer_of(connection)->granted_written);
+	cr_assert_eq(bolt_peer_of(connection)->granted_by_immediate, by_immediate ? GRANTABLE : 0,
+		     "%" PRIu64 " of them with immediate data", bolt_peer_of(connection)->granted_by_immediate);
+	cr_assert_eq(bolt_peer_of(connection)->granted_count, 0, "receives still granted with none posted");
 	/* All there were, at once: as few messages as a batch allows. */
-	cr_assert_eq(connection->grant_messages,
+	cr_assert_eq(bolt_peer_of(connection)->grant_messages,
 		     grants ? (GRANTABLE_POSTED + BOLT_WIRE_RECEIVE_GRANT_BATCH - 1) /
 			      BOLT_WIRE_RECEIVE_GRANT_BATCH : 0,
-		     "%" PRIu64 " grant messages", connection->grant_messages);
+		     "%" PRIu64 " grant messages", bolt_peer_of(connection)->grant_messages);
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 	if (second_slot)
 		rdm_close(&endpoint);
@@ -336,7 +336,7 @@ static pid_t start_holder_with(struct rdm_options *options, const char *tag,
 		cr_assert(rdm_check(buffers + i * SIZE, SIZE, i));
 	}
 	cr_assert_eq(rdm_serve_until_told(endpoint, *socket, &holding), 0, "the holder got no grants");
-	cr_assert_eq(connection_to(endpoint, endpoint->peer)->granted_count, HELD_RECEIVES - 2);
+	cr_assert_eq(bolt_peer_of(connection_to(endpoint, endpoint->peer))->granted_count, HELD_RECEIVES - 2);
 	return peer;
 }
 
@@ -416,7 +416,7 @@ Test(receive_grant, another_peer_gets_them_back)
 	struct two_senders test;
 
 	two_senders_start(&test, "grant-other", 1, false);
-	cr_assert_eq(connection_to(&test.endpoint, test.endpoint.peer)->granted_count, 0,
+	cr_assert_eq(bolt_peer_of(connection_to(&test.endpoint, test.endpoint.peer))->granted_count, 0,
 		     "the holder kept its grants");
 	cr_assert_eq(rdm_send_value(test.socket, 1), 0);
 	expect_receive(&test.endpoint, test.buffers, 3, HOLDER_SEED);
@@ -492,7 +492,7 @@ Test(receive_grant, lost_granted_write_found_by_the_next_message)
 		rdm_progress_for(&endpoint, 10);
 	cr_assert_eq(connection->state, BOLT_CONNECTION_FAILED, "the loss went unseen");
 	cr_assert_eq(connection->error, FI_EIO);
-	cr_assert_eq(connection->granted_count, 0, "grants kept by a failed connection");
+	cr_assert_eq(bolt_peer_of(connection)->granted_count, 0, "grants kept by a failed connection");
 	/* Its receives went back; they are still the application's to cancel. */
 	for (size_t i = 2; i < HELD_RECEIVES; i++)
 		cr_assert_eq(fi_cancel(&endpoint.ep->fid, buffers + i * SIZE), 0);
@@ -566,7 +566,7 @@ Test(receive_grant, failing_with_grants_fails_the_shared_link)
 	planned = connection_to(&endpoint, endpoint.peer);
 	sibling = connection_to(&first, first.peer);
 	cr_assert_eq(planned->link, sibling->link, "the two connections share no link");
-	cr_assert_eq(planned->granted_count, HELD_RECEIVES - 2);
+	cr_assert_eq(bolt_peer_of(planned)->granted_count, HELD_RECEIVES - 2);
 
 	bolt_connection_fail(planned, FI_EIO, "failed by the test");
 	cr_assert_eq(sibling->state, BOLT_CONNECTION_FAILED, "the link outlived the failure");
@@ -689,12 +689,12 @@ static void receive_stream(const char *profile, const char *tag, uint32_t posted
 					    slot_message, &posted);
 	}
 	connection = connection_to(&endpoint, endpoint.peer);
-	cr_assert_eq(connection->messages_arrived, STREAM_MESSAGES);
-	cr_assert_gt(connection->granted_written, 0, "no message written into a granted receive");
+	cr_assert_eq(bolt_peer_of(connection)->messages_arrived, STREAM_MESSAGES);
+	cr_assert_gt(bolt_peer_of(connection)->granted_written, 0, "no message written into a granted receive");
 	/* Batches of one would be one grant message per message. */
-	cr_assert_geq(connection->receives_granted, least_batch * connection->grant_messages,
+	cr_assert_geq(bolt_peer_of(connection)->receives_granted, least_batch * bolt_peer_of(connection)->grant_messages,
 		      "%" PRIu64 " receives granted in %" PRIu64 " messages",
-		      connection->receives_granted, connection->grant_messages);
+		      bolt_peer_of(connection)->receives_granted, bolt_peer_of(connection)->grant_messages);
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the sender failed");
 	unsetenv("FI_BOLT_RECEIVE_GRANTS");

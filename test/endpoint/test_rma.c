@@ -56,8 +56,8 @@ static uint64_t reads_written_back(struct rdm_endpoint *endpoint)
 	struct bolt_connection *connection, *next;
 	uint64_t reads = 0;
 
-	HASH_ITER(hh, bolt->connections, connection, next)
-		reads += connection->reads_written_back;
+	HASH_ITER(hh, bolt->connection_manager.connections, connection, next)
+		reads += bolt_peer_of(connection)->reads_written_back;
 	return reads;
 }
 

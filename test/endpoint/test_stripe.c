@@ -46,7 +46,7 @@ static struct bolt_connection *only_connection(struct rdm_endpoint *endpoint)
 {
 	struct bolt_endpoint *bolt = bolt_container_of(endpoint->ep, struct bolt_endpoint, ep_fid);
 
-	return bolt->connections;
+	return bolt->connection_manager.connections;
 }
 
 /* Stripe rails of connection in state. */
@@ -202,7 +202,7 @@ static bool wait_for_rails_and_grant(struct rdm_endpoint *endpoint)
 	struct bolt_connection *connection = only_connection(endpoint);
 
 	for (int waited = 0; waited < SETTLE_MS; waited += 10) {
-		if (rails_settled(connection) && connection->grants)
+		if (rails_settled(connection) && bolt_peer_of(connection)->grants)
 			return true;
 		rdm_progress_for(endpoint, 10);
 	}
@@ -291,12 +291,12 @@ static void granted_writes(const char *profile, const char *tag)
 	cr_assert(bolt_data_rail_striping(connection));
 
 	striped = striped_bytes(&pair.endpoint, true);
-	direct = connection->direct_writes;
+	direct = bolt_peer_of(connection)->direct_writes;
 	write_range(&pair, FIRST_WRITE, DIRECT_WRITE);
-	cr_assert_eq(connection->direct_writes, direct + 1, "a write below the threshold asked");
+	cr_assert_eq(bolt_peer_of(connection)->direct_writes, direct + 1, "a write below the threshold asked");
 	cr_assert_eq(striped_bytes(&pair.endpoint, true), striped);
 	write_range(&pair, FIRST_WRITE + DIRECT_WRITE, STRIPED_WRITE);
-	cr_assert_eq(connection->direct_writes, direct + 1, "a write above the threshold went direct");
+	cr_assert_eq(bolt_peer_of(connection)->direct_writes, direct + 1, "a write above the threshold went direct");
 	cr_assert_gt(striped_bytes(&pair.endpoint, true), striped, "nothing went over the second cable");
 	region_pair_finish(&pair, "the region holds wrong data");
 }
@@ -346,7 +346,7 @@ static void striped_reads(const char *profile, const char *tag)
 		for (int waited = 0; waited < SETTLE_MS && !rails_settled(connection); waited += 10)
 			rdm_progress_for(&pair.endpoint, 10);
 	}
-	cr_assert_eq(connection->reads_written_back, 2);
+	cr_assert_eq(bolt_peer_of(connection)->reads_written_back, 2);
 	region_pair_finish(&pair, "the peer wrote nothing over the second cable");
 }
 

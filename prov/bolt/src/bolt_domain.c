@@ -12,6 +12,7 @@
 #include <sys/random.h>
 
 #include "bolt_endpoint.h"
+#include "protocol/bolt_rdma.h"
 #include "bolt_getinfo.h"
 #include "bolt_hints.h"
 #include "bolt_unsupported.h"

@@ -106,7 +106,7 @@ void bolt_endpoint_complete_receive(struct bolt_endpoint *endpoint, struct bolt_
 		free(receive);
 		return;
 	}
-	source = connection ? bolt_connection_fi_addr(connection) : FI_ADDR_NOTAVAIL;
+	source = connection ? bolt_peer_fi_addr(connection) : FI_ADDR_NOTAVAIL;
 
 	if (wire_flags & BOLT_WIRE_FLAG_REMOTE_CQ_DATA)
 		flags |= FI_REMOTE_CQ_DATA;
@@ -135,7 +135,7 @@ void bolt_endpoint_count_remote(struct bolt_endpoint *endpoint, enum bolt_counte
 
 void bolt_endpoint_progress(struct bolt_endpoint *endpoint)
 {
-	bolt_connection_progress_all(endpoint);
+	bolt_connection_progress_all(&endpoint->connection_manager);
 	bolt_collective_progress(endpoint);
 }
 
@@ -372,11 +372,11 @@ static int bolt_endpoint_listen(struct bolt_endpoint *endpoint, const struct soc
 	ret = bolt_side_channel_listen(address, length, endpoint->domain->job_key_digest, &listener);
 	if (ret)
 		return ret;
-	if (endpoint->listener.fd >= 0)
-		bolt_side_channel_listener_close(&endpoint->listener);
-	endpoint->listener = listener;
+	if (endpoint->connection_manager.listener.fd >= 0)
+		bolt_side_channel_listener_close(&endpoint->connection_manager.listener);
+	endpoint->connection_manager.listener = listener;
 	return bolt_address_from_sockaddr((struct sockaddr *) &listener.address, endpoint_id,
-					  &endpoint->address);
+					  &endpoint->connection_manager.address);
 }
 
 /*
@@ -390,15 +390,15 @@ static int bolt_endpoint_name_reachable(struct bolt_endpoint *endpoint)
 	socklen_t length;
 	int ret;
 
-	if (!bolt_address_bytes_are_zero(endpoint->address.ip, sizeof(endpoint->address.ip)))
+	if (!bolt_address_bytes_are_zero(endpoint->connection_manager.address.ip, sizeof(endpoint->connection_manager.address.ip)))
 		return 0;
 	ret = bolt_endpoint_default_sockaddr(endpoint, &address, &length);
 	if (!ret)
 		ret = bolt_address_from_sockaddr((struct sockaddr *) &address, 0, &reachable);
 	if (ret)
 		return ret;
-	endpoint->address.family = reachable.family;
-	memcpy(endpoint->address.ip, reachable.ip, sizeof(reachable.ip));
+	endpoint->connection_manager.address.family = reachable.family;
+	memcpy(endpoint->connection_manager.address.ip, reachable.ip, sizeof(reachable.ip));
 	return 0;
 }
 
@@ -434,10 +434,10 @@ static int bolt_endpoint_getname(fid_t fid, void *address, size_t *length)
 	struct bolt_endpoint *endpoint = bolt_container_of(fid, struct bolt_endpoint, ep_fid.fid);
 	size_t available = *length;
 
-	*length = sizeof(endpoint->address);
-	if (available < sizeof(endpoint->address))
+	*length = sizeof(endpoint->connection_manager.address);
+	if (available < sizeof(endpoint->connection_manager.address))
 		return -FI_ETOOSMALL;
-	memcpy(address, &endpoint->address, sizeof(endpoint->address));
+	memcpy(address, &endpoint->connection_manager.address, sizeof(endpoint->connection_manager.address));
 	return 0;
 }
 
@@ -528,10 +528,10 @@ static int bolt_endpoint_close(struct fid *fid)
 	}
 	if (endpoint->enabled)
 		DL_DELETE(domain->endpoints, endpoint);
-	bolt_connection_destroy_all(endpoint);
+	bolt_connection_destroy_all(&endpoint->connection_manager);
 	bolt_match_free_all(endpoint);
 	bolt_collective_endpoint_destroy(endpoint);
-	bolt_side_channel_listener_close(&endpoint->listener);
+	bolt_side_channel_listener_close(&endpoint->connection_manager.listener);
 	bolt_endpoint_unbind_all(endpoint);
 	bolt_domain_unlock(domain);
 	atomic_fetch_sub(&domain->child_count, 1);
@@ -593,7 +593,7 @@ int bolt_endpoint_open(struct fid_domain *domain_fid, struct fi_info *info,
 	if (!endpoint)
 		return -FI_ENOMEM;
 	endpoint->domain = domain;
-	endpoint->listener.fd = -1;
+	endpoint->connection_manager.listener.fd = -1;
 	endpoint->info = fi_dupinfo(info);
 	if (!endpoint->info) {
 		free(endpoint);
@@ -607,12 +607,15 @@ int bolt_endpoint_open(struct fid_domain *domain_fid, struct fi_info *info,
 	ret = bolt_endpoint_listen_initial(endpoint, info);
 	if (ret) {
 		/* It may have listened before finding no address peers can reach. */
-		if (endpoint->listener.fd >= 0)
-			bolt_side_channel_listener_close(&endpoint->listener);
+		if (endpoint->connection_manager.listener.fd >= 0)
+			bolt_side_channel_listener_close(&endpoint->connection_manager.listener);
 		fi_freeinfo(endpoint->info);
 		free(endpoint);
 		return ret;
 	}
+	bolt_domain_lock(domain);
+	bolt_connection_manager_start(&endpoint->connection_manager, domain, &bolt_peer_events);
+	bolt_domain_unlock(domain);
 	endpoint->ep_fid.fid.fclass = FI_CLASS_EP;
 	endpoint->ep_fid.fid.context = context;
 	endpoint->ep_fid.fid.ops = &bolt_endpoint_fi_ops;

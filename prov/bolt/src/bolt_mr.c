@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bolt_endpoint.h"
+#include "protocol/bolt_rdma.h"
 #include "bolt_unsupported.h"
 
 static bool bolt_mr_endpoint_mode(const struct bolt_domain *domain)

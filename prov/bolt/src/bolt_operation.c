@@ -123,7 +123,7 @@ ssize_t bolt_operation_transmit(struct bolt_endpoint *endpoint, const struct bol
 			goto unlock;
 		}
 	}
-	transmit->connection = bolt_connection_get(endpoint, &peer);
+	transmit->connection = bolt_connection_get(&endpoint->connection_manager, &peer);
 	if (!transmit->connection) {
 		bolt_transmit_free(transmit);
 		ret = -FI_ENOMEM;

@@ -35,6 +35,7 @@
 #define bolt_container_of(pointer, type, member) \
 	((type *) ((char *) (pointer) - offsetof(type, member)))
 
+struct bolt_connection_manager;
 struct bolt_endpoint;
 struct bolt_link;
 struct bolt_control_buffer;
@@ -80,6 +81,7 @@ struct bolt_domain {
 	bool release_held;                    /* a connection fell under its unexpected limit: links
 					       * post their held receives at the next progress */
 	struct bolt_endpoint *endpoints;      /* utlist of enabled endpoints, for progress */
+	struct bolt_connection_manager *connection_managers;   /* utlist, every endpoint's */
 	uint64_t poll_generation;             /* times the device CQs were polled empty */
 	struct bolt_mr *mrs;                  /* without FI_MR_ENDPOINT: enabled MRs by key */
 	uint64_t next_mr_key;                 /* FI_MR_PROV_KEY: the next key bolt gives */

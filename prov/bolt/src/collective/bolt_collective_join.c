@@ -80,7 +80,7 @@ static void bolt_collective_group_fail_stalled(struct bolt_collective_group *gro
 	for (int rank = 0; rank < group->size; rank++) {
 		struct bolt_connection *connection = group->members[rank].connection;
 
-		if (connection && bolt_connection_busy(connection))
+		if (connection && bolt_peer_busy(connection))
 			bolt_connection_fail(connection, FI_ECANCELED,
 					     "a closing collective group still waits for its message");
 	}
@@ -142,7 +142,7 @@ static int bolt_collective_group_members(struct bolt_collective_group *group,
 
 		if (bolt_av_lookup_address(endpoint->av, fi_addrs[rank], &member->address))
 			return -FI_EINVAL;
-		if (!memcmp(&member->address, &endpoint->address, sizeof(member->address)))
+		if (!memcmp(&member->address, &endpoint->connection_manager.address, sizeof(member->address)))
 			group->rank = rank;
 	}
 	if (group->rank < 0) {
@@ -152,7 +152,7 @@ static int bolt_collective_group_members(struct bolt_collective_group *group,
 	for (int rank = 0; rank < group->size; rank++) {
 		if (rank == group->rank)
 			continue;
-		group->members[rank].connection = bolt_connection_get(endpoint, &group->members[rank].address);
+		group->members[rank].connection = bolt_connection_get(&endpoint->connection_manager, &group->members[rank].address);
 		if (!group->members[rank].connection)
 			return -FI_ENOMEM;
 	}

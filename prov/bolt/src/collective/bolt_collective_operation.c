@@ -121,8 +121,8 @@ static void bolt_collective_detach_sends(struct bolt_collective_operation *opera
 		struct bolt_connection *connection = group->members[rank].connection;
 
 		/* Those waiting for their rendezvous answer write from the copy once it comes. */
-		if (connection && (!bolt_collective_detach_list(operation, connection->waiting) ||
-				   !bolt_collective_detach_list(operation, connection->transmits)))
+		if (connection && (!bolt_collective_detach_list(operation, bolt_peer_of(connection)->waiting) ||
+				   !bolt_collective_detach_list(operation, bolt_peer_of(connection)->transmits)))
 			bolt_connection_fail(connection, FI_ENOMEM, "no memory to copy a failed collective's send");
 	}
 }

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <utlist.h>
 
-#include "bolt_endpoint.h"
+#include "connection/bolt_connection.h"
 #include "connection/bolt_handshake.h"
 
 #define BOLT_CONNECTION_TIMEOUT_NS (10ULL * 1000000000ULL)
@@ -51,12 +51,12 @@ static bool bolt_connection_same_address(const struct bolt_address *a, const str
 static void bolt_connection_handshake_fill(const struct bolt_connection *connection,
 					   struct bolt_handshake *handshake)
 {
-	const struct bolt_domain *domain = connection->endpoint->domain;
+	const struct bolt_domain *domain = connection->manager->domain;
 	const struct bolt_link *link = connection->link;
 	struct bolt_peer_bounce peer_bounce;
 
 	memset(handshake, 0, sizeof(*handshake));
-	handshake->sender = connection->endpoint->address;
+	handshake->sender = connection->manager->address;
 	handshake->receiver = connection->peer;
 	handshake->byte_order = BOLT_HANDSHAKE_BYTE_ORDER;
 	handshake->qp_type = domain->primary.qp_type;
@@ -92,7 +92,7 @@ static struct bolt_peer_bounce bolt_connection_peer_bounce(const struct bolt_han
 }
 
 /* Why a handshake from the peer cannot be used, or NULL; with_qp: it must name a queue pair. */
-static const char *bolt_connection_handshake_check(const struct bolt_endpoint *endpoint,
+static const char *bolt_connection_handshake_check(const struct bolt_connection_manager *manager,
 						   const struct bolt_handshake *handshake,
 						   uint32_t length, bool with_qp)
 {
@@ -104,9 +104,9 @@ static const char *bolt_connection_handshake_check(const struct bolt_endpoint *e
 		return "peer of another byte order";
 	if (!bolt_address_is_valid(&handshake->sender, sizeof(handshake->sender)))
 		return "malformed sender address";
-	if (!bolt_connection_same_address(&handshake->receiver, &endpoint->address))
+	if (!bolt_connection_same_address(&handshake->receiver, &manager->address))
 		return "handshake meant for another endpoint";
-	if (handshake->qp_type != endpoint->domain->primary.qp_type)
+	if (handshake->qp_type != manager->domain->primary.qp_type)
 		return "peer uses another queue pair type";
 	if (!handshake->domain_id)
 		return "peer without a domain id";
@@ -145,7 +145,7 @@ static int bolt_connection_new_link(struct bolt_connection *connection, int port
 	struct bolt_link *link;
 	int ret;
 
-	ret = bolt_link_create(connection->endpoint->domain, port, peer_domain_id, &link);
+	ret = bolt_link_create(connection->manager->domain, port, peer_domain_id, &link);
 	if (ret)
 		return ret;
 	return bolt_link_join(link, connection, 0, slot_nonce);
@@ -159,31 +159,43 @@ static int bolt_connection_send_handshake(struct bolt_connection *connection, ui
 	return bolt_side_channel_send(&connection->stream, type, &handshake, sizeof(handshake));
 }
 
-static struct bolt_connection *bolt_connection_create(struct bolt_endpoint *endpoint,
+/* A connection to peer, with its owner's state; NULL when out of memory. */
+static struct bolt_connection *bolt_connection_create(struct bolt_connection_manager *manager,
 						      const struct bolt_address *peer)
 {
 	struct bolt_connection *connection = calloc(1, sizeof(*connection));
 
 	if (!connection)
 		return NULL;
-	connection->endpoint = endpoint;
+	connection->manager = manager;
 	connection->peer = *peer;
-	connection->fi_addr = endpoint->av ? bolt_av_reverse_lookup(endpoint->av, peer) : FI_ADDR_NOTAVAIL;
 	connection->started_ns = bolt_connection_now_ns();
 	connection->stream.fd = -1;
-	endpoint->handshakes_pending = true;
-	HASH_ADD(hh, endpoint->connections, peer, sizeof(connection->peer), connection);
+	if (manager->events->created(connection)) {
+		free(connection);
+		return NULL;
+	}
+	manager->handshakes_pending = true;
+	HASH_ADD(hh, manager->connections, peer, sizeof(connection->peer), connection);
 	return connection;
 }
 
-fi_addr_t bolt_connection_fi_addr(struct bolt_connection *connection)
+void bolt_connection_manager_start(struct bolt_connection_manager *manager, struct bolt_domain *domain,
+				   const struct bolt_connection_events *events)
 {
-	struct bolt_av *av = connection->endpoint->av;
+	manager->domain = domain;
+	manager->events = events;
+	DL_APPEND(domain->connection_managers, manager);
+}
 
-	/* The peer may be inserted after it first connected to us. */
-	if (connection->fi_addr == FI_ADDR_NOTAVAIL && av)
-		connection->fi_addr = bolt_av_reverse_lookup(av, &connection->peer);
-	return connection->fi_addr;
+bool bolt_connection_unreliable(const struct bolt_connection *connection)
+{
+	return connection->manager->domain->primary.qp_type != IBV_QPT_RC;
+}
+
+bool bolt_connection_may_write_immediate(const struct bolt_connection *connection)
+{
+	return bolt_connection_unreliable(connection) || !connection->slot;
 }
 
 /* The endpoint's own address: a queue pair connected to itself. */
@@ -194,7 +206,7 @@ static int bolt_connection_start_loopback(struct bolt_connection *connection)
 
 	connection->loopback = true;
 	/* The endpoint's own domain: a link no other connection joins. */
-	ret = bolt_connection_new_link(connection, 0, connection->endpoint->domain->domain_id, 0);
+	ret = bolt_connection_new_link(connection, 0, connection->manager->domain->domain_id, 0);
 	if (ret)
 		return ret;
 	bolt_connection_handshake_fill(connection, &self);
@@ -207,7 +219,7 @@ static int bolt_connection_start_loopback(struct bolt_connection *connection)
 
 static int bolt_connection_start_remote(struct bolt_connection *connection)
 {
-	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_connection_manager *manager = connection->manager;
 	struct sockaddr_storage address;
 	socklen_t length;
 	int ret;
@@ -216,8 +228,8 @@ static int bolt_connection_start_remote(struct bolt_connection *connection)
 	if (ret)
 		return ret;
 	ret = bolt_side_channel_connect((struct sockaddr *) &address, length,
-					bolt_side_channel_listener_scope(&endpoint->listener),
-					endpoint->domain->job_key_digest, &connection->stream);
+					bolt_side_channel_listener_scope(&manager->listener),
+					manager->domain->job_key_digest, &connection->stream);
 	if (ret)
 		return ret;
 	connection->has_stream = true;
@@ -225,19 +237,19 @@ static int bolt_connection_start_remote(struct bolt_connection *connection)
 	return bolt_connection_send_handshake(connection, BOLT_HANDSHAKE_HELLO);
 }
 
-struct bolt_connection *bolt_connection_get(struct bolt_endpoint *endpoint,
+struct bolt_connection *bolt_connection_get(struct bolt_connection_manager *manager,
 					    const struct bolt_address *peer)
 {
 	struct bolt_connection *connection;
 	int ret;
 
-	HASH_FIND(hh, endpoint->connections, peer, sizeof(*peer), connection);
+	HASH_FIND(hh, manager->connections, peer, sizeof(*peer), connection);
 	if (connection)
 		return connection;
-	connection = bolt_connection_create(endpoint, peer);
+	connection = bolt_connection_create(manager, peer);
 	if (!connection)
 		return NULL;
-	ret = bolt_connection_same_address(peer, &endpoint->address) ?
+	ret = bolt_connection_same_address(peer, &manager->address) ?
 	      bolt_connection_start_loopback(connection) :
 	      bolt_connection_start_remote(connection);
 	if (ret)
@@ -256,36 +268,13 @@ static void bolt_connection_release_device(struct bolt_connection *connection)
 	}
 }
 
-bool bolt_connection_busy(const struct bolt_connection *connection)
-{
-	return connection->transmits || connection->waiting || connection->posted ||
-	       connection->inbound.active || connection->rendezvous;
-}
-
-/*
- * Whether the peer may still write into buffers of ours: receives granted
- * it, receives answered to its rendezvous requests, and reads it was asked
- * to write back. They go back to the application when the connection fails.
- */
-static bool bolt_connection_exposes_receives(const struct bolt_connection *connection)
-{
-	const struct bolt_transmit *transmit;
-
-	if (connection->granted_count || connection->rendezvous)
-		return true;
-	DL_FOREACH(connection->posted, transmit)
-		if (transmit->op == BOLT_WIRE_READ_REQUEST &&
-		    (transmit->wire_flags & BOLT_WIRE_FLAG_WRITE_BACK))
-			return true;
-	return false;
-}
-
 void bolt_connection_fail(struct bolt_connection *connection, int error, const char *why)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_domain *domain = connection->manager->domain;
+	const struct bolt_connection_events *events = connection->manager->events;
 	struct bolt_link *link = connection->link;
 	char text[INET6_ADDRSTRLEN] = "?";
-	bool waiting = bolt_connection_busy(connection);
+	bool waiting = events->busy(connection);
 
 	if (connection->state == BOLT_CONNECTION_FAILED)
 		return;
@@ -295,7 +284,7 @@ void bolt_connection_fail(struct bolt_connection *connection, int error, const c
 	 * the link's queue pair up, the link fails with this one, so that nothing
 	 * lands in memory the application has back.
 	 */
-	if (link && link->users > 1 && !link->failing && bolt_connection_exposes_receives(connection)) {
+	if (link && link->users > 1 && !link->failing && events->exposes_memory(connection)) {
 		bolt_link_fail(link, error, why);
 		if (connection->state == BOLT_CONNECTION_FAILED)
 			return;
@@ -305,32 +294,26 @@ void bolt_connection_fail(struct bolt_connection *connection, int error, const c
 	/* A peer that leaves when nothing waits on it is how every job ends. */
 	FI_LOG(&bolt_prov, waiting ? FI_LOG_WARN : FI_LOG_INFO, FI_LOG_EP_CTRL,
 	       "connection from port %u to %s port %u failed: %s (state %d, slot %u of a link with %d connections, %u credits, %d sends in flight, %s operations waiting, %u free buffers)\n",
-	       ntohs(connection->endpoint->address.port), text, ntohs(connection->peer.port), why,
+	       ntohs(connection->manager->address.port), text, ntohs(connection->peer.port), why,
 	       connection->state, connection->slot, link ? link->users : 0,
 	       link ? link->send_credits : 0, link ? link->outstanding_sends : 0,
 	       waiting ? "some" : "no", domain->control_pool.free_count);
 	connection->state = BOLT_CONNECTION_FAILED;
 	connection->error = error ? error : FI_EIO;
 	bolt_connection_release_device(connection);
-	bolt_rendezvous_release(connection, connection->error);
-	bolt_receive_grant_release(connection, true);
 	connection->reclaim_pending = true;
 	connection->failed_generation = domain->poll_generation;
-	bolt_transmit_fail_all(connection);
-	bolt_direct_write_forget_all(connection);
-	bolt_match_connection_failed(connection);
+	events->failed(connection);
 }
 
-void bolt_connection_destroy(struct bolt_connection *connection)
+/* Undoes bolt_connection_create, the device side released first. */
+static void bolt_connection_destroy(struct bolt_connection *connection)
 {
-	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_connection_manager *manager = connection->manager;
 
 	bolt_connection_release_device(connection);
-	bolt_rendezvous_release(connection, 0);
-	bolt_receive_grant_release(connection, false);
-	bolt_transmit_discard_all(connection);
-	bolt_direct_write_forget_all(connection);
-	HASH_DEL(endpoint->connections, connection);
+	manager->events->destroyed(connection);
+	HASH_DEL(manager->connections, connection);
 	free(connection);
 }
 
@@ -364,7 +347,7 @@ static void bolt_connection_answer(struct bolt_connection *connection, uint64_t 
 
 	bolt_link_leave(connection);
 	if (!new_link)
-		link = bolt_link_find_joinable(connection->endpoint->domain, peer_domain_id);
+		link = bolt_link_find_joinable(connection->manager->domain, peer_domain_id);
 	if (link && !link->established) {
 		connection->peer_domain_id = peer_domain_id;
 		connection->state = BOLT_CONNECTION_WAITING_LINK;
@@ -391,20 +374,20 @@ static void bolt_connection_answer(struct bolt_connection *connection, uint64_t 
 }
 
 /* The peer said hello on a side channel we accepted: answer it, or drop it. */
-static void bolt_connection_answer_hello(struct bolt_endpoint *endpoint,
+static void bolt_connection_answer_hello(struct bolt_connection_manager *manager,
 					 struct bolt_accepted *accepted,
 					 const struct bolt_handshake *hello)
 {
 	struct bolt_connection *connection;
 
-	HASH_FIND(hh, endpoint->connections, &hello->sender, sizeof(hello->sender), connection);
+	HASH_FIND(hh, manager->connections, &hello->sender, sizeof(hello->sender), connection);
 	if (connection && connection->state == BOLT_CONNECTION_CONNECTING &&
-	    memcmp(&hello->sender, &endpoint->address, sizeof(hello->sender)) > 0)
+	    memcmp(&hello->sender, &manager->address, sizeof(hello->sender)) > 0)
 		return;         /* both connect at once, and ours wins: the peer answers us */
 	if (connection && connection->state != BOLT_CONNECTION_CONNECTING)
 		return;         /* a second hello for a live or failed connection */
 	if (!connection) {
-		connection = bolt_connection_create(endpoint, &hello->sender);
+		connection = bolt_connection_create(manager, &hello->sender);
 		if (!connection)
 			return;
 	} else {
@@ -420,22 +403,24 @@ static void bolt_connection_answer_hello(struct bolt_endpoint *endpoint,
 
 static void bolt_connection_established(struct bolt_connection *connection)
 {
+	const struct bolt_connection_events *events = connection->manager->events;
+
 	/* The first connection of a link is established once both ends are connected. */
 	connection->link->established = true;
 	connection->link->probing = false;
 	connection->state = BOLT_CONNECTION_ESTABLISHED;
 	/* Operations started before the link was known counted on the domain's own port. */
 	if (!bolt_link_on_own_ports(connection->link)) {
-		bolt_transmit_other_ports(connection);
+		events->link_moved(connection);
 		bolt_data_rail_link_moved(connection);
 	}
-	bolt_transmit_progress(connection);
+	events->can_send(connection);
 }
 
 /* Whether a new link between these two ends needs a probe: one end has several ports. */
 static bool bolt_connection_probes(const struct bolt_connection *connection)
 {
-	return bolt_link_port_count(connection->endpoint->domain) > 1 ||
+	return bolt_link_port_count(connection->manager->domain) > 1 ||
 	       connection->peer_port_count > 1;
 }
 
@@ -460,7 +445,7 @@ static void bolt_connection_try_next_ports(struct bolt_connection *connection, i
 {
 	bolt_link_leave(connection);
 	connection->attempt += ports;
-	if (connection->attempt >= bolt_link_port_count(connection->endpoint->domain) *
+	if (connection->attempt >= bolt_link_port_count(connection->manager->domain) *
 				   connection->peer_port_count) {
 		bolt_connection_fail(connection, FI_EHOSTUNREACH, "no port of ours reaches one of the peer's");
 		return;
@@ -500,7 +485,7 @@ static void bolt_connection_handle_new_link(struct bolt_connection *connection,
 static void bolt_connection_handle_reply(struct bolt_connection *connection,
 					 const struct bolt_handshake *reply)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_domain *domain = connection->manager->domain;
 	struct bolt_link *link;
 	int ret;
 
@@ -533,7 +518,7 @@ static void bolt_connection_handle_connected(struct bolt_connection *connection)
 	}
 	connection->probe_nonce = (uint32_t) rand() | 1u;
 	connection->link->probing = true;
-	ret = bolt_transmit_probe(connection, connection->probe_nonce);
+	ret = bolt_link_send_probe(connection, connection->probe_nonce);
 	if (!ret)
 		ret = bolt_connection_send_word(connection, BOLT_HANDSHAKE_PROBE_SENT, connection->probe_nonce);
 	if (ret) {
@@ -556,7 +541,7 @@ static const char *bolt_connection_handle_ready(struct bolt_connection *connecti
 		bolt_connection_established(connection);
 		return NULL;
 	}
-	problem = bolt_connection_handshake_check(connection->endpoint, ready, length, true);
+	problem = bolt_connection_handshake_check(connection->manager, ready, length, true);
 	if (problem)
 		return problem;
 	connection->link->probing = bolt_connection_probes(connection);
@@ -605,8 +590,8 @@ static void bolt_connection_handle_probe_sent(struct bolt_connection *connection
 	uint64_t now = bolt_connection_now_ns();
 
 	connection->probe_nonce = nonce;
-	connection->probe_deadline_ns = now + (uint64_t) connection->endpoint->domain->fabric->params.rail_probe_timeout * 1000000ULL;
-	bolt_domain_poll_device(connection->endpoint->domain);
+	connection->probe_deadline_ns = now + (uint64_t) connection->manager->domain->fabric->params.rail_probe_timeout * 1000000ULL;
+	bolt_domain_poll_device(connection->manager->domain);
 	/* The poll may have failed the connection, and taken its link (a bad completion). */
 	if (connection->state == BOLT_CONNECTION_FAILED)
 		return;
@@ -638,7 +623,7 @@ static void bolt_connection_handle(struct bolt_connection *connection, uint16_t 
 	if (length == sizeof(word))
 		memcpy(&word, handshake, sizeof(word));
 	if (type == BOLT_HANDSHAKE_REPLY && connection->state == BOLT_CONNECTION_CONNECTING) {
-		problem = bolt_connection_handshake_check(connection->endpoint, handshake, length, true);
+		problem = bolt_connection_handshake_check(connection->manager, handshake, length, true);
 		if (!problem && !bolt_connection_same_address(&handshake->sender, &connection->peer))
 			problem = "reply from another endpoint";
 		if (!problem && !handshake->peer_qpn && handshake->slot)
@@ -659,7 +644,7 @@ static void bolt_connection_handle(struct bolt_connection *connection, uint16_t 
 		if (!problem)
 			return;
 	} else if (type == BOLT_HANDSHAKE_HELLO && connection->state == BOLT_CONNECTION_WAITING_READY) {
-		problem = bolt_connection_handshake_check(connection->endpoint, handshake, length, false);
+		problem = bolt_connection_handshake_check(connection->manager, handshake, length, false);
 		if (!problem && (!handshake->new_link ||
 				 !bolt_connection_same_address(&handshake->sender, &connection->peer)))
 			problem = "a second hello that asks for no new link";
@@ -693,7 +678,7 @@ static void bolt_connection_handle(struct bolt_connection *connection, uint16_t 
 static bool bolt_connection_lost_crossing(const struct bolt_connection *connection)
 {
 	return connection->state == BOLT_CONNECTION_CONNECTING && connection->stream.reached &&
-	       memcmp(&connection->endpoint->address, &connection->peer, sizeof(connection->peer)) > 0;
+	       memcmp(&connection->manager->address, &connection->peer, sizeof(connection->peer)) > 0;
 }
 
 static void bolt_connection_progress_stream(struct bolt_connection *connection)
@@ -720,7 +705,7 @@ static void bolt_connection_progress_stream(struct bolt_connection *connection)
 	if (ret == -FI_ECONNRESET) {
 		/* What the peer sent before it closed is in the device CQ by now, maybe
 		 * still unread: deliver it before the connection fails. */
-		bolt_domain_poll_device(connection->endpoint->domain);
+		bolt_domain_poll_device(connection->manager->domain);
 		bolt_connection_fail(connection, FI_EIO, "the peer closed its side channel: it is gone");
 	} else
 		bolt_connection_fail(connection, FI_EPROTO, "malformed side channel message");
@@ -730,27 +715,27 @@ static void bolt_connection_progress_stream(struct bolt_connection *connection)
  * Runs every watch interval, and mostly finds no one: not zeroed, since an
  * accept initialises the whole stream and its buffers are filled before use.
  */
-static void bolt_connection_accept_all(struct bolt_endpoint *endpoint, uint64_t now_ns)
+static void bolt_connection_accept_all(struct bolt_connection_manager *manager, uint64_t now_ns)
 {
 	struct bolt_accepted *accepted = malloc(sizeof(*accepted));
 
-	while (accepted && !bolt_side_channel_accept(&endpoint->listener, &accepted->stream)) {
+	while (accepted && !bolt_side_channel_accept(&manager->listener, &accepted->stream)) {
 		accepted->deadline_ns = now_ns + BOLT_CONNECTION_HELLO_NS;
-		DL_APPEND(endpoint->accepted, accepted);
+		DL_APPEND(manager->accepted, accepted);
 		accepted = malloc(sizeof(*accepted));
 	}
 	free(accepted);
 }
 
-static void bolt_connection_free_accepted(struct bolt_endpoint *endpoint, struct bolt_accepted *accepted)
+static void bolt_connection_free_accepted(struct bolt_connection_manager *manager, struct bolt_accepted *accepted)
 {
-	DL_DELETE(endpoint->accepted, accepted);
+	DL_DELETE(manager->accepted, accepted);
 	bolt_side_channel_stream_close(&accepted->stream);
 	free(accepted);
 }
 
 /* Side channels accepted but not yet attached to a connection: wait for their hello. */
-static void bolt_connection_progress_accepted(struct bolt_endpoint *endpoint, uint64_t now_ns)
+static void bolt_connection_progress_accepted(struct bolt_connection_manager *manager, uint64_t now_ns)
 {
 	struct bolt_accepted *accepted, *next;
 	struct bolt_handshake hello;
@@ -758,33 +743,33 @@ static void bolt_connection_progress_accepted(struct bolt_endpoint *endpoint, ui
 	uint16_t type;
 	int ret;
 
-	DL_FOREACH_SAFE(endpoint->accepted, accepted, next) {
+	DL_FOREACH_SAFE(manager->accepted, accepted, next) {
 		bolt_side_channel_progress(&accepted->stream);
 		ret = bolt_side_channel_receive(&accepted->stream, &type, &hello, sizeof(hello), &length);
 		/* A client that says nothing is no peer: it would hold a socket and memory for good. */
 		if (ret == -FI_EAGAIN && now_ns < accepted->deadline_ns)
 			continue;
 		if (!ret && type == BOLT_HANDSHAKE_HELLO &&
-		    !bolt_connection_handshake_check(endpoint, &hello, length, false))
-			bolt_connection_answer_hello(endpoint, accepted, &hello);
+		    !bolt_connection_handshake_check(manager, &hello, length, false))
+			bolt_connection_answer_hello(manager, accepted, &hello);
 		else
 			FI_INFO(&bolt_prov, FI_LOG_EP_CTRL, "dropped a side channel that did not say hello\n");
-		bolt_connection_free_accepted(endpoint, accepted);
+		bolt_connection_free_accepted(manager, accepted);
 	}
 }
 
 /* Room for count entries in the endpoint's poll set; false if there is none. */
-static bool bolt_connection_reserve_polls(struct bolt_endpoint *endpoint, size_t count)
+static bool bolt_connection_reserve_polls(struct bolt_connection_manager *manager, size_t count)
 {
 	struct pollfd *polls;
 
-	if (count <= endpoint->side_channel_poll_capacity)
+	if (count <= manager->side_channel_poll_capacity)
 		return true;
-	polls = realloc(endpoint->side_channel_polls, count * sizeof(*polls));
+	polls = realloc(manager->side_channel_polls, count * sizeof(*polls));
 	if (!polls)
 		return false;
-	endpoint->side_channel_polls = polls;
-	endpoint->side_channel_poll_capacity = count;
+	manager->side_channel_polls = polls;
+	manager->side_channel_poll_capacity = count;
 	return true;
 }
 
@@ -804,7 +789,7 @@ static bool bolt_connection_add_poll(struct pollfd *entry, const struct bolt_sid
  * every watch: about 1 % of a busy sender's time with a single peer, more
  * with a collective's many. When unsure (no memory, poll failed), false.
  */
-static bool bolt_connection_side_channels_quiet(struct bolt_endpoint *endpoint)
+static bool bolt_connection_side_channels_quiet(struct bolt_connection_manager *manager)
 {
 	struct bolt_connection *connection, *next;
 	struct bolt_accepted *accepted;
@@ -812,17 +797,17 @@ static bool bolt_connection_side_channels_quiet(struct bolt_endpoint *endpoint)
 	size_t count = 1;
 	bool quiet = true;
 
-	DL_FOREACH(endpoint->accepted, accepted)
+	DL_FOREACH(manager->accepted, accepted)
 		count++;
-	count += HASH_COUNT(endpoint->connections);
-	if (!bolt_connection_reserve_polls(endpoint, count))
+	count += HASH_COUNT(manager->connections);
+	if (!bolt_connection_reserve_polls(manager, count))
 		return false;
-	polls = endpoint->side_channel_polls;
-	polls[0] = (struct pollfd) { .fd = endpoint->listener.fd, .events = POLLIN };
+	polls = manager->side_channel_polls;
+	polls[0] = (struct pollfd) { .fd = manager->listener.fd, .events = POLLIN };
 	count = 1;
-	DL_FOREACH(endpoint->accepted, accepted)
+	DL_FOREACH(manager->accepted, accepted)
 		quiet &= bolt_connection_add_poll(&polls[count++], &accepted->stream);
-	HASH_ITER(hh, endpoint->connections, connection, next)
+	HASH_ITER(hh, manager->connections, connection, next)
 		if (connection->has_stream)
 			quiet &= bolt_connection_add_poll(&polls[count++], &connection->stream);
 	return quiet && poll(polls, (nfds_t) count, 0) == 0;
@@ -835,32 +820,32 @@ static bool bolt_connection_handshaking(const struct bolt_connection *connection
 	       connection->state != BOLT_CONNECTION_FAILED;
 }
 
-void bolt_connection_progress_all(struct bolt_endpoint *endpoint)
+void bolt_connection_progress_all(struct bolt_connection_manager *manager)
 {
-	struct bolt_domain *domain = endpoint->domain;
+	struct bolt_domain *domain = manager->domain;
 	struct bolt_connection *connection, *next;
 	bool watch, streams_quiet = false;
 	uint64_t now;
 
 	if (domain->release_held)
-		bolt_receive_release_held(domain);
+		bolt_link_receive_release_held(domain);
 	now = bolt_connection_now_ns();
-	watch = endpoint->handshakes_pending ||
-		now >= endpoint->side_channels_watched_ns + BOLT_CONNECTION_WATCH_INTERVAL_NS;
+	watch = manager->handshakes_pending ||
+		now >= manager->side_channels_watched_ns + BOLT_CONNECTION_WATCH_INTERVAL_NS;
 	if (watch) {
-		endpoint->side_channels_watched_ns = now;
-		streams_quiet = bolt_connection_side_channels_quiet(endpoint);
+		manager->side_channels_watched_ns = now;
+		streams_quiet = bolt_connection_side_channels_quiet(manager);
 	}
 	if (watch && !streams_quiet)
-		bolt_connection_accept_all(endpoint, now);
+		bolt_connection_accept_all(manager, now);
 	/* A quiet one may be late with its hello: it goes then. */
-	if (watch && (!streams_quiet || endpoint->accepted)) {
-		bolt_connection_progress_accepted(endpoint, now);
+	if (watch && (!streams_quiet || manager->accepted)) {
+		bolt_connection_progress_accepted(manager, now);
 		/* After accepting: connections created just now must not look older. */
 		now = bolt_connection_now_ns();
 	}
-	endpoint->handshakes_pending = endpoint->accepted != NULL;
-	HASH_ITER(hh, endpoint->connections, connection, next) {
+	manager->handshakes_pending = manager->accepted != NULL;
+	HASH_ITER(hh, manager->connections, connection, next) {
 		if (connection->has_stream && watch) {
 			if (!streams_quiet)
 				bolt_connection_progress_stream(connection);
@@ -872,7 +857,7 @@ void bolt_connection_progress_all(struct bolt_endpoint *endpoint)
 		if (connection->state == BOLT_CONNECTION_WAITING_PROBE)
 			bolt_connection_check_probe(connection, now);
 		if (bolt_connection_handshaking(connection))
-			endpoint->handshakes_pending = true;
+			manager->handshakes_pending = true;
 		if (bolt_connection_handshaking(connection) &&
 		    now > connection->started_ns + BOLT_CONNECTION_TIMEOUT_NS)
 			bolt_connection_fail(connection, FI_ETIMEDOUT, "no answer from the peer");
@@ -887,14 +872,14 @@ void bolt_connection_progress_all(struct bolt_endpoint *endpoint)
 			connection->reclaim_pending = false;
 		}
 		if (connection->state == BOLT_CONNECTION_ESTABLISHED)
-			bolt_transmit_progress(connection);
+			manager->events->can_send(connection);
 	}
 }
 
 /* Closing the endpoint: the CQ is polled empty after the QPs are gone, then buffers return. */
-void bolt_connection_destroy_all(struct bolt_endpoint *endpoint)
+void bolt_connection_destroy_all(struct bolt_connection_manager *manager)
 {
-	struct bolt_domain *domain = endpoint->domain;
+	struct bolt_domain *domain = manager->domain;
 	struct bolt_connection *connection, *next;
 	struct bolt_accepted *accepted, *next_accepted;
 
@@ -903,18 +888,21 @@ void bolt_connection_destroy_all(struct bolt_endpoint *endpoint)
 	 * before the QP went) find their connection gone: as after a failure,
 	 * their buffers return and nothing is posted again.
 	 */
-	HASH_ITER(hh, endpoint->connections, connection, next) {
+	HASH_ITER(hh, manager->connections, connection, next) {
 		connection->state = BOLT_CONNECTION_FAILED;
 		bolt_connection_release_device(connection);
 	}
 	bolt_domain_poll_device(domain);
-	HASH_ITER(hh, endpoint->connections, connection, next) {
+	HASH_ITER(hh, manager->connections, connection, next) {
 		bolt_control_buffer_reclaim(domain, connection);
 		bolt_connection_destroy(connection);
 	}
-	DL_FOREACH_SAFE(endpoint->accepted, accepted, next_accepted)
-		bolt_connection_free_accepted(endpoint, accepted);
-	free(endpoint->side_channel_polls);
-	endpoint->side_channel_polls = NULL;
-	endpoint->side_channel_poll_capacity = 0;
+	DL_FOREACH_SAFE(manager->accepted, accepted, next_accepted)
+		bolt_connection_free_accepted(manager, accepted);
+	free(manager->side_channel_polls);
+	manager->side_channel_polls = NULL;
+	manager->side_channel_poll_capacity = 0;
+	if (manager->domain)
+		DL_DELETE(manager->domain->connection_managers, manager);
+	manager->domain = NULL;
 }

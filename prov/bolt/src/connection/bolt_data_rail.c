@@ -29,7 +29,7 @@
 #include <string.h>
 #include <utlist.h>
 
-#include "bolt_endpoint.h"
+#include "connection/bolt_connection.h"
 #include "rails/bolt_qp.h"
 
 #define BOLT_DATA_RAIL_NS_PER_MS 1000000ULL
@@ -41,7 +41,7 @@ static bool bolt_data_rail_is_stripe(uint64_t index)
 
 static bool bolt_data_rail_we_win(const struct bolt_connection *connection)
 {
-	return memcmp(&connection->peer, &connection->endpoint->address, sizeof(connection->peer)) > 0;
+	return memcmp(&connection->peer, &connection->manager->address, sizeof(connection->peer)) > 0;
 }
 
 /* The number of the port the connection's link is on: the domain's own until it has one. */
@@ -58,7 +58,7 @@ static int bolt_data_rail_link_port(const struct bolt_connection *connection)
 static struct bolt_rail_port *bolt_data_rail_port(struct bolt_connection *connection,
 						  uint64_t index, uint64_t stripe)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_domain *domain = connection->manager->domain;
 	int link_port = bolt_data_rail_link_port(connection);
 
 	if (!bolt_data_rail_is_stripe(index))
@@ -71,7 +71,7 @@ static struct bolt_rail_port *bolt_data_rail_port(struct bolt_connection *connec
 static bool bolt_data_rail_port_taken(const struct bolt_connection *connection, uint64_t index,
 				      const struct bolt_rail_port *port)
 {
-	return bolt_data_rail_is_stripe(index) && port != &connection->endpoint->domain->primary &&
+	return bolt_data_rail_is_stripe(index) && port != &connection->manager->domain->primary &&
 	       bolt_rail_port_claimed(port);
 }
 
@@ -79,7 +79,7 @@ static bool bolt_data_rail_port_taken(const struct bolt_connection *connection, 
 static bool bolt_data_rail_create_qp(struct bolt_connection *connection, struct bolt_data_rail *rail,
 				     struct bolt_rail_port *port)
 {
-	struct bolt_verbs *verbs = &connection->endpoint->domain->fabric->verbs;
+	struct bolt_verbs *verbs = &connection->manager->domain->fabric->verbs;
 	/* A stripe rail's probe takes a send queue entry ahead of the stripes. */
 	uint32_t depth = (uint32_t) port->budget.queue_depth + 1;
 
@@ -106,7 +106,7 @@ static bool bolt_data_rail_create_qp(struct bolt_connection *connection, struct 
 static void bolt_data_rail_destroy(struct bolt_connection *connection, struct bolt_data_rail *rail)
 {
 	if (rail->qp) {
-		connection->endpoint->domain->fabric->verbs.destroy_qp(rail->qp);
+		connection->manager->domain->fabric->verbs.destroy_qp(rail->qp);
 		rail->qp = NULL;
 		rail->port->qp_count--;
 	}
@@ -124,7 +124,7 @@ static int bolt_data_rail_connect(struct bolt_connection *connection, struct bol
 	};
 
 	local.psn = rail->psn;
-	return bolt_qp_connect(&connection->endpoint->domain->fabric->verbs, rail->qp, &local, &remote);
+	return bolt_qp_connect(&connection->manager->domain->fabric->verbs, rail->qp, &local, &remote);
 }
 
 /*
@@ -135,27 +135,24 @@ static void bolt_data_rail_send(struct bolt_connection *connection, enum bolt_wi
 				uint64_t index, uint32_t status)
 {
 	struct bolt_data_rail *rail = &connection->data_rails[index];
-	/* request_id names the rail. */
-	struct bolt_transmit *transmit = bolt_transmit_internal(connection, op, index, status);
+	/* request_id names the rail, cq_data holds the status. */
+	struct bolt_wire_header header = { .op = (uint8_t) op, .request_id = index, .cq_data = status };
 	bool carries_qp = op == BOLT_WIRE_RAIL_REQUEST || op == BOLT_WIRE_RAIL_ANSWER;
+	size_t payload_length = 0;
 
-	if (!transmit)
-		return;
 	if (carries_qp && !status) {
-		transmit->remote_address = rail->qp->qp_num;
-		transmit->remote_key = rail->psn;
+		header.address = rail->qp->qp_num;
+		header.key = rail->psn;
 	}
 	if (bolt_data_rail_is_stripe(index)) {
-		transmit->tag = op == BOLT_WIRE_RAIL_REQUEST ? (uint64_t) rail->candidate + 1 :
-			       rail->probe_nonce;
-		if (carries_qp && !status &&
-		    bolt_transmit_attach(transmit, rail->port->gid.raw, sizeof(rail->port->gid.raw))) {
-			bolt_transmit_free(transmit);
-			bolt_connection_fail(connection, FI_ENOMEM, "no memory for a protocol message");
-			return;
-		}
+		header.tag = op == BOLT_WIRE_RAIL_REQUEST ? (uint64_t) rail->candidate + 1 :
+			     rail->probe_nonce;
+		if (carries_qp && !status)
+			payload_length = sizeof(rail->port->gid.raw);
 	}
-	bolt_transmit_start(transmit);
+	/* Queued behind what the connection sends already, as the peer must see it. */
+	connection->manager->events->send(connection, &header, rail->port ? rail->port->gid.raw : NULL,
+					  payload_length);
 }
 
 /* Asks for rail index on port: makes our queue pair, sends the request. */
@@ -264,7 +261,7 @@ static struct bolt_rail_port *bolt_data_rail_answer_port(struct bolt_connection 
 /* Answerer, stripe rail: a receive for the probe, and the nonce it must carry. */
 static int bolt_data_rail_await_probe(struct bolt_connection *connection, struct bolt_data_rail *rail)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_domain *domain = connection->manager->domain;
 	struct ibv_recv_wr wr = { .wr_id = (uintptr_t) &domain->rail_probe };
 	struct ibv_recv_wr *bad_wr;
 
@@ -275,7 +272,7 @@ static int bolt_data_rail_await_probe(struct bolt_connection *connection, struct
 	return domain->fabric->verbs.post_recv(rail->qp, &wr, &bad_wr);
 }
 
-void bolt_data_rail_requested(struct bolt_connection *connection, const struct bolt_wire_header *header,
+static void bolt_data_rail_requested(struct bolt_connection *connection, const struct bolt_wire_header *header,
 			      const char *payload)
 {
 	const char *problem = bolt_data_rail_check(header, true);
@@ -320,7 +317,7 @@ void bolt_data_rail_requested(struct bolt_connection *connection, const struct b
 /* Asker, stripe rail: the probe, a SEND of no bytes whose immediate data is the nonce. */
 static int bolt_data_rail_probe(struct bolt_connection *connection, struct bolt_data_rail *rail)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_domain *domain = connection->manager->domain;
 	struct ibv_send_wr wr = {
 		.wr_id = (uintptr_t) &domain->rail_probe,
 		.opcode = IBV_WR_SEND_WITH_IMM,
@@ -332,7 +329,7 @@ static int bolt_data_rail_probe(struct bolt_connection *connection, struct bolt_
 	return domain->fabric->verbs.post_send(rail->qp, &wr, &bad_wr);
 }
 
-void bolt_data_rail_answered(struct bolt_connection *connection, const struct bolt_wire_header *header,
+static void bolt_data_rail_answered(struct bolt_connection *connection, const struct bolt_wire_header *header,
 			     const char *payload)
 {
 	const char *problem = bolt_data_rail_check(header, true);
@@ -384,12 +381,12 @@ void bolt_data_rail_answered(struct bolt_connection *connection, const struct bo
 /* Answerer: the stripe rail of the connections of domain waiting for the probe wc brought. */
 static void bolt_data_rail_probe_arrived(struct bolt_domain *domain, const struct ibv_wc *wc)
 {
-	struct bolt_endpoint *endpoint;
+	struct bolt_connection_manager *manager;
 
-	DL_FOREACH(domain->endpoints, endpoint) {
+	DL_FOREACH(domain->connection_managers, manager) {
 		struct bolt_connection *connection, *next;
 
-		HASH_ITER(hh, endpoint->connections, connection, next)
+		HASH_ITER(hh, manager->connections, connection, next)
 			for (int index = BOLT_MAX_DATA_RAILS; index < BOLT_MAX_CONNECTION_RAILS; index++) {
 				struct bolt_data_rail *rail = &connection->data_rails[index];
 
@@ -439,7 +436,7 @@ static struct bolt_data_rail *bolt_data_rail_probe_subject(struct bolt_connectio
 	return &connection->data_rails[header->request_id];
 }
 
-void bolt_data_rail_probed(struct bolt_connection *connection, const struct bolt_wire_header *header)
+static void bolt_data_rail_probed(struct bolt_connection *connection, const struct bolt_wire_header *header)
 {
 	struct bolt_data_rail *rail = bolt_data_rail_probe_subject(connection, header);
 
@@ -458,7 +455,7 @@ void bolt_data_rail_probed(struct bolt_connection *connection, const struct bolt
 	bolt_data_rail_send(connection, BOLT_WIRE_RAIL_READY, header->request_id, 0);
 }
 
-void bolt_data_rail_probe_sent(struct bolt_connection *connection, const struct bolt_wire_header *header)
+static void bolt_data_rail_probe_sent(struct bolt_connection *connection, const struct bolt_wire_header *header)
 {
 	struct bolt_data_rail *rail = bolt_data_rail_probe_subject(connection, header);
 
@@ -466,11 +463,11 @@ void bolt_data_rail_probe_sent(struct bolt_connection *connection, const struct 
 	if (!rail || rail->state != BOLT_DATA_RAIL_AWAITING_PROBE || rail->probe_nonce != header->tag)
 		return;
 	rail->probe_deadline_ns = bolt_connection_now_ns() +
-				  (uint64_t) connection->endpoint->domain->fabric->params.rail_probe_timeout *
+				  (uint64_t) connection->manager->domain->fabric->params.rail_probe_timeout *
 				  BOLT_DATA_RAIL_NS_PER_MS;
 }
 
-void bolt_data_rail_peer_ready(struct bolt_connection *connection, const struct bolt_wire_header *header)
+static void bolt_data_rail_peer_ready(struct bolt_connection *connection, const struct bolt_wire_header *header)
 {
 	struct bolt_data_rail *rail = bolt_data_rail_probe_subject(connection, header);
 
@@ -540,7 +537,7 @@ int bolt_data_rail_post_write(struct bolt_connection *connection, int index,
 	record->connection = connection;
 	record->data_rail = index;
 	record->posted = true;
-	ret = connection->endpoint->domain->fabric->verbs.post_send(rail->qp, &wr, &bad_wr);
+	ret = connection->manager->domain->fabric->verbs.post_send(rail->qp, &wr, &bad_wr);
 	if (ret) {
 		record->posted = false;
 		return ret;
@@ -561,7 +558,7 @@ int bolt_data_rail_post_receive(struct bolt_connection *connection, int index,
 	record->connection = connection;
 	record->data_rail = index;
 	record->posted = true;
-	ret = connection->endpoint->domain->fabric->verbs.post_recv(connection->data_rails[index].qp,
+	ret = connection->manager->domain->fabric->verbs.post_recv(connection->data_rails[index].qp,
 								     &wr, &bad_wr);
 	if (ret)
 		record->posted = false;
@@ -572,4 +569,26 @@ void bolt_data_rail_destroy_all(struct bolt_connection *connection)
 {
 	for (int index = 0; index < BOLT_MAX_CONNECTION_RAILS; index++)
 		bolt_data_rail_destroy(connection, &connection->data_rails[index]);
+}
+
+void bolt_data_rail_message(struct bolt_connection *connection, const struct bolt_wire_header *header,
+			    const char *payload)
+{
+	switch (header->op) {
+	case BOLT_WIRE_RAIL_REQUEST:
+		bolt_data_rail_requested(connection, header, payload);
+		break;
+	case BOLT_WIRE_RAIL_ANSWER:
+		bolt_data_rail_answered(connection, header, payload);
+		break;
+	case BOLT_WIRE_RAIL_PROBED:
+		bolt_data_rail_probed(connection, header);
+		break;
+	case BOLT_WIRE_RAIL_READY:
+		bolt_data_rail_peer_ready(connection, header);
+		break;
+	case BOLT_WIRE_RAIL_PROBE_SENT:
+		bolt_data_rail_probe_sent(connection, header);
+		break;
+	}
 }

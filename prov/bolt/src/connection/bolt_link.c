@@ -31,7 +31,7 @@
 #include <string.h>
 #include <utlist.h>
 
-#include "bolt_endpoint.h"
+#include "connection/bolt_connection.h"
 
 /* A peer out of credits must find at least half of them posted, to be returned. */
 _Static_assert(BOLT_LINK_REPOST_BATCH <= BOLT_LINK_RECEIVE_DEPTH / 4, "repost batch too large");
@@ -111,7 +111,7 @@ static int bolt_link_create_qp(struct bolt_link *link)
 	if (ret)
 		return ret;
 	bolt_bounce_create(link);
-	return bolt_receive_post_initial(link);
+	return bolt_link_receive_post_initial(link);
 }
 
 /* Its queue pair goes; its buffers wait for the next full poll (bolt_link_reclaim). */
@@ -247,18 +247,13 @@ static void bolt_link_orphan_sends(struct bolt_link *link, const struct bolt_con
 
 	for (uint32_t i = 0; i < domain->control_pool.buffer_count; i++) {
 		struct bolt_control_buffer *record = &domain->control_buffers[i];
-		struct bolt_transmit *transmit = record->transmit;
 
 		if (!record->posted || record->link != link || record->connection != connection)
 			continue;
-		if (transmit && transmit->in_flight) {
-			record->registration = transmit->registration;
-			record->covered = transmit->covered;
-			record->holds_registration = true;
-			memset(&transmit->registration, 0, sizeof(transmit->registration));
-		}
+		if (record->operation)
+			connection->manager->events->send_orphaned(record);
 		record->connection = NULL;
-		record->transmit = NULL;
+		record->operation = NULL;
 	}
 }
 
@@ -299,7 +294,7 @@ void bolt_link_progress(struct bolt_link *link)
 		struct bolt_connection *connection = bolt_link_connection(link, (uint8_t) slot);
 
 		if (connection && connection->state == BOLT_CONNECTION_ESTABLISHED)
-			bolt_transmit_progress(connection);
+			connection->manager->events->can_send(connection);
 	}
 }
 

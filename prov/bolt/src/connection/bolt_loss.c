@@ -13,7 +13,7 @@
  */
 #include <string.h>
 
-#include "bolt_endpoint.h"
+#include "connection/bolt_connection.h"
 #include "connection/bolt_handshake.h"
 
 /* Quiet this long while waiting before asking; at most this often. */
@@ -31,14 +31,14 @@ static bool bolt_loss_waiting(const struct bolt_connection *connection)
 {
 	const struct bolt_loss_watch *watch = &connection->loss;
 
-	return bolt_connection_busy(connection) ||
+	return connection->manager->events->busy(connection) ||
 	       connection->send_sequence != watch->confirmed_sent ||
 	       connection->stripes_sent != watch->confirmed_stripes;
 }
 
 void bolt_loss_fail(struct bolt_connection *connection, const char *why)
 {
-	bolt_receive_grant_lost(connection);
+	connection->manager->events->lost(connection);
 	if (connection->link)
 		connection->link->retiring = true;
 	bolt_connection_fail(connection, FI_EIO, why);
@@ -88,7 +88,7 @@ void bolt_loss_check(struct bolt_connection *connection, uint64_t now_ns)
 
 	/* RC retransmits, and reports what it cannot deliver. */
 	if (connection->state != BOLT_CONNECTION_ESTABLISHED || connection->loopback ||
-	    !connection->has_stream || connection->endpoint->domain->primary.qp_type != IBV_QPT_UC)
+	    !connection->has_stream || connection->manager->domain->primary.qp_type != IBV_QPT_UC)
 		return;
 	if (connection->receive_sequence != watch->seen_received ||
 	    connection->stripes_received != watch->seen_stripes || !watch->quiet_since_ns) {

@@ -35,6 +35,7 @@
 #include <uthash.h>
 
 #include "bolt_endpoint.h"
+#include "protocol/bolt_rdma.h"
 
 /* Direct writes' registrations held per domain, at most: half the budget, the rest for transfers. */
 static bool bolt_direct_write_may_hold(const struct bolt_domain *domain)
@@ -75,7 +76,7 @@ static bool bolt_direct_write_counted(const struct bolt_endpoint *endpoint)
 
 void bolt_direct_write_grant(struct bolt_connection *connection, const struct bolt_wire_header *header)
 {
-	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
 	struct bolt_domain *domain = endpoint->domain;
 	int port = bolt_link_port_index(connection->link);
 	uint64_t key = header->key;
@@ -104,10 +105,10 @@ static void bolt_direct_write_forget(struct bolt_connection *connection, uint64_
 {
 	struct bolt_region_grant *grant;
 
-	HASH_FIND(hh, connection->grants, &key, sizeof(key), grant);
+	HASH_FIND(hh, bolt_peer_of(connection)->grants, &key, sizeof(key), grant);
 	if (!grant)
 		return;
-	HASH_DEL(connection->grants, grant);
+	HASH_DEL(bolt_peer_of(connection)->grants, grant);
 	free(grant);
 }
 
@@ -168,7 +169,7 @@ static void bolt_direct_write_revoke_on(struct bolt_endpoint *endpoint, uint64_t
 {
 	struct bolt_connection *connection, *next;
 
-	HASH_ITER(hh, endpoint->connections, connection, next) {
+	HASH_ITER(hh, endpoint->connection_manager.connections, connection, next) {
 		struct bolt_transmit *message;
 
 		if (connection->state != BOLT_CONNECTION_ESTABLISHED)
@@ -231,7 +232,7 @@ void bolt_direct_write_revoke(struct bolt_mr *mr)
 void bolt_direct_write_revoke_answered(struct bolt_connection *connection,
 				       const struct bolt_wire_header *header)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_domain *domain = connection->manager->domain;
 	struct bolt_revoke *revoke;
 
 	DL_FOREACH(domain->revokes, revoke) {
@@ -252,7 +253,7 @@ void bolt_direct_write_release_all(struct bolt_domain *domain)
 static bool bolt_direct_write_still_held(struct bolt_connection *connection,
 					 const struct bolt_wire_header *header)
 {
-	struct bolt_mr *mr = bolt_mr_find(connection->endpoint, header->key);
+	struct bolt_mr *mr = bolt_mr_find(bolt_connection_endpoint(connection), header->key);
 	int port = bolt_link_port_index(connection->link);
 
 	return mr && mr->grants[port] &&
@@ -271,14 +272,14 @@ void bolt_direct_write_granted(struct bolt_connection *connection, const struct 
 	/* To ourselves, a grant may arrive after the region closed: revoking found nothing then. */
 	if (connection->loopback && !bolt_direct_write_still_held(connection, header))
 		return;
-	HASH_FIND(hh, connection->grants, &header->key, sizeof(header->key), grant);
+	HASH_FIND(hh, bolt_peer_of(connection)->grants, &header->key, sizeof(header->key), grant);
 	if (!grant) {
 		/* Without memory for it, writes keep asking: nothing is lost. */
 		grant = calloc(1, sizeof(*grant));
 		if (!grant)
 			return;
 		grant->key = header->key;
-		HASH_ADD(hh, connection->grants, key, sizeof(grant->key), grant);
+		HASH_ADD(hh, bolt_peer_of(connection)->grants, key, sizeof(grant->key), grant);
 	}
 	grant->base = header->tag;
 	grant->length = header->total_length;
@@ -306,12 +307,12 @@ void bolt_direct_write_revoked(struct bolt_connection *connection, const struct 
 
 void bolt_direct_write_forget_all(struct bolt_connection *connection)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_domain *domain = connection->manager->domain;
 	struct bolt_region_grant *grant, *next;
 	struct bolt_revoke *revoke, *next_revoke;
 
-	HASH_ITER(hh, connection->grants, grant, next) {
-		HASH_DEL(connection->grants, grant);
+	HASH_ITER(hh, bolt_peer_of(connection)->grants, grant, next) {
+		HASH_DEL(bolt_peer_of(connection)->grants, grant);
 		free(grant);
 	}
 	DL_FOREACH_SAFE(domain->revokes, revoke, next_revoke)
@@ -333,21 +334,21 @@ static bool bolt_direct_write_suits(const struct bolt_transmit *transmit)
 		*/
 	       (!remote_cq_data ||
 		(transmit->cq_data && transmit->cq_data != BOLT_IMMEDIATE_RC_GRANTED &&
-		 !bolt_rendezvous_unreliable(transmit->connection)));
+		 !bolt_connection_unreliable(transmit->connection)));
 }
 
 static struct bolt_region_grant *bolt_direct_write_find(const struct bolt_transmit *transmit)
 {
 	struct bolt_region_grant *grant;
 
-	HASH_FIND(hh, transmit->connection->grants, &transmit->remote_key,
+	HASH_FIND(hh, bolt_peer_of(transmit->connection)->grants, &transmit->remote_key,
 		  sizeof(transmit->remote_key), grant);
 	return grant;
 }
 
 bool bolt_direct_write_granted_key(const struct bolt_transmit *transmit)
 {
-	return transmit->connection->grants && bolt_direct_write_find(transmit);
+	return bolt_peer_of(transmit->connection)->grants && bolt_direct_write_find(transmit);
 }
 
 bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
@@ -358,11 +359,11 @@ bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
 	bool plain;
 
 	/* A peer may grant what this end's device cannot write: it only knows its own. */
-	if (!connection->grants || connection->state != BOLT_CONNECTION_ESTABLISHED ||
+	if (!bolt_peer_of(connection)->grants || connection->state != BOLT_CONNECTION_ESTABLISHED ||
 	    !connection->link->port->rdma_write || !bolt_direct_write_suits(transmit))
 		return false;
 	/* Worth a request and its answer: stripes over the other cables too. */
-	if (transmit->length >= (size_t) connection->endpoint->domain->fabric->params.stripe_threshold &&
+	if (transmit->length >= (size_t) connection->manager->domain->fabric->params.stripe_threshold &&
 	    bolt_data_rail_striping(connection))
 		return false;
 	grant = bolt_direct_write_find(transmit);
@@ -373,11 +374,11 @@ bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
 	if (offset > grant->length || transmit->length > grant->length - offset)
 		return false;
 	/* UC loses writes without a trace: the target counts each for loss detection. */
-	plain = grant->quiet && !bolt_rendezvous_unreliable(connection) &&
+	plain = grant->quiet && !bolt_connection_unreliable(connection) &&
 		!(transmit->flags & FI_REMOTE_CQ_DATA);
-	if (!plain && !bolt_rendezvous_may_write_immediate(connection))
+	if (!plain && !bolt_connection_may_write_immediate(connection))
 		return false;
-	if (!bolt_rendezvous_register(connection, transmit->iov[0].iov_base,
+	if (!bolt_registration_acquire(connection, transmit->iov[0].iov_base,
 				      transmit->length, &transmit->registration))
 		return false;
 	transmit->target_address = grant->target_address + offset;
@@ -395,7 +396,7 @@ void bolt_direct_write_describe(const struct bolt_transmit *transmit, struct ibv
 	bolt_rendezvous_describe_write(transmit, sge, wr);
 	if (transmit->plain_write)
 		wr->opcode = IBV_WR_RDMA_WRITE;
-	if (bolt_rendezvous_unreliable(transmit->connection))
+	if (bolt_connection_unreliable(transmit->connection))
 		wr->imm_data = (uint32_t) transmit->connection->slot << BOLT_IMMEDIATE_SLOT_SHIFT;
 	else
 		wr->imm_data = transmit->flags & FI_REMOTE_CQ_DATA ? transmit->cq_data : 0;
@@ -404,10 +405,10 @@ void bolt_direct_write_describe(const struct bolt_transmit *transmit, struct ibv
 void bolt_direct_write_arrived(struct bolt_connection *connection, const struct ibv_wc *wc)
 {
 	/* On UC the immediate names only the slot: remote CQ data never comes this way. */
-	uint32_t data = wc->wc_flags & IBV_WC_WITH_IMM && !bolt_rendezvous_unreliable(connection) ?
+	uint32_t data = wc->wc_flags & IBV_WC_WITH_IMM && !bolt_connection_unreliable(connection) ?
 			wc->imm_data : 0;
 
 	connection->stripes_received++;
-	bolt_endpoint_count_remote(connection->endpoint, BOLT_COUNTER_REMOTE_WRITE, data != 0, data,
+	bolt_endpoint_count_remote(bolt_connection_endpoint(connection), BOLT_COUNTER_REMOTE_WRITE, data != 0, data,
 				   wc->byte_len);
 }

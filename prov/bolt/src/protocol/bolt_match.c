@@ -11,6 +11,7 @@
 #include <utlist.h>
 
 #include "bolt_endpoint.h"
+#include "protocol/bolt_rdma.h"
 
 static bool bolt_match_source(const struct bolt_endpoint *endpoint,
 			      const struct bolt_receive *receive,
@@ -18,7 +19,7 @@ static bool bolt_match_source(const struct bolt_endpoint *endpoint,
 {
 	if (receive->source == FI_ADDR_UNSPEC || !(endpoint->caps & FI_DIRECTED_RECV))
 		return true;
-	return bolt_connection_fi_addr(connection) == receive->source;
+	return bolt_peer_fi_addr(connection) == receive->source;
 }
 
 static bool bolt_match_tag(const struct bolt_receive *receive, bool tagged, uint64_t tag)
@@ -71,7 +72,7 @@ static void bolt_match_free_unexpected(struct bolt_endpoint *endpoint, struct bo
 	struct bolt_connection *connection = unexpected->connection;
 	bool over = bolt_receive_over_limit(connection);
 
-	connection->unexpected_bytes -= bolt_match_unexpected_cost(unexpected);
+	bolt_peer_of(connection)->unexpected_bytes -= bolt_match_unexpected_cost(unexpected);
 	bolt_match_discard_unexpected(endpoint, unexpected);
 	if (over && !bolt_receive_over_limit(connection))
 		endpoint->domain->release_held = true;
@@ -212,7 +213,7 @@ static struct bolt_connection *bolt_match_failed_source(struct bolt_endpoint *en
 	if (receive->source == FI_ADDR_UNSPEC || !(endpoint->caps & FI_DIRECTED_RECV) ||
 	    bolt_av_lookup_address(endpoint->av, receive->source, &peer))
 		return NULL;
-	HASH_FIND(hh, endpoint->connections, &peer, sizeof(peer), connection);
+	HASH_FIND(hh, endpoint->connection_manager.connections, &peer, sizeof(peer), connection);
 	return connection && connection->state == BOLT_CONNECTION_FAILED ? connection : NULL;
 }
 
@@ -289,7 +290,7 @@ static struct bolt_receive *bolt_match_find_posted(struct bolt_endpoint *endpoin
 int bolt_match_start(struct bolt_connection *connection, struct bolt_inbound *inbound,
 		     const struct bolt_wire_header *header)
 {
-	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
 	bool tagged = header->flags & BOLT_WIRE_FLAG_TAGGED;
 	struct bolt_unexpected *unexpected;
 
@@ -332,7 +333,7 @@ int bolt_match_start(struct bolt_connection *connection, struct bolt_inbound *in
 	unexpected->tag = inbound->tag;
 	unexpected->cq_data = header->cq_data;
 	unexpected->length = header->total_length;
-	connection->unexpected_bytes += bolt_match_unexpected_cost(unexpected);
+	bolt_peer_of(connection)->unexpected_bytes += bolt_match_unexpected_cost(unexpected);
 	DL_APPEND(*bolt_match_unexpected_list(endpoint, tagged), unexpected);
 	inbound->unexpected = unexpected;
 	return 0;
@@ -345,7 +346,7 @@ int bolt_match_start(struct bolt_connection *connection, struct bolt_inbound *in
 void bolt_match_arrival(struct bolt_connection *connection, const struct bolt_wire_header *header,
 			const char *payload, size_t payload_length)
 {
-	struct bolt_inbound *inbound = &connection->inbound;
+	struct bolt_inbound *inbound = &bolt_peer_of(connection)->inbound;
 	struct bolt_inbound *record = bolt_rendezvous_take(connection, header->request_id);
 
 	memset(inbound, 0, sizeof(*inbound));
@@ -369,11 +370,11 @@ void bolt_match_arrival(struct bolt_connection *connection, const struct bolt_wi
 
 void bolt_match_complete_inbound(struct bolt_connection *connection, struct bolt_inbound *inbound)
 {
-	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
 	struct bolt_unexpected *unexpected = inbound->unexpected;
 
 	inbound->active = false;
-	bolt_rendezvous_unregister(endpoint->domain, &inbound->registration, inbound->covered);
+	bolt_registration_release(endpoint->domain, &inbound->registration, inbound->covered);
 	if (inbound->receive) {
 		bolt_match_deliver(endpoint, inbound->receive, connection, inbound->length,
 				   inbound->wire_flags, inbound->tag, inbound->cq_data);
@@ -386,7 +387,7 @@ void bolt_match_complete_inbound(struct bolt_connection *connection, struct bolt
 void bolt_match_segment(struct bolt_connection *connection, const struct bolt_wire_header *header,
 			const char *payload, size_t length)
 {
-	struct bolt_inbound *inbound = &connection->inbound;
+	struct bolt_inbound *inbound = &bolt_peer_of(connection)->inbound;
 
 	if (header->total_length != inbound->length) {
 		bolt_connection_fail(connection, FI_EIO, "segment of another message");
@@ -443,19 +444,19 @@ static void bolt_match_fail_directed(struct bolt_connection *connection, struct 
 	struct bolt_receive *receive, *next;
 
 	DL_FOREACH_SAFE(*list, receive, next) {
-		if (receive->source == FI_ADDR_UNSPEC || receive->source != bolt_connection_fi_addr(connection) ||
-		    !(connection->endpoint->caps & FI_DIRECTED_RECV))
+		if (receive->source == FI_ADDR_UNSPEC || receive->source != bolt_peer_fi_addr(connection) ||
+		    !(bolt_connection_endpoint(connection)->caps & FI_DIRECTED_RECV))
 			continue;
 		DL_DELETE(*list, receive);
-		bolt_endpoint_complete_receive(connection->endpoint, receive, connection, 0, 0, 0,
+		bolt_endpoint_complete_receive(bolt_connection_endpoint(connection), receive, connection, 0, 0, 0,
 					       receive->tag, 0, connection->error);
 	}
 }
 
 void bolt_match_connection_failed(struct bolt_connection *connection)
 {
-	struct bolt_endpoint *endpoint = connection->endpoint;
-	struct bolt_inbound *inbound = &connection->inbound;
+	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
+	struct bolt_inbound *inbound = &bolt_peer_of(connection)->inbound;
 	struct bolt_unexpected *unexpected = inbound->unexpected;
 
 	/* A message that failed as it began (a loss found, no memory) has neither. */
@@ -468,7 +469,7 @@ void bolt_match_connection_failed(struct bolt_connection *connection)
 						       0, inbound->tag, 0, connection->error);
 		bolt_match_free_unexpected(endpoint, unexpected);
 	}
-	bolt_rendezvous_unregister(endpoint->domain, &inbound->registration, inbound->covered);
+	bolt_registration_release(endpoint->domain, &inbound->registration, inbound->covered);
 	memset(inbound, 0, sizeof(*inbound));
 	bolt_match_fail_directed(connection, &endpoint->posted);
 	bolt_match_fail_directed(connection, &endpoint->posted_tagged);

@@ -41,6 +41,7 @@
 #include <utlist.h>
 
 #include "bolt_endpoint.h"
+#include "protocol/bolt_rdma.h"
 
 /* ---- Receiver ---- */
 
@@ -69,7 +70,7 @@ static struct bolt_connection *bolt_receive_grant_peer(struct bolt_endpoint *end
 	if (bolt_receive_grant_for_any(receive))
 		return endpoint->grant_peer;
 	if (!bolt_av_lookup_address(endpoint->av, receive->source, &peer))
-		HASH_FIND(hh, endpoint->connections, &peer, sizeof(peer), connection);
+		HASH_FIND(hh, endpoint->connection_manager.connections, &peer, sizeof(peer), connection);
 	return connection;
 }
 
@@ -111,10 +112,10 @@ static bool bolt_receive_grant_may(const struct bolt_connection *connection,
 	uint32_t most, held, enough;
 
 	if (!connection || connection->state != BOLT_CONNECTION_ESTABLISHED ||
-	    connection->grants_revoking)
+	    bolt_peer_of(connection)->grants_revoking)
 		return false;
-	most = (uint32_t) connection->endpoint->domain->fabric->params.receive_grants;
-	held = connection->granted_count;
+	most = (uint32_t) connection->manager->domain->fabric->params.receive_grants;
+	held = bolt_peer_of(connection)->granted_count;
 	if (held >= most)
 		return false;
 	/* This offer granted it one already: it goes on, batch after batch. */
@@ -127,7 +128,7 @@ static bool bolt_receive_grant_may(const struct bolt_connection *connection,
 		enough = most - held;
 	if (enough > held)
 		enough = held ? held : 1;
-	return bolt_receive_grant_waiting(connection->endpoint, connection, enough);
+	return bolt_receive_grant_waiting(bolt_connection_endpoint(connection), connection, enough);
 }
 
 /* The batch's message goes out; if it cannot, the connection fails, and takes its grants back. */
@@ -148,8 +149,8 @@ static void bolt_receive_grant_send(struct bolt_receive_grant_batch *batch)
 		bolt_connection_fail(connection, FI_ENOMEM, "no memory for a protocol message");
 		return;
 	}
-	connection->receives_granted += count;
-	connection->grant_messages++;
+	bolt_peer_of(connection)->receives_granted += count;
+	bolt_peer_of(connection)->grant_messages++;
 	bolt_transmit_start(grant);
 }
 
@@ -157,30 +158,30 @@ static void bolt_receive_grant_send(struct bolt_receive_grant_batch *batch)
 static bool bolt_receive_grant_one(struct bolt_connection *connection, struct bolt_receive *receive,
 				   struct bolt_receive_grant_batch *batch)
 {
-	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
 	struct bolt_granted_receive *granted = calloc(1, sizeof(*granted));
 	struct bolt_wire_receive_grant *grant = &batch->grants[batch->count];
 
 	if (!granted)
 		return false;
-	if (!bolt_rendezvous_register(connection, receive->iov[0].iov_base, receive->length,
+	if (!bolt_registration_acquire(connection, receive->iov[0].iov_base, receive->length,
 				      &granted->registration)) {
 		free(granted);
 		return false;
 	}
-	granted->number = connection->messages_arrived + connection->granted_count + 1;
+	granted->number = bolt_peer_of(connection)->messages_arrived + bolt_peer_of(connection)->granted_count + 1;
 	granted->receive = receive;
 	grant->address = (uintptr_t) receive->iov[0].iov_base;
 	grant->length = receive->length;
-	grant->rkey = bolt_rendezvous_link_mr(connection, &granted->registration)->rkey;
+	grant->rkey = bolt_registration_link_mr(connection, &granted->registration)->rkey;
 	grant->reserved = 0;
 	if (!batch->count++) {
 		batch->connection = connection;
 		batch->first_number = granted->number;
 	}
 	DL_DELETE(endpoint->posted, receive);
-	DL_APPEND(connection->granted, granted);
-	connection->granted_count++;
+	DL_APPEND(bolt_peer_of(connection)->granted, granted);
+	bolt_peer_of(connection)->granted_count++;
 	if (bolt_receive_grant_for_any(receive))
 		endpoint->unspecified_grants++;
 	return true;
@@ -208,15 +209,15 @@ void bolt_receive_grant_offer(struct bolt_endpoint *endpoint)
 /* Takes the grant at the head of the connection's, which its peer's next message has; its receive. */
 static struct bolt_receive *bolt_receive_grant_remove(struct bolt_connection *connection)
 {
-	struct bolt_endpoint *endpoint = connection->endpoint;
-	struct bolt_granted_receive *granted = connection->granted;
+	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
+	struct bolt_granted_receive *granted = bolt_peer_of(connection)->granted;
 	struct bolt_receive *receive = granted->receive;
 
-	DL_DELETE(connection->granted, granted);
-	connection->granted_count--;
+	DL_DELETE(bolt_peer_of(connection)->granted, granted);
+	bolt_peer_of(connection)->granted_count--;
 	if (bolt_receive_grant_for_any(receive))
 		endpoint->unspecified_grants--;
-	bolt_rendezvous_unregister(endpoint->domain, &granted->registration, receive->covered);
+	bolt_registration_release(endpoint->domain, &granted->registration, receive->covered);
 	free(granted);
 	return receive;
 }
@@ -224,9 +225,9 @@ static struct bolt_receive *bolt_receive_grant_remove(struct bolt_connection *co
 /* One more untagged message from the connection's peer: the number it has, and who sends large ones. */
 static void bolt_receive_grant_count(struct bolt_connection *connection, uint64_t length)
 {
-	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
 
-	connection->messages_arrived++;
+	bolt_peer_of(connection)->messages_arrived++;
 	if (length < (uint64_t) endpoint->domain->fabric->params.rendezvous_threshold)
 		return;
 	if (endpoint->last_large_sender == connection)
@@ -241,7 +242,7 @@ static void bolt_receive_grant_count(struct bolt_connection *connection, uint64_
  */
 static bool bolt_receive_grant_next(struct bolt_connection *connection, uint64_t number)
 {
-	if (number == connection->messages_arrived + 1)
+	if (number == bolt_peer_of(connection)->messages_arrived + 1)
 		return true;
 	bolt_loss_fail(connection, "an untagged message was lost");
 	return false;
@@ -255,15 +256,15 @@ int bolt_receive_grant_take(struct bolt_connection *connection, uint64_t number,
 		return -FI_EIO;
 	bolt_receive_grant_count(connection, length);
 	/* Grants are numbered on from the messages counted: the first is this one's, or none. */
-	if (connection->granted && connection->granted->number == number)
+	if (bolt_peer_of(connection)->granted && bolt_peer_of(connection)->granted->number == number)
 		*receive = bolt_receive_grant_remove(connection);
 	return 0;
 }
 
 void bolt_receive_grant_landed(struct bolt_connection *connection, uint64_t number, uint64_t length)
 {
-	struct bolt_endpoint *endpoint = connection->endpoint;
-	const struct bolt_granted_receive *granted = connection->granted;
+	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
+	const struct bolt_granted_receive *granted = bolt_peer_of(connection)->granted;
 	struct bolt_receive *receive;
 
 	if (!bolt_receive_grant_next(connection, number))
@@ -273,7 +274,7 @@ void bolt_receive_grant_landed(struct bolt_connection *connection, uint64_t numb
 		return;
 	}
 	bolt_receive_grant_count(connection, length);
-	connection->granted_written++;
+	bolt_peer_of(connection)->granted_written++;
 	receive = bolt_receive_grant_remove(connection);
 	bolt_endpoint_complete_receive(endpoint, receive, connection, length, length, 0, 0, 0, 0);
 	bolt_receive_grant_offer(endpoint);
@@ -281,7 +282,7 @@ void bolt_receive_grant_landed(struct bolt_connection *connection, uint64_t numb
 
 bool bolt_receive_grant_immediate_names(const struct bolt_connection *connection, uint32_t immediate)
 {
-	if (!bolt_rendezvous_unreliable(connection))
+	if (!bolt_connection_unreliable(connection))
 		return immediate == BOLT_IMMEDIATE_RC_GRANTED;
 	return (immediate & (BOLT_IMMEDIATE_GRANTED | BOLT_IMMEDIATE_WRITE_BACK)) ==
 	       BOLT_IMMEDIATE_GRANTED;
@@ -289,7 +290,7 @@ bool bolt_receive_grant_immediate_names(const struct bolt_connection *connection
 
 uint32_t bolt_receive_grant_immediate(const struct bolt_connection *connection, uint64_t number)
 {
-	if (!bolt_rendezvous_unreliable(connection))
+	if (!bolt_connection_unreliable(connection))
 		return BOLT_IMMEDIATE_RC_GRANTED;
 	return BOLT_IMMEDIATE_GRANTED | (uint32_t) (number & BOLT_IMMEDIATE_ID) |
 	       (uint32_t) connection->slot << BOLT_IMMEDIATE_SLOT_SHIFT;
@@ -298,13 +299,13 @@ uint32_t bolt_receive_grant_immediate(const struct bolt_connection *connection, 
 void bolt_receive_grant_written(struct bolt_connection *connection, const struct ibv_wc *wc)
 {
 	/* RC: the peer's next one. UC: the number's low bits say the next one, or one after a loss. */
-	uint64_t next = connection->messages_arrived + 1;
-	uint64_t number = !bolt_rendezvous_unreliable(connection) ||
+	uint64_t next = bolt_peer_of(connection)->messages_arrived + 1;
+	uint64_t number = !bolt_connection_unreliable(connection) ||
 			  (wc->imm_data & BOLT_IMMEDIATE_ID) == (next & BOLT_IMMEDIATE_ID) ? next : 0;
 
 	/* A write with immediate data, counted as the sender counted it. */
 	connection->stripes_received++;
-	connection->granted_by_immediate++;
+	bolt_peer_of(connection)->granted_by_immediate++;
 	bolt_receive_grant_landed(connection, number, wc->byte_len);
 }
 
@@ -313,13 +314,13 @@ static void bolt_receive_grant_revoke(struct bolt_connection *connection)
 {
 	struct bolt_transmit *revoke;
 
-	if (connection->grants_revoking || !connection->granted ||
+	if (bolt_peer_of(connection)->grants_revoking || !bolt_peer_of(connection)->granted ||
 	    connection->state != BOLT_CONNECTION_ESTABLISHED)
 		return;
 	revoke = bolt_transmit_internal(connection, BOLT_WIRE_RECEIVE_REVOKE, 0, 0);
 	if (!revoke)
 		return;
-	connection->grants_revoking = true;
+	bolt_peer_of(connection)->grants_revoking = true;
 	bolt_transmit_start(revoke);
 }
 
@@ -327,7 +328,7 @@ static bool bolt_receive_grant_holds_any(const struct bolt_connection *connectio
 {
 	const struct bolt_granted_receive *granted;
 
-	DL_FOREACH(connection->granted, granted)
+	DL_FOREACH(bolt_peer_of(connection)->granted, granted)
 		if (bolt_receive_grant_for_any(granted->receive))
 			return true;
 	return false;
@@ -335,13 +336,13 @@ static bool bolt_receive_grant_holds_any(const struct bolt_connection *connectio
 
 void bolt_receive_grant_revoke_others(struct bolt_connection *connection)
 {
-	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
 	struct bolt_connection *other, *next;
 
 	if (!endpoint->unspecified_grants)
 		return;
 	endpoint->grant_peer = NULL;
-	HASH_ITER(hh, endpoint->connections, other, next)
+	HASH_ITER(hh, endpoint->connection_manager.connections, other, next)
 		if (other != connection && bolt_receive_grant_holds_any(other))
 			bolt_receive_grant_revoke(other);
 }
@@ -349,9 +350,9 @@ void bolt_receive_grant_revoke_others(struct bolt_connection *connection)
 /* Every granted receive of the connection goes back: for any message, or ends cancelled. */
 static void bolt_receive_grant_return_all(struct bolt_connection *connection)
 {
-	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
 
-	while (connection->granted) {
+	while (bolt_peer_of(connection)->granted) {
 		struct bolt_receive *receive = bolt_receive_grant_remove(connection);
 
 		if (receive->cancelled)
@@ -364,13 +365,13 @@ static void bolt_receive_grant_return_all(struct bolt_connection *connection)
 
 void bolt_receive_grant_revoke_answered(struct bolt_connection *connection)
 {
-	if (!connection->grants_revoking) {
+	if (!bolt_peer_of(connection)->grants_revoking) {
 		bolt_connection_fail(connection, FI_EIO, "receive grants given back unasked");
 		return;
 	}
-	connection->grants_revoking = false;
+	bolt_peer_of(connection)->grants_revoking = false;
 	bolt_receive_grant_return_all(connection);
-	bolt_receive_grant_offer(connection->endpoint);
+	bolt_receive_grant_offer(bolt_connection_endpoint(connection));
 }
 
 int bolt_receive_grant_cancel(struct bolt_endpoint *endpoint, void *context)
@@ -378,8 +379,8 @@ int bolt_receive_grant_cancel(struct bolt_endpoint *endpoint, void *context)
 	struct bolt_connection *connection, *next;
 	struct bolt_granted_receive *granted;
 
-	HASH_ITER(hh, endpoint->connections, connection, next) {
-		DL_FOREACH(connection->granted, granted) {
+	HASH_ITER(hh, endpoint->connection_manager.connections, connection, next) {
+		DL_FOREACH(bolt_peer_of(connection)->granted, granted) {
 			if (granted->receive->context != context || granted->receive->cancelled)
 				continue;
 			granted->receive->cancelled = true;
@@ -395,29 +396,29 @@ void bolt_receive_grant_lost(struct bolt_connection *connection)
 	struct bolt_receive *receive;
 
 	/* On UC a lost write leaves no trace but a count: it was the next message's, if any. */
-	if (connection->state == BOLT_CONNECTION_FAILED || !connection->granted ||
-	    connection->granted->number != connection->messages_arrived + 1)
+	if (connection->state == BOLT_CONNECTION_FAILED || !bolt_peer_of(connection)->granted ||
+	    bolt_peer_of(connection)->granted->number != bolt_peer_of(connection)->messages_arrived + 1)
 		return;
 	receive = bolt_receive_grant_remove(connection);
-	bolt_endpoint_complete_receive(connection->endpoint, receive, connection, 0, 0, 0, 0, 0,
+	bolt_endpoint_complete_receive(bolt_connection_endpoint(connection), receive, connection, 0, 0, 0, 0, 0,
 				       FI_EIO);
 }
 
 void bolt_receive_grant_release(struct bolt_connection *connection, bool reuse)
 {
-	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
 
 	if (endpoint->grant_peer == connection)
 		endpoint->grant_peer = NULL;
 	if (endpoint->last_large_sender == connection)
 		endpoint->last_large_sender = NULL;
-	connection->grants_revoking = false;
-	connection->peer_grants_count = 0;
+	bolt_peer_of(connection)->grants_revoking = false;
+	bolt_peer_of(connection)->peer_grants_count = 0;
 	if (reuse) {
 		bolt_receive_grant_return_all(connection);
 		return;
 	}
-	while (connection->granted)
+	while (bolt_peer_of(connection)->granted)
 		free(bolt_receive_grant_remove(connection));
 }
 
@@ -426,14 +427,14 @@ void bolt_receive_grant_release(struct bolt_connection *connection, bool reuse)
 static struct bolt_receive_grant *bolt_receive_grant_at(struct bolt_connection *connection,
 							uint32_t index)
 {
-	return &connection->peer_grants[(connection->peer_grants_first + index) %
+	return &bolt_peer_of(connection)->peer_grants[(bolt_peer_of(connection)->peer_grants_first + index) %
 					BOLT_RECEIVE_GRANTS_MAX];
 }
 
 static void bolt_receive_grant_drop_first(struct bolt_connection *connection)
 {
-	connection->peer_grants_first = (connection->peer_grants_first + 1) % BOLT_RECEIVE_GRANTS_MAX;
-	connection->peer_grants_count--;
+	bolt_peer_of(connection)->peer_grants_first = (bolt_peer_of(connection)->peer_grants_first + 1) % BOLT_RECEIVE_GRANTS_MAX;
+	bolt_peer_of(connection)->peer_grants_count--;
 }
 
 /* Why a grant message cannot be taken as it is; NULL if it can. */
@@ -447,9 +448,9 @@ static const char *bolt_receive_grant_check(struct bolt_connection *connection,
 		return "a receive grant of a wrong length";
 	if (header->request_id > UINT64_MAX - count)
 		return "a receive grant out of range";
-	if (connection->peer_grants_count &&
+	if (bolt_peer_of(connection)->peer_grants_count &&
 	    header->request_id <= bolt_receive_grant_at(connection,
-							connection->peer_grants_count - 1)->number)
+							bolt_peer_of(connection)->peer_grants_count - 1)->number)
 		return "a receive grant out of order";
 	return NULL;
 }
@@ -471,13 +472,13 @@ void bolt_receive_grant_arrived(struct bolt_connection *connection,
 
 		memcpy(&wire, payload + index * sizeof(wire), sizeof(wire));
 		/* Its message went out before it came: the peer gives that one the receive anyway. */
-		if (number <= connection->messages_posted)
+		if (number <= bolt_peer_of(connection)->messages_posted)
 			continue;
-		if (connection->peer_grants_count == BOLT_RECEIVE_GRANTS_MAX || wire.reserved) {
+		if (bolt_peer_of(connection)->peer_grants_count == BOLT_RECEIVE_GRANTS_MAX || wire.reserved) {
 			bolt_connection_fail(connection, FI_EIO, "a receive grant beyond the limit");
 			return;
 		}
-		grant = bolt_receive_grant_at(connection, connection->peer_grants_count++);
+		grant = bolt_receive_grant_at(connection, bolt_peer_of(connection)->peer_grants_count++);
 		grant->number = number;
 		grant->address = wire.address;
 		grant->length = wire.length;
@@ -490,7 +491,7 @@ static bool bolt_receive_grant_suits(const struct bolt_connection *connection,
 				     const struct bolt_transmit *transmit,
 				     const struct bolt_receive_grant *grant)
 {
-	const struct bolt_params *params = &connection->endpoint->domain->fabric->params;
+	const struct bolt_params *params = &connection->manager->domain->fabric->params;
 
 	/* Remote CQ data has no place in a write's immediate data; striped writes want answers. */
 	return transmit->rendezvous == BOLT_RENDEZVOUS_ASK && transmit->length <= grant->length &&
@@ -504,16 +505,16 @@ void bolt_receive_grant_use(struct bolt_connection *connection, struct bolt_tran
 	uint64_t number = transmit->message_number;
 	struct bolt_receive_grant grant;
 
-	connection->messages_posted = number;
+	bolt_peer_of(connection)->messages_posted = number;
 	/* Grants for messages that went out before them are of no use now. */
-	while (connection->peer_grants_count && bolt_receive_grant_at(connection, 0)->number < number)
+	while (bolt_peer_of(connection)->peer_grants_count && bolt_receive_grant_at(connection, 0)->number < number)
 		bolt_receive_grant_drop_first(connection);
-	if (!connection->peer_grants_count || bolt_receive_grant_at(connection, 0)->number != number)
+	if (!bolt_peer_of(connection)->peer_grants_count || bolt_receive_grant_at(connection, 0)->number != number)
 		return;
 	grant = *bolt_receive_grant_at(connection, 0);
 	bolt_receive_grant_drop_first(connection);
 	if (!bolt_receive_grant_suits(connection, transmit, &grant) ||
-	    !bolt_rendezvous_register(connection, transmit->iov[0].iov_base, transmit->length,
+	    !bolt_registration_acquire(connection, transmit->iov[0].iov_base, transmit->length,
 				      &transmit->registration))
 		return;
 	transmit->target_length = transmit->length;
@@ -528,12 +529,12 @@ void bolt_receive_grant_revoked(struct bolt_connection *connection)
 {
 	struct bolt_transmit *transmit, *answer;
 
-	connection->peer_grants_count = 0;
+	bolt_peer_of(connection)->peer_grants_count = 0;
 	/* Granted but not written yet: they ask after all, behind the answer. */
-	DL_FOREACH(connection->transmits, transmit) {
+	DL_FOREACH(bolt_peer_of(connection)->transmits, transmit) {
 		if (!transmit->receive_granted || transmit->rendezvous != BOLT_RENDEZVOUS_WRITE)
 			continue;
-		bolt_rendezvous_unregister(connection->endpoint->domain, &transmit->registration,
+		bolt_registration_release(connection->manager->domain, &transmit->registration,
 					   transmit->covered);
 		transmit->receive_granted = false;
 		transmit->rendezvous = BOLT_RENDEZVOUS_ASK;

@@ -19,115 +19,20 @@
 #include <utlist.h>
 
 #include "bolt_endpoint.h"
+#include "protocol/bolt_rdma.h"
 
 /* The receiver's answer asks for segments instead of a write. */
 #define BOLT_RENDEZVOUS_USE_SEGMENTS 1
 
 bool bolt_rendezvous_wanted(const struct bolt_transmit *transmit)
 {
-	const struct bolt_domain *domain = transmit->connection->endpoint->domain;
+	const struct bolt_domain *domain = transmit->connection->manager->domain;
 
 	return domain->primary.rdma_write &&
 	       (transmit->op == BOLT_WIRE_MESSAGE || transmit->op == BOLT_WIRE_WRITE) &&
 	       !transmit->internal &&
 	       !transmit->inject_copy && transmit->iov_count == 1 &&
 	       transmit->length >= (size_t) domain->fabric->params.rendezvous_threshold;
-}
-
-/* Gives back one port's registration; outside an open MR it may not stay cached. */
-static void bolt_rendezvous_release_entry(struct bolt_mr_cache *cache,
-					  struct bolt_mr_cache_entry **entry, bool covered)
-{
-	struct ibv_mr *mr;
-	void *address;
-	size_t length;
-
-	if (!*entry)
-		return;
-	/* Release may deregister at once (an entry merged into a larger one): read first. */
-	mr = bolt_mr_cache_entry_mr(*entry);
-	address = mr->addr;
-	length = mr->length;
-	bolt_mr_cache_release(cache, *entry);
-	if (!covered)
-		bolt_mr_cache_invalidate(cache, address, length);
-	*entry = NULL;
-}
-
-void bolt_rendezvous_unregister(struct bolt_domain *domain, struct bolt_registration *registration,
-				bool covered)
-{
-	for (int index = domain->stripe_port_count - 1; index >= 0; index--)
-		bolt_rendezvous_release_entry(domain->stripe_ports[index].mr_cache,
-					      &registration->stripe[index], covered);
-	bolt_rendezvous_release_entry(domain->primary.mr_cache, &registration->primary, covered);
-}
-
-/* Registers length bytes at address in cache; false, logged, if it cannot now. */
-static bool bolt_rendezvous_acquire(struct bolt_mr_cache *cache, void *address, size_t length,
-				    struct bolt_mr_cache_entry **entry)
-{
-	int ret = bolt_mr_cache_acquire(cache, address, length, entry);
-
-	if (ret) {
-		FI_INFO(&bolt_prov, FI_LOG_EP_DATA,
-			"no registration for %zu bytes (%s): segments instead\n", length, fi_strerror(-ret));
-		*entry = NULL;
-	}
-	return !ret;
-}
-
-/* The entry of registration on port. */
-static struct bolt_mr_cache_entry **bolt_rendezvous_entry(const struct bolt_domain *domain,
-							  struct bolt_registration *registration,
-							  const struct bolt_rail_port *port)
-{
-	return port == &domain->primary ? &registration->primary :
-	       &registration->stripe[port - domain->stripe_ports];
-}
-
-/* The port of the connection's control rail: its link's, or the domain's own before it has one. */
-static struct bolt_rail_port *bolt_rendezvous_link_port(const struct bolt_connection *connection)
-{
-	return connection->link ? connection->link->port : &connection->endpoint->domain->primary;
-}
-
-/* registration's MR on port, registered now if it is not yet; NULL if it cannot be. */
-static struct ibv_mr *bolt_rendezvous_port_mr(struct bolt_domain *domain, struct bolt_rail_port *port,
-					      struct bolt_registration *registration, void *address,
-					      size_t length)
-{
-	struct bolt_mr_cache_entry **entry = bolt_rendezvous_entry(domain, registration, port);
-
-	if (!*entry && !bolt_rendezvous_acquire(port->mr_cache, address, length, entry))
-		return NULL;
-	return bolt_mr_cache_entry_mr(*entry);
-}
-
-bool bolt_rendezvous_register(struct bolt_connection *connection, void *address, size_t length,
-			      struct bolt_registration *registration)
-{
-	return bolt_rendezvous_port_mr(connection->endpoint->domain, bolt_rendezvous_link_port(connection),
-				       registration, address, length) != NULL;
-}
-
-struct ibv_mr *bolt_rendezvous_link_mr(const struct bolt_connection *connection,
-				       const struct bolt_registration *registration)
-{
-	const struct bolt_domain *domain = connection->endpoint->domain;
-	const struct bolt_rail_port *port = bolt_rendezvous_link_port(connection);
-	struct bolt_mr_cache_entry *entry = port == &domain->primary ? registration->primary :
-					    registration->stripe[port - domain->stripe_ports];
-
-	return entry ? bolt_mr_cache_entry_mr(entry) : NULL;
-}
-
-struct ibv_mr *bolt_rendezvous_rail_mr(struct bolt_connection *connection, int rail,
-				       struct bolt_registration *registration, void *address,
-				       size_t length)
-{
-	return bolt_rendezvous_port_mr(connection->endpoint->domain, connection->data_rails[rail].port,
-				       registration, address, length);
 }
 
 /*
@@ -141,7 +46,7 @@ static uint32_t bolt_rendezvous_post_stripe_receives(struct bolt_connection *con
 						     void *address, size_t length,
 						     uint32_t *stripes_pending, uint32_t *rkeys)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_domain *domain = connection->manager->domain;
 	uint32_t ready = bolt_data_rail_ready(connection, false), mask = 0;
 
 	for (int rail = 0; rail < BOLT_MAX_CONNECTION_RAILS; rail++) {
@@ -152,7 +57,7 @@ static uint32_t bolt_rendezvous_post_stripe_receives(struct bolt_connection *con
 		if (*stripes_pending >= length)
 			break;
 		if (!(ready & (1u << rail)) ||
-		    !(mr = bolt_rendezvous_rail_mr(connection, rail, registration, address, length)) ||
+		    !(mr = bolt_registration_rail_mr(connection, rail, registration, address, length)) ||
 		    !(buffer = bolt_control_buffer_get(domain)))
 			continue;
 		buffer->work.handle = bolt_rendezvous_stripe_arrived;
@@ -185,7 +90,7 @@ static void bolt_rendezvous_send_answer(struct bolt_connection *connection, uint
 					struct bolt_inbound *record, void *address,
 					size_t length, uint32_t status)
 {
-	struct ibv_mr *mr = record ? bolt_rendezvous_link_mr(connection, &record->registration) : NULL;
+	struct ibv_mr *mr = record ? bolt_registration_link_mr(connection, &record->registration) : NULL;
 	bool registered = mr != NULL;
 	struct bolt_transmit *answer = bolt_transmit_internal(connection, BOLT_WIRE_RENDEZVOUS_READY,
 							      request_id, registered ? 0 : status);
@@ -203,7 +108,7 @@ static void bolt_rendezvous_send_answer(struct bolt_connection *connection, uint
 									 answer->rail_rkeys);
 		answer->tag = answer->rail_mask;
 		/* On UC the write comes on the control rail as a stripe of its own, not before a DONE. */
-		if (!answer->tag && bolt_rendezvous_unreliable(connection) && length)
+		if (!answer->tag && bolt_connection_unreliable(connection) && length)
 			record->stripes_pending = 1;
 	}
 	bolt_transmit_start(answer);
@@ -213,7 +118,7 @@ static struct bolt_inbound *bolt_rendezvous_find(struct bolt_connection *connect
 {
 	struct bolt_inbound *record;
 
-	DL_FOREACH(connection->rendezvous, record)
+	DL_FOREACH(bolt_peer_of(connection)->rendezvous, record)
 		if (record->request_id == request_id)
 			return record;
 	return NULL;
@@ -224,13 +129,13 @@ struct bolt_inbound *bolt_rendezvous_take(struct bolt_connection *connection, ui
 	struct bolt_inbound *record = bolt_rendezvous_find(connection, request_id);
 
 	if (record)
-		DL_DELETE(connection->rendezvous, record);
+		DL_DELETE(bolt_peer_of(connection)->rendezvous, record);
 	return record;
 }
 
 void bolt_rendezvous_record_free(struct bolt_connection *connection, struct bolt_inbound *record)
 {
-	bolt_rendezvous_unregister(connection->endpoint->domain, &record->registration, record->covered);
+	bolt_registration_release(connection->manager->domain, &record->registration, record->covered);
 	free(record);
 }
 
@@ -241,7 +146,7 @@ void bolt_rendezvous_answer(struct bolt_connection *connection, struct bolt_inbo
 
 	record->covered = receive->covered;
 	if (receive->iov_count == 1 && length)
-		bolt_rendezvous_register(connection, receive->iov[0].iov_base, length, &record->registration);
+		bolt_registration_acquire(connection, receive->iov[0].iov_base, length, &record->registration);
 	bolt_rendezvous_send_answer(connection, record->request_id, record,
 				    receive->iov[0].iov_base, length, BOLT_RENDEZVOUS_USE_SEGMENTS);
 }
@@ -255,7 +160,7 @@ void bolt_rendezvous_arrival(struct bolt_connection *connection, const struct bo
 		bolt_connection_fail(connection, FI_ENOMEM, "no memory for a rendezvous");
 		return;
 	}
-	DL_APPEND(connection->rendezvous, record);
+	DL_APPEND(bolt_peer_of(connection)->rendezvous, record);
 	if (record->receive)
 		bolt_rendezvous_answer(connection, record);
 }
@@ -263,7 +168,7 @@ void bolt_rendezvous_arrival(struct bolt_connection *connection, const struct bo
 void bolt_rendezvous_write_request(struct bolt_connection *connection,
 				   const struct bolt_wire_header *header)
 {
-	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
 	struct bolt_inbound *record = NULL;
 	char *local = NULL;
 	int status;
@@ -272,7 +177,7 @@ void bolt_rendezvous_write_request(struct bolt_connection *connection,
 				   FI_REMOTE_WRITE, &local);
 	if (!status) {
 		record = calloc(1, sizeof(*record));
-		if (!record || !bolt_rendezvous_register(connection, local, header->total_length,
+		if (!record || !bolt_registration_acquire(connection, local, header->total_length,
 							 &record->registration)) {
 			free(record);
 			record = NULL;
@@ -289,7 +194,7 @@ void bolt_rendezvous_write_request(struct bolt_connection *connection,
 		record->length = header->total_length;
 		record->wire_flags = header->flags;
 		record->cq_data = header->cq_data;
-		DL_APPEND(connection->rendezvous, record);
+		DL_APPEND(bolt_peer_of(connection)->rendezvous, record);
 	}
 	bolt_rendezvous_send_answer(connection, header->request_id, record, local,
 				    header->total_length, (uint32_t) status);
@@ -310,22 +215,12 @@ uint32_t bolt_rendezvous_immediate(const struct bolt_connection *connection, uin
 	       (write_back ? BOLT_IMMEDIATE_WRITE_BACK : 0);
 }
 
-bool bolt_rendezvous_unreliable(const struct bolt_connection *connection)
-{
-	return connection->endpoint->domain->primary.qp_type != IBV_QPT_RC;
-}
-
-bool bolt_rendezvous_may_write_immediate(const struct bolt_connection *connection)
-{
-	return bolt_rendezvous_unreliable(connection) || !connection->slot;
-}
-
 void bolt_rendezvous_describe_write(const struct bolt_transmit *transmit, struct ibv_sge *sge,
 				    struct ibv_send_wr *wr)
 {
 	sge->addr = (uintptr_t) transmit->iov[0].iov_base;
 	sge->length = (uint32_t) transmit->target_length;
-	sge->lkey = bolt_rendezvous_link_mr(transmit->connection, &transmit->registration)->lkey;
+	sge->lkey = bolt_registration_link_mr(transmit->connection, &transmit->registration)->lkey;
 	wr->sg_list = sge;
 	wr->num_sge = 1;
 	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
@@ -359,9 +254,9 @@ static bool bolt_rendezvous_prepare_stripes(struct bolt_connection *connection,
 	for (int rail = 0; rail < BOLT_MAX_CONNECTION_RAILS; rail++) {
 		if (!(mask & (1u << rail)))
 			continue;
-		if (!bolt_rendezvous_rail_mr(connection, rail, &transmit->registration,
+		if (!bolt_registration_rail_mr(connection, rail, &transmit->registration,
 					     transmit->iov[0].iov_base, transmit->target_length)) {
-			bolt_rendezvous_unregister(connection->endpoint->domain, &transmit->registration,
+			bolt_registration_release(connection->manager->domain, &transmit->registration,
 						   transmit->covered);
 			return false;
 		}
@@ -404,7 +299,7 @@ void bolt_rendezvous_answered(struct bolt_connection *connection, const struct b
 	 */
 	transmit->target_length = header->total_length;
 	if (!header->cq_data && header->total_length &&
-	    bolt_rendezvous_register(connection, transmit->iov[0].iov_base, header->total_length,
+	    bolt_registration_acquire(connection, transmit->iov[0].iov_base, header->total_length,
 				     &transmit->registration) &&
 	    bolt_rendezvous_prepare_stripes(connection, transmit, rails, &keys)) {
 		transmit->target_address = header->address;
@@ -428,7 +323,7 @@ bool bolt_rendezvous_wants_ack(const struct bolt_transmit *transmit)
 static void bolt_rendezvous_write_done(struct bolt_connection *connection,
 				       const struct bolt_inbound *record)
 {
-	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
 	struct bolt_transmit *ack;
 
 	bolt_endpoint_count_remote(endpoint, BOLT_COUNTER_REMOTE_WRITE,
@@ -444,8 +339,8 @@ static void bolt_rendezvous_write_done(struct bolt_connection *connection,
 /* Every byte of record's transfer is in place: deliver the message or count the write. */
 static void bolt_rendezvous_finish(struct bolt_connection *connection, struct bolt_inbound *record)
 {
-	DL_DELETE(connection->rendezvous, record);
-	bolt_rendezvous_unregister(connection->endpoint->domain, &record->registration, record->covered);
+	DL_DELETE(bolt_peer_of(connection)->rendezvous, record);
+	bolt_registration_release(connection->manager->domain, &record->registration, record->covered);
 	if (record->write) {
 		bolt_rendezvous_write_done(connection, record);
 	} else {
@@ -479,7 +374,7 @@ static struct bolt_inbound *bolt_rendezvous_find_striped(struct bolt_connection 
 {
 	struct bolt_inbound *record;
 
-	DL_FOREACH(connection->rendezvous, record)
+	DL_FOREACH(bolt_peer_of(connection)->rendezvous, record)
 		if (bolt_rendezvous_immediate(connection, record->request_id, false) == immediate &&
 		    record->stripes_pending &&
 		    (record->write || record->receive))
@@ -502,7 +397,7 @@ bool bolt_rendezvous_stripe_landed(struct bolt_connection *connection, const str
 
 bool bolt_rendezvous_registration_pays(const struct bolt_transmit *transmit)
 {
-	const struct bolt_params *params = &transmit->connection->endpoint->domain->fabric->params;
+	const struct bolt_params *params = &transmit->connection->manager->domain->fabric->params;
 
 	/* Registering memory outside an open MR for one transfer costs more than small ones save. */
 	return transmit->iov_count == 1 && transmit->length && transmit->length <= UINT32_MAX &&
@@ -511,14 +406,14 @@ bool bolt_rendezvous_registration_pays(const struct bolt_transmit *transmit)
 
 bool bolt_rendezvous_read_prepare(struct bolt_transmit *read)
 {
-	struct bolt_domain *domain = read->connection->endpoint->domain;
+	struct bolt_domain *domain = read->connection->manager->domain;
 
 	if (!domain->primary.rdma_write || !bolt_rendezvous_registration_pays(read) ||
-	    !bolt_rendezvous_register(read->connection, read->iov[0].iov_base, read->length,
+	    !bolt_registration_acquire(read->connection, read->iov[0].iov_base, read->length,
 				      &read->registration))
 		return false;
 	read->tag = (uintptr_t) read->iov[0].iov_base;
-	read->cq_data = bolt_rendezvous_link_mr(read->connection, &read->registration)->rkey;
+	read->cq_data = bolt_registration_link_mr(read->connection, &read->registration)->rkey;
 	read->wire_flags |= BOLT_WIRE_FLAG_WRITE_BACK;
 	/* Large reads want the rails too, as large writes do; the next ones get them. */
 	if (read->length >= (size_t) domain->fabric->params.rendezvous_threshold)
@@ -540,7 +435,7 @@ void bolt_rendezvous_read_answer(struct bolt_connection *connection,
 	struct bolt_wire_rail_keys keys = { 0 };
 
 	if (!(header->flags & BOLT_WIRE_FLAG_WRITE_BACK) ||
-	    !connection->endpoint->domain->primary.rdma_write ||
+	    !connection->manager->domain->primary.rdma_write ||
 	    !response->length)
 		return;
 	/* Stripes the reader posted receives for: all of them, or segments. */
@@ -553,7 +448,7 @@ void bolt_rendezvous_read_answer(struct bolt_connection *connection,
 	response->target_address = header->tag;
 	response->target_rkey = header->cq_data;
 	response->target_length = response->length;
-	if (!bolt_rendezvous_register(connection, response->iov[0].iov_base, response->length,
+	if (!bolt_registration_acquire(connection, response->iov[0].iov_base, response->length,
 				      &response->registration) ||
 	    !bolt_rendezvous_prepare_stripes(connection, response, keys.rails, &keys))
 		return;
@@ -567,7 +462,7 @@ static struct bolt_transmit *bolt_rendezvous_find_read(struct bolt_connection *c
 {
 	struct bolt_transmit *read;
 
-	DL_FOREACH(connection->posted, read)
+	DL_FOREACH(bolt_peer_of(connection)->posted, read)
 		if (read->op == BOLT_WIRE_READ_REQUEST && read->reply_pending &&
 		    (read->wire_flags & BOLT_WIRE_FLAG_WRITE_BACK) &&
 		    bolt_rendezvous_immediate(connection, read->request_id, true) == immediate)
@@ -577,7 +472,7 @@ static struct bolt_transmit *bolt_rendezvous_find_read(struct bolt_connection *c
 
 void bolt_rendezvous_read_written_back(struct bolt_connection *connection, struct bolt_transmit *read)
 {
-	connection->reads_written_back++;
+	bolt_peer_of(connection)->reads_written_back++;
 	read->received = read->length;
 	bolt_transmit_reply_arrived(read, 0);
 }
@@ -603,12 +498,12 @@ void bolt_rendezvous_stripe_arrived(struct bolt_work_completion *work, const str
 
 	if (!buffer->posted)
 		return;
-	bolt_control_buffer_put(connection->endpoint->domain, buffer);
+	bolt_control_buffer_put(connection->manager->domain, buffer);
 	if (connection->state == BOLT_CONNECTION_FAILED)
 		return;
 	if (wc->status != IBV_WC_SUCCESS) {
 		bolt_connection_fail(connection, FI_EIO,
-				     connection->endpoint->domain->fabric->verbs.wc_status_str(wc->status));
+				     connection->manager->domain->fabric->verbs.wc_status_str(wc->status));
 		return;
 	}
 	if (!bolt_rendezvous_stripe_landed(connection, wc) && !bolt_rendezvous_read_landed(connection, wc))
@@ -617,11 +512,11 @@ void bolt_rendezvous_stripe_arrived(struct bolt_work_completion *work, const str
 
 void bolt_rendezvous_release(struct bolt_connection *connection, int error)
 {
-	struct bolt_endpoint *endpoint = connection->endpoint;
+	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
 	struct bolt_inbound *record, *next;
 
-	DL_FOREACH_SAFE(connection->rendezvous, record, next) {
-		DL_DELETE(connection->rendezvous, record);
+	DL_FOREACH_SAFE(bolt_peer_of(connection)->rendezvous, record, next) {
+		DL_DELETE(bolt_peer_of(connection)->rendezvous, record);
 		if (record->receive && error)
 			bolt_endpoint_complete_receive(endpoint, record->receive, connection, 0, 0, 0,
 						       record->tag, 0, error);

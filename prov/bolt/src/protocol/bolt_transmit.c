@@ -12,26 +12,15 @@
 #include <utlist.h>
 
 #include "bolt_endpoint.h"
+#include "protocol/bolt_rdma.h"
 
 void bolt_transmit_posted_all(struct bolt_transmit *transmit)
 {
 	struct bolt_connection *connection = transmit->connection;
 
 	transmit->posted_last = true;
-	DL_DELETE(connection->transmits, transmit);
-	DL_APPEND(connection->posted, transmit);
-}
-
-/* Room for slots more send queue entries on the link, and more credits than spare. */
-static bool bolt_transmit_can_send(const struct bolt_connection *connection, uint32_t spare,
-				   int slots)
-{
-	const struct bolt_domain *domain = connection->endpoint->domain;
-	const struct bolt_link *link = connection->link;
-
-	return connection->state == BOLT_CONNECTION_ESTABLISHED &&
-	       link->outstanding_sends + slots <= (int) domain->primary.budget.queue_depth &&
-	       link->send_credits > spare;
+	DL_DELETE(bolt_peer_of(connection)->transmits, transmit);
+	DL_APPEND(bolt_peer_of(connection)->posted, transmit);
 }
 
 /*
@@ -47,6 +36,8 @@ static uint32_t bolt_transmit_spare_credits(const struct bolt_transmit *transmit
 	       BOLT_LINK_REPOST_BATCH + 1 : 1;
 }
 
+static void bolt_transmit_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc);
+
 /*
  * Whether a rendezvous write, answered or granted, goes as one write with
  * immediate data that names it: on UC, and for a granted receive where the
@@ -55,8 +46,8 @@ static uint32_t bolt_transmit_spare_credits(const struct bolt_transmit *transmit
 static bool bolt_transmit_write_names_itself(const struct bolt_connection *connection,
 					     const struct bolt_transmit *transmit)
 {
-	return bolt_rendezvous_unreliable(connection) ||
-	       (transmit->receive_granted && bolt_rendezvous_may_write_immediate(connection));
+	return bolt_connection_unreliable(connection) ||
+	       (transmit->receive_granted && bolt_connection_may_write_immediate(connection));
 }
 
 /* A rendezvous write with its DONE takes two send queue entries; others one. */
@@ -82,66 +73,7 @@ static bool bolt_transmit_may_go(const struct bolt_connection *connection,
 	if (transmit->internal || (transmit->rendezvous != BOLT_RENDEZVOUS_NONE &&
 				   transmit->rendezvous != BOLT_RENDEZVOUS_BOUNCE))
 		return true;
-	return !connection->streaming || connection->streaming == transmit;
-}
-
-static void bolt_transmit_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc);
-
-/*
- * Posts wr on the control rail, signaled, its completion carried by record,
- * in one post with the unsignaled write it ends (write; NULL if none), as a
- * device takes a list of requests at one doorbell. wr consumes a credit
- * unless it is a plain RDMA write. False if the QP refused.
- */
-static bool bolt_transmit_post_request(struct bolt_connection *connection,
-				       struct bolt_control_buffer *record, struct ibv_send_wr *wr,
-				       struct ibv_send_wr *write)
-{
-	struct bolt_domain *domain = connection->endpoint->domain;
-	struct bolt_link *link = connection->link;
-	struct ibv_send_wr *bad_wr;
-	int ret;
-
-	wr->wr_id = (uintptr_t) &record->work;
-	wr->send_flags = IBV_SEND_SIGNALED;
-	record->work.handle = bolt_transmit_send_completed;
-	record->link = link;
-	record->connection = connection;
-	record->posted = true;
-	if (write)
-		write->next = wr;
-	ret = domain->fabric->verbs.post_send(link->qp, write ? write : wr, &bad_wr);
-	/* A write that went before a refused request still takes its place on the queue. */
-	if (write && (!ret || bad_wr != write))
-		link->outstanding_sends++;
-	if (ret) {
-		bolt_control_buffer_put(domain, record);
-		bolt_link_fail(link, FI_EIO, strerror(ret));
-		return false;
-	}
-	link->outstanding_sends++;
-	if (wr->opcode != IBV_WR_RDMA_WRITE)
-		link->send_credits--;
-	return true;
-}
-
-/*
- * Posts a control buffer whose header and payload are filled, after write
- * (NULL if none); false if the QP refused.
- */
-static bool bolt_transmit_post(struct bolt_connection *connection,
-			       struct bolt_control_buffer *record, size_t length,
-			       struct ibv_send_wr *write)
-{
-	struct bolt_domain *domain = connection->endpoint->domain;
-	struct ibv_sge sge = {
-		.addr = (uintptr_t) bolt_control_buffer_data(domain, record),
-		.length = (uint32_t) length,
-		.lkey = connection->link->port->control_mr->lkey,
-	};
-	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND };
-
-	return bolt_transmit_post_request(connection, record, &wr, write);
+	return !bolt_peer_of(connection)->streaming || bolt_peer_of(connection)->streaming == transmit;
 }
 
 /*
@@ -155,9 +87,9 @@ static bool bolt_transmit_write_whole(struct bolt_connection *connection,
 	transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
 	transmit->sent = transmit->length;
 	bolt_transmit_posted_all(transmit);
-	record->transmit = transmit;
+	record->operation = transmit;
 	transmit->in_flight++;
-	if (!bolt_transmit_post_request(connection, record, wr, NULL)) {
+	if (!bolt_link_post(connection, record, wr, NULL, bolt_transmit_send_completed)) {
 		transmit->in_flight--;
 		return false;
 	}
@@ -178,9 +110,9 @@ static void bolt_transmit_direct_write(struct bolt_connection *connection,
 	bolt_direct_write_describe(transmit, &sge, &wr);
 	if (!bolt_transmit_write_whole(connection, transmit, record, &wr))
 		return;
-	connection->direct_writes++;
+	bolt_peer_of(connection)->direct_writes++;
 	if (plain)
-		connection->plain_writes++;
+		bolt_peer_of(connection)->plain_writes++;
 }
 
 /* Answered on UC without data rails, or granted: the write alone, immediate data naming it. */
@@ -193,19 +125,6 @@ static void bolt_transmit_control_stripe(struct bolt_connection *connection,
 
 	bolt_rendezvous_describe_write(transmit, &sge, &wr);
 	bolt_transmit_write_whole(connection, transmit, record, &wr);
-}
-
-static void bolt_transmit_header(struct bolt_connection *connection, struct bolt_wire_header *header,
-				 enum bolt_wire_op op, size_t payload_length)
-{
-	memset(header, 0, sizeof(*header));
-	header->op = (uint8_t) op;
-	header->payload_length = (uint16_t) payload_length;
-	header->slot = connection->slot;
-	header->slot_nonce = connection->slot_nonce;
-	header->credits = (uint16_t) connection->link->credits_to_return;
-	header->sequence = connection->send_sequence++;
-	connection->link->credits_to_return = 0;
 }
 
 /* What every message of an operation says about it. */
@@ -242,7 +161,7 @@ static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
 		write.opcode = IBV_WR_RDMA_WRITE;
 	}
 	/* A read's data written back ends with its response, a message's or a write's with DONE. */
-	bolt_transmit_header(connection, header,
+	bolt_link_frame(connection, header,
 			     asking ? BOLT_WIRE_RENDEZVOUS :
 			     transmit->op == BOLT_WIRE_READ_RESPONSE ? BOLT_WIRE_READ_RESPONSE :
 			     BOLT_WIRE_RENDEZVOUS_DONE, 0);
@@ -259,17 +178,17 @@ static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
 	if (asking) {
 		/* Out of the way of progress, which would only step over it, until its answer. */
 		transmit->rendezvous = BOLT_RENDEZVOUS_WAIT;
-		DL_DELETE(connection->transmits, transmit);
-		DL_APPEND(connection->waiting, transmit);
+		DL_DELETE(bolt_peer_of(connection)->transmits, transmit);
+		DL_APPEND(bolt_peer_of(connection)->waiting, transmit);
 	} else {
 		transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
 		transmit->sent = transmit->length;
 		bolt_transmit_posted_all(transmit);
 		record->send_slots = 2;
 	}
-	record->transmit = transmit;
+	record->operation = transmit;
 	transmit->in_flight++;
-	if (!bolt_transmit_post(connection, record, sizeof(*header), asking ? NULL : &write))
+	if (!bolt_link_post_buffer(connection, record, sizeof(*header), asking ? NULL : &write, bolt_transmit_send_completed))
 		transmit->in_flight--;
 }
 
@@ -278,23 +197,23 @@ static bool bolt_transmit_bounce(struct bolt_connection *connection, struct bolt
 				 struct bolt_control_buffer *record)
 {
 	struct bolt_wire_header *header =
-		(struct bolt_wire_header *) bolt_control_buffer_data(connection->endpoint->domain, record);
+		(struct bolt_wire_header *) bolt_control_buffer_data(connection->manager->domain, record);
 	struct ibv_send_wr wr = { 0 };
 	struct ibv_sge sge[2];
 
 	if (!bolt_bounce_describe(transmit, record, sge, &wr))
 		return false;
 	/* The whole payload follows the header: its length is the message's. */
-	bolt_transmit_header(connection, header, transmit->op, 0);
+	bolt_link_frame(connection, header, transmit->op, 0);
 	bolt_transmit_describe(header, transmit);
 	header->flags |= BOLT_WIRE_FLAG_LAST;
 	transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
 	transmit->sent = transmit->length;
 	bolt_transmit_posted_all(transmit);
-	connection->streaming = NULL;
-	record->transmit = transmit;
+	bolt_peer_of(connection)->streaming = NULL;
+	record->operation = transmit;
 	transmit->in_flight++;
-	if (!bolt_transmit_post_request(connection, record, &wr, NULL))
+	if (!bolt_link_post(connection, record, &wr, NULL, bolt_transmit_send_completed))
 		transmit->in_flight--;
 	return true;
 }
@@ -317,7 +236,7 @@ static bool bolt_transmit_bounce_now(const struct bolt_transmit *transmit)
 /* Puts the next segment of transmit on the wire; false when no buffer is free. */
 static bool bolt_transmit_segment(struct bolt_connection *connection, struct bolt_transmit *transmit)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_domain *domain = connection->manager->domain;
 	struct bolt_control_buffer *record = bolt_control_buffer_get(domain);
 	struct bolt_wire_header *header;
 	size_t payload = 0;
@@ -362,7 +281,7 @@ static bool bolt_transmit_segment(struct bolt_connection *connection, struct bol
 		/* A read or a rendezvous answer offering data rails: their keys. */
 		payload = bolt_rendezvous_rail_keys_write(transmit, data + sizeof(*header));
 	}
-	bolt_transmit_header(connection, header, transmit->op, payload);
+	bolt_link_frame(connection, header, transmit->op, payload);
 	bolt_transmit_describe(header, transmit);
 	header->offset = transmit->sent;
 	transmit->sent += payload;
@@ -371,23 +290,12 @@ static bool bolt_transmit_segment(struct bolt_connection *connection, struct bol
 		bolt_transmit_posted_all(transmit);
 	}
 	if (!transmit->internal)
-		connection->streaming = transmit->posted_last ? NULL : transmit;
-	record->transmit = transmit;
+		bolt_peer_of(connection)->streaming = transmit->posted_last ? NULL : transmit;
+	record->operation = transmit;
 	transmit->in_flight++;
-	if (!bolt_transmit_post(connection, record, sizeof(*header) + payload, NULL))
+	if (!bolt_link_post_buffer(connection, record, sizeof(*header) + payload, NULL, bolt_transmit_send_completed))
 		transmit->in_flight--;
 	return true;
-}
-
-int bolt_transmit_probe(struct bolt_connection *connection, uint32_t nonce)
-{
-	struct bolt_control_buffer *record = bolt_control_buffer_get(connection->endpoint->domain);
-	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND_WITH_IMM, .imm_data = nonce };
-
-	if (!record)
-		return -FI_EAGAIN;
-	record->send_slots = 1;
-	return bolt_transmit_post_request(connection, record, &wr, NULL) ? 0 : -FI_EIO;
 }
 
 void bolt_transmit_other_ports(struct bolt_connection *connection)
@@ -395,52 +303,24 @@ void bolt_transmit_other_ports(struct bolt_connection *connection)
 	struct bolt_transmit *transmit, *next;
 	struct ibv_mr *mr;
 
-	DL_FOREACH_SAFE(connection->transmits, transmit, next) {
+	DL_FOREACH_SAFE(bolt_peer_of(connection)->transmits, transmit, next) {
 		/* Data rails were asked for ahead of the first large transfer: none now. */
 		if (transmit->internal && transmit->op == BOLT_WIRE_RAIL_REQUEST) {
-			DL_DELETE(connection->transmits, transmit);
+			DL_DELETE(bolt_peer_of(connection)->transmits, transmit);
 			bolt_transmit_free(transmit);
 			continue;
 		}
 		if (transmit->op != BOLT_WIRE_READ_REQUEST ||
 		    !(transmit->wire_flags & BOLT_WIRE_FLAG_WRITE_BACK))
 			continue;
-		mr = bolt_rendezvous_register(connection, transmit->iov[0].iov_base, transmit->length,
+		mr = bolt_registration_acquire(connection, transmit->iov[0].iov_base, transmit->length,
 					      &transmit->registration) ?
-		     bolt_rendezvous_link_mr(connection, &transmit->registration) : NULL;
+		     bolt_registration_link_mr(connection, &transmit->registration) : NULL;
 		if (mr)
 			transmit->cq_data = mr->rkey;
 		else
 			transmit->wire_flags &= (uint8_t) ~BOLT_WIRE_FLAG_WRITE_BACK;
 	}
-}
-
-/*
- * A header that only returns credits, once a batch of receives is posted
- * again: a peer whose every write takes a receive (UC) would otherwise run
- * dry whenever this end comes back late to its completions. It costs the
- * peer one receive per batch.
- */
-static void bolt_transmit_return_credits(struct bolt_connection *connection)
-{
-	struct bolt_domain *domain = connection->endpoint->domain;
-	struct bolt_link *link = connection->link;
-	/* Receives held back are no credits the peer can wait for. */
-	uint32_t half_not_held = (link->receive_depth - link->held_count) / 2;
-	uint32_t due = half_not_held < BOLT_LINK_REPOST_BATCH ? half_not_held : BOLT_LINK_REPOST_BATCH;
-	struct bolt_control_buffer *record;
-
-	if (!link->credits_to_return || link->credits_to_return < due ||
-	    !bolt_transmit_can_send(connection, 0, 1))
-		return;
-	record = bolt_control_buffer_get(domain);
-	if (!record)
-		return;
-	record->send_slots = 1;
-	bolt_transmit_header(connection, (struct bolt_wire_header *) bolt_control_buffer_data(domain, record),
-			     BOLT_WIRE_CREDIT, 0);
-	((struct bolt_wire_header *) bolt_control_buffer_data(domain, record))->flags = BOLT_WIRE_FLAG_LAST;
-	bolt_transmit_post(connection, record, sizeof(struct bolt_wire_header), NULL);
 }
 
 /*
@@ -458,17 +338,17 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 	/* Until then, the connection may have no link yet. */
 	if (connection->state != BOLT_CONNECTION_ESTABLISHED)
 		return;
-	DL_FOREACH_SAFE(connection->transmits, transmit, next) {
+	DL_FOREACH_SAFE(bolt_peer_of(connection)->transmits, transmit, next) {
 		if (blocked && !transmit->internal)
 			continue;
 		while (!transmit->posted_last && bolt_transmit_may_go(connection, transmit)) {
 			/* Its turn: the receive the peer granted it, if one came, before it asks. */
-			if (transmit->message_number > connection->messages_posted)
+			if (transmit->message_number > bolt_peer_of(connection)->messages_posted)
 				bolt_receive_grant_use(connection, transmit);
 			if (transmit->rendezvous == BOLT_RENDEZVOUS_WRITE && transmit->rail_mask) {
 				if (!bolt_transmit_stripes(connection, transmit))
 					break;
-			} else if (!bolt_transmit_can_send(connection,
+			} else if (!bolt_link_can_send(connection,
 							   bolt_transmit_spare_credits(transmit),
 							   bolt_transmit_slots(connection, transmit))) {
 				break;
@@ -483,7 +363,7 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 		    transmit->rendezvous != BOLT_RENDEZVOUS_WAIT)
 			blocked = true;
 	}
-	bolt_transmit_return_credits(connection);
+	bolt_link_return_credits(connection);
 }
 
 /*
@@ -493,7 +373,7 @@ void bolt_transmit_progress(struct bolt_connection *connection)
  */
 bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_transmit *transmit)
 {
-	struct bolt_domain *domain = connection->endpoint->domain;
+	struct bolt_domain *domain = connection->manager->domain;
 	uint32_t mask = transmit->rail_mask;
 	size_t count = (size_t) __builtin_popcount(mask), offset = 0, stripe = 0;
 
@@ -511,11 +391,11 @@ bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_trans
 		sge.length = (uint32_t) (transmit->target_length / count +
 					 (stripe < transmit->target_length % count));
 		/* Registered on the rail's port when the answer came. */
-		sge.lkey = bolt_rendezvous_rail_mr(connection, rail, &transmit->registration,
+		sge.lkey = bolt_registration_rail_mr(connection, rail, &transmit->registration,
 						   transmit->iov[0].iov_base, transmit->target_length)->lkey;
 		record = bolt_control_buffer_get(domain);
 		record->work.handle = bolt_transmit_send_completed;
-		record->transmit = transmit;
+		record->operation = transmit;
 		ret = bolt_data_rail_post_write(connection, rail, record, &sge,
 						transmit->target_address + offset, transmit->rail_rkeys[rail],
 						bolt_rendezvous_immediate(connection, transmit->request_id,
@@ -568,7 +448,7 @@ int bolt_transmit_attach(struct bolt_transmit *transmit, const void *payload, si
 
 int bolt_transmit_detach(struct bolt_transmit *transmit)
 {
-	struct bolt_domain *domain = transmit->connection->endpoint->domain;
+	struct bolt_domain *domain = transmit->connection->manager->domain;
 	char *copy;
 
 	if (transmit->posted_last || transmit->inject_copy)
@@ -586,7 +466,7 @@ int bolt_transmit_detach(struct bolt_transmit *transmit)
 	 */
 	if (transmit->rendezvous == BOLT_RENDEZVOUS_WRITE ||
 	    transmit->rendezvous == BOLT_RENDEZVOUS_DIRECT) {
-		bolt_rendezvous_unregister(domain, &transmit->registration, transmit->covered);
+		bolt_registration_release(domain, &transmit->registration, transmit->covered);
 		transmit->reply_pending = transmit->rendezvous == BOLT_RENDEZVOUS_DIRECT ||
 					  transmit->reply_pending;
 		transmit->rail_mask = 0;
@@ -615,64 +495,44 @@ static void bolt_transmit_check_done(struct bolt_transmit *transmit)
 
 	if (!transmit->posted_last || transmit->in_flight || transmit->reply_pending)
 		return;
-	DL_DELETE(connection->posted, transmit);
-	bolt_rendezvous_unregister(connection->endpoint->domain, &transmit->registration,
+	DL_DELETE(bolt_peer_of(connection)->posted, transmit);
+	bolt_registration_release(connection->manager->domain, &transmit->registration,
 				   transmit->covered);
 	if (transmit->internal)
 		bolt_transmit_free(transmit);
 	else
-		bolt_endpoint_complete_transmit(connection->endpoint, transmit);
+		bolt_endpoint_complete_transmit(bolt_connection_endpoint(connection), transmit);
 }
 
 static void bolt_transmit_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc)
 {
 	struct bolt_control_buffer *record = bolt_control_buffer_of_work(work);
-	struct bolt_connection *connection = record->connection;
-	struct bolt_link *link = record->link;
-	struct bolt_transmit *transmit = record->transmit;
-	int send_slots = record->send_slots, rail = record->data_rail;
-	struct bolt_domain *domain;
+	struct bolt_transmit *transmit = record->operation;
+	struct bolt_connection *connection;
 
 	if (!record->posted)
 		return;
-	/* A control rail send retires entries of its link's queue, a stripe one of its rail's. */
-	if (link) {
-		domain = link->domain;
-		bolt_control_buffer_put(domain, record);
-		if (!link->qp)
-			return;
-		link->outstanding_sends -= send_slots;
-		/* A probe to a port that does not meet ours fails on RC: the answer says so. */
-		if (wc->status != IBV_WC_SUCCESS && link->probing)
-			return;
-		if (wc->status != IBV_WC_SUCCESS) {
-			bolt_link_fail(link, FI_EIO, domain->fabric->verbs.wc_status_str(wc->status));
-			return;
-		}
-		/* Its connection left the link: the link's others may use the room. */
-		if (!connection) {
-			bolt_link_progress(link);
-			return;
-		}
-	} else {
-		domain = connection->endpoint->domain;
-		bolt_control_buffer_put(domain, record);
-	}
-	/* A failed connection has already ended its transmits. */
-	if (connection->state == BOLT_CONNECTION_FAILED)
+	connection = bolt_link_send_completed(record, wc);
+	if (!connection)
 		return;
-	if (rail >= 0)
-		connection->data_rails[rail].outstanding_sends--;
-	if (wc->status != IBV_WC_SUCCESS) {
-		bolt_connection_fail(connection, FI_EIO,
-				     domain->fabric->verbs.wc_status_str(wc->status));
-		return;
-	}
 	if (transmit) {
 		transmit->in_flight--;
 		bolt_transmit_check_done(transmit);
 	}
 	bolt_transmit_progress(connection);
+}
+
+void bolt_transmit_orphaned(struct bolt_control_buffer *record)
+{
+	struct bolt_transmit *transmit = record->operation;
+
+	/* The device reads its buffer until the send completes: the registration stays till then. */
+	if (!transmit->in_flight)
+		return;
+	record->registration = transmit->registration;
+	record->covered = transmit->covered;
+	record->holds_registration = true;
+	memset(&transmit->registration, 0, sizeof(transmit->registration));
 }
 
 /* A direct write into a region the target granted, a rendezvous, or (neither) segments. */
@@ -699,10 +559,10 @@ void bolt_transmit_revoked(struct bolt_connection *connection, uint64_t key)
 {
 	struct bolt_transmit *transmit;
 
-	DL_FOREACH(connection->transmits, transmit) {
+	DL_FOREACH(bolt_peer_of(connection)->transmits, transmit) {
 		if (transmit->rendezvous != BOLT_RENDEZVOUS_DIRECT || transmit->remote_key != key)
 			continue;
-		bolt_rendezvous_unregister(connection->endpoint->domain, &transmit->registration,
+		bolt_registration_release(connection->manager->domain, &transmit->registration,
 					   transmit->covered);
 		transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
 		transmit->plain_write = false;
@@ -716,17 +576,17 @@ void bolt_transmit_start(struct bolt_transmit *transmit)
 
 	if (!transmit->internal) {
 		/* Stripes name their transfer by its low bits; 0 names none (a direct write). */
-		if (!(connection->next_request_id & BOLT_IMMEDIATE_ID))
-			connection->next_request_id++;
-		transmit->request_id = connection->next_request_id++;
+		if (!(bolt_peer_of(connection)->next_request_id & BOLT_IMMEDIATE_ID))
+			bolt_peer_of(connection)->next_request_id++;
+		transmit->request_id = bolt_peer_of(connection)->next_request_id++;
 		/* Numbered as the peer counts them, for the receives it grants ahead. */
 		if (transmit->op == BOLT_WIRE_MESSAGE && !(transmit->flags & FI_TAGGED))
-			transmit->message_number = ++connection->messages_started;
+			transmit->message_number = ++bolt_peer_of(connection)->messages_started;
 		if (transmit->op == BOLT_WIRE_READ_REQUEST)
 			bolt_rendezvous_read_prepare(transmit);
 		bolt_transmit_choose_path(connection, transmit);
 	}
-	DL_APPEND(connection->transmits, transmit);
+	DL_APPEND(bolt_peer_of(connection)->transmits, transmit);
 	if (connection->state == BOLT_CONNECTION_FAILED) {
 		bolt_transmit_fail_all(connection);
 		return;
@@ -740,7 +600,7 @@ struct bolt_transmit *bolt_transmit_find_request(struct bolt_connection *connect
 {
 	struct bolt_transmit *transmit;
 
-	DL_FOREACH(connection->posted, transmit)
+	DL_FOREACH(bolt_peer_of(connection)->posted, transmit)
 		if (!transmit->internal && transmit->op == op && transmit->request_id == request_id &&
 		    transmit->reply_pending)
 			return transmit;
@@ -759,20 +619,20 @@ struct bolt_transmit *bolt_transmit_answered(struct bolt_connection *connection,
 {
 	struct bolt_transmit *transmit, *later;
 
-	DL_FOREACH(connection->waiting, transmit)
+	DL_FOREACH(bolt_peer_of(connection)->waiting, transmit)
 		if (transmit->request_id == request_id)
 			break;
 	if (!transmit)
 		return NULL;
-	DL_DELETE(connection->waiting, transmit);
+	DL_DELETE(bolt_peer_of(connection)->waiting, transmit);
 	/* Ahead of the operations started after it, as it was. */
-	DL_FOREACH(connection->transmits, later)
+	DL_FOREACH(bolt_peer_of(connection)->transmits, later)
 		if (!later->internal && later->request_id > request_id)
 			break;
 	if (later)
-		DL_PREPEND_ELEM(connection->transmits, later, transmit);
+		DL_PREPEND_ELEM(bolt_peer_of(connection)->transmits, later, transmit);
 	else
-		DL_APPEND(connection->transmits, transmit);
+		DL_APPEND(bolt_peer_of(connection)->transmits, transmit);
 	return transmit;
 }
 
@@ -784,29 +644,29 @@ static void bolt_transmit_end_list(struct bolt_connection *connection, struct bo
 
 	DL_FOREACH_SAFE(*list, transmit, next) {
 		DL_DELETE(*list, transmit);
-		bolt_rendezvous_unregister(connection->endpoint->domain, &transmit->registration,
+		bolt_registration_release(connection->manager->domain, &transmit->registration,
 					   transmit->covered);
 		if (transmit->internal || !report) {
 			bolt_transmit_free(transmit);
 			continue;
 		}
 		transmit->status = connection->error ? connection->error : FI_EIO;
-		bolt_endpoint_complete_transmit(connection->endpoint, transmit);
+		bolt_endpoint_complete_transmit(bolt_connection_endpoint(connection), transmit);
 	}
 }
 
 void bolt_transmit_fail_all(struct bolt_connection *connection)
 {
-	connection->streaming = NULL;
-	bolt_transmit_end_list(connection, &connection->waiting, true);
-	bolt_transmit_end_list(connection, &connection->transmits, true);
-	bolt_transmit_end_list(connection, &connection->posted, true);
+	bolt_peer_of(connection)->streaming = NULL;
+	bolt_transmit_end_list(connection, &bolt_peer_of(connection)->waiting, true);
+	bolt_transmit_end_list(connection, &bolt_peer_of(connection)->transmits, true);
+	bolt_transmit_end_list(connection, &bolt_peer_of(connection)->posted, true);
 }
 
 void bolt_transmit_discard_all(struct bolt_connection *connection)
 {
-	connection->streaming = NULL;
-	bolt_transmit_end_list(connection, &connection->waiting, false);
-	bolt_transmit_end_list(connection, &connection->transmits, false);
-	bolt_transmit_end_list(connection, &connection->posted, false);
+	bolt_peer_of(connection)->streaming = NULL;
+	bolt_transmit_end_list(connection, &bolt_peer_of(connection)->waiting, false);
+	bolt_transmit_end_list(connection, &bolt_peer_of(connection)->transmits, false);
+	bolt_transmit_end_list(connection, &bolt_peer_of(connection)->posted, false);
 }

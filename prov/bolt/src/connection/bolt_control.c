@@ -3,7 +3,7 @@
  * each with a record that travels as the wr_id of the send or receive that
  * uses it.
  */
-#include "bolt_endpoint.h"
+#include "connection/bolt_connection.h"
 
 struct bolt_control_buffer *bolt_control_buffer_get(struct bolt_domain *domain)
 {
@@ -15,7 +15,7 @@ struct bolt_control_buffer *bolt_control_buffer_get(struct bolt_domain *domain)
 	record = &domain->control_buffers[bolt_slab_index(&domain->control_pool, data)];
 	record->link = NULL;
 	record->connection = NULL;
-	record->transmit = NULL;
+	record->operation = NULL;
 	record->data_rail = -1;
 	record->posted = false;
 	return record;
@@ -24,12 +24,12 @@ struct bolt_control_buffer *bolt_control_buffer_get(struct bolt_domain *domain)
 void bolt_control_buffer_put(struct bolt_domain *domain, struct bolt_control_buffer *record)
 {
 	if (record->holds_registration) {
-		bolt_rendezvous_unregister(domain, &record->registration, record->covered);
+		bolt_registration_release(domain, &record->registration, record->covered);
 		record->holds_registration = false;
 	}
 	record->link = NULL;
 	record->connection = NULL;
-	record->transmit = NULL;
+	record->operation = NULL;
 	record->posted = false;
 	bolt_slab_put(&domain->control_pool, bolt_control_buffer_data(domain, record));
 }

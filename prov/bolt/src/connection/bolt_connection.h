@@ -1,0 +1,220 @@
+/*
+ * bolt_connection.h: the connection layer (layer 4). A connection is the
+ * transport between this endpoint and one peer endpoint: its side channel
+ * and handshake, its slot on a shared link (bolt_link.h), its data rails,
+ * sequence numbers and loss detection. It knows nothing of operations: its
+ * owner, the protocol layer, sets the events table through which the layer
+ * tells what happened (a connection failed or became ready, a message or a
+ * write arrived, room to send came back). Files of this layer include only
+ * this header and those below it, never a protocol's.
+ */
+#ifndef BOLT_CONNECTION_H
+#define BOLT_CONNECTION_H
+
+#include <poll.h>
+#include <uthash.h>
+
+#include "connection/bolt_link.h"
+#include "connection/bolt_side_channel.h"
+
+/*
+ * A data rail (bolt_data_rail.c): a queue pair to the peer of its own for
+ * large writes, so that bulk data never queues in front of the control
+ * rail's headers. Made on the first rendezvous, with the peer's answer.
+ */
+enum bolt_data_rail_state {
+	BOLT_DATA_RAIL_NONE,            /* not asked for */
+	BOLT_DATA_RAIL_REQUESTED,       /* our queue pair made, the peer asked to connect it */
+	BOLT_DATA_RAIL_PROBING,         /* stripe rail, asker: connected, probe sent */
+	BOLT_DATA_RAIL_AWAITING_PROBE,  /* stripe rail, answerer: connected, a receive posted for it */
+	BOLT_DATA_RAIL_PROBED,          /* stripe rail, answerer: the probe came; the asker's READY not */
+	BOLT_DATA_RAIL_READY,           /* connected at both ends */
+	BOLT_DATA_RAIL_UNAVAILABLE,     /* no queue pair to spare, no port reached: writes go elsewhere */
+};
+
+struct bolt_data_rail {
+	enum bolt_data_rail_state state;
+	struct bolt_rail_port *port;    /* where its queue pair is */
+	struct ibv_qp *qp;
+	uint32_t psn;
+	int candidate;                  /* stripe rail, asker: the peer's stripe port it tries */
+	uint32_t probe_nonce;           /* stripe rail: what the current attempt's probe carries */
+	uint64_t probe_deadline_ns;     /* stripe rail, answerer: when the probe is late; 0: not sent */
+	int outstanding_sends;          /* stripes posted, completion pending */
+	uint64_t bytes_written;         /* by the stripes of this end's writes */
+};
+
+/* What the side channel shows of messages lost on UC (bolt_loss.c): counts asked for while it waits. */
+struct bolt_loss_watch {
+	uint32_t seen_received;         /* arrivals at the last look, */
+	uint32_t seen_stripes;
+	uint64_t quiet_since_ns;        /* and since when nothing arrived */
+	uint64_t asked_ns;              /* our last question; */
+	bool asking;                    /* its answer still to come */
+	uint32_t sent_at_ask, stripes_sent_at_ask;              /* our counts when we asked, */
+	uint32_t sent_at_previous_ask, stripes_sent_at_previous_ask;    /* and the time before */
+	uint32_t confirmed_sent, confirmed_stripes;     /* the peer had all of these */
+	bool answered;                  /* the peer's counts, judged after a grace period */
+	uint64_t answered_ns;
+	uint32_t peer_sent, peer_received, peer_stripes_sent, peer_stripes_received;
+};
+
+enum bolt_connection_state {
+	BOLT_CONNECTION_CONNECTING,     /* our hello sent, waiting for the reply */
+	BOLT_CONNECTION_WAITING_READY,  /* replied to the peer's hello, waiting for ready */
+	BOLT_CONNECTION_WAITING_CONNECTED,      /* a new link: ready sent, waiting for the peer's
+						 * queue pair to connect to ours */
+	BOLT_CONNECTION_WAITING_LINK,   /* the peer's hello waits for our link to its domain */
+	BOLT_CONNECTION_WAITING_PROBED, /* initiator: a new link's probe sent, waiting for word */
+	BOLT_CONNECTION_WAITING_PROBE,  /* answerer: waiting for the probe, then the word of it */
+	BOLT_CONNECTION_ESTABLISHED,
+	BOLT_CONNECTION_FAILED,
+};
+
+/*
+ * What the connection layer tells its owner, which keeps its own state per
+ * connection in connection->owner. Every event is called under the domain
+ * lock; an event may fail the connection it is told about.
+ */
+struct bolt_connection_events {
+	/* A connection was made (the owner's state to set up); 0 or a negative error. */
+	int (*created)(struct bolt_connection *connection);
+	/* It failed (error: positive FI_E*): what waits on it ends with that error. */
+	void (*failed)(struct bolt_connection *connection);
+	/* It goes: the owner's state is released, nothing reported. */
+	void (*destroyed)(struct bolt_connection *connection);
+	/*
+	 * Its link turned out to be on other ports than the domains' own: what
+	 * was queued for the domain's own port adapts (can_send follows).
+	 */
+	void (*link_moved)(struct bolt_connection *connection);
+	/* Room to send came back (credits, queue entries): send what waits. */
+	void (*can_send)(struct bolt_connection *connection);
+	/* Whether anything waits on the peer: operations, replies, data coming in. */
+	bool (*busy)(const struct bolt_connection *connection);
+	/* Whether the peer may still write into the owner's memory (receives it was given). */
+	bool (*exposes_memory)(const struct bolt_connection *connection);
+	/* Whether the owner keeps too much of the peer's data: its receives are held back. */
+	bool (*over_limit)(const struct bolt_connection *connection);
+	/* A message, its header checked by the transport; payload_length bytes at payload. */
+	void (*message)(struct bolt_connection *connection, const struct bolt_wire_header *header,
+			const char *payload, size_t payload_length);
+	/* A write with immediate data landed on the control rail (no message). */
+	void (*write_landed)(struct bolt_connection *connection, const struct ibv_wc *wc);
+	/* Messages from the peer were lost: the connection fails next. */
+	void (*lost)(struct bolt_connection *connection);
+	/* Sends a message of the transport's own (data rail set-up), header filled but for the frame. */
+	void (*send)(struct bolt_connection *connection, const struct bolt_wire_header *header,
+		     const void *payload, size_t payload_length);
+	/* A send still posted outlives its connection: record keeps what its operation lent it. */
+	void (*send_orphaned)(struct bolt_control_buffer *record);
+};
+
+/* An endpoint's connections: its address, side channel listener, and peers. */
+struct bolt_connection_manager {
+	struct bolt_domain *domain;
+	const struct bolt_connection_events *events;
+	struct bolt_address address;            /* this end's, as peers reach it */
+	struct bolt_side_channel_listener listener;
+	struct bolt_connection *connections;    /* hash by peer address */
+	struct bolt_accepted *accepted;
+	bool handshakes_pending;                /* side channels need every progress call */
+	uint64_t side_channels_watched_ns;      /* else they are looked at this often */
+	struct pollfd *side_channel_polls;      /* one poll looks at them all */
+	size_t side_channel_poll_capacity;
+	struct bolt_connection_manager *prev, *next;    /* domain->connection_managers */
+};
+
+struct bolt_connection {
+	struct bolt_connection_manager *manager;
+	void *owner;                    /* the owner's state for this peer (events.created) */
+	struct bolt_address peer;
+	UT_hash_handle hh;              /* manager->connections, by peer address */
+	enum bolt_connection_state state;
+	int error;                      /* FAILED: the positive FI_E* operations get */
+	bool loopback;                  /* the endpoint's own address: no side channel */
+	uint64_t peer_domain_id;        /* WAITING_LINK: the domain of the peer that said hello */
+	int attempt;                    /* initiator: which pair of ports a new link tries */
+	int peer_port_count;            /* the peer's ports that may carry links */
+	uint32_t probe_nonce;           /* a new link's probe: sent, or expected */
+	uint64_t probe_deadline_ns;     /* answerer: the probe is late from then on; 0: not sent */
+	bool has_stream;
+	struct bolt_side_channel_stream stream;
+	struct bolt_link *link;         /* the control rail's queue pair, maybe shared; NULL: none */
+	uint8_t slot;                   /* this connection's on the link, the same at both ends */
+	uint8_t slot_nonce;
+	struct bolt_data_rail data_rails[BOLT_MAX_CONNECTION_RAILS];
+	uint32_t send_sequence;
+	uint32_t receive_sequence;
+	uint32_t stripes_sent;          /* data rail stripes and direct writes posted to the peer, */
+	uint32_t stripes_received;      /* and arrived from it */
+	struct bolt_loss_watch loss;
+	uint64_t failed_generation;     /* FAILED: the domain poll its buffers wait for */
+	bool reclaim_pending;           /* FAILED: buffers still posted on the lost QP */
+	uint64_t started_ns;            /* when connecting began, for its timeout */
+	uint64_t crossing_deadline_ns;  /* CONNECTING, our side channel dropped: the peer's hello
+					 * is late from then on; 0: not waiting for one */
+};
+
+/* Accepted side channels whose peer has not said hello yet. */
+struct bolt_accepted {
+	struct bolt_side_channel_stream stream;
+	uint64_t deadline_ns;           /* its hello is late from then on: it is dropped */
+	struct bolt_accepted *prev, *next;
+};
+
+/* Connections (bolt_connection.c). */
+/* Starts an endpoint's connections: they tell events; the listener and address are set already. */
+void bolt_connection_manager_start(struct bolt_connection_manager *manager, struct bolt_domain *domain,
+				   const struct bolt_connection_events *events);
+/* The connection to peer, started if there is none. NULL only when out of memory. */
+struct bolt_connection *bolt_connection_get(struct bolt_connection_manager *manager,
+					    const struct bolt_address *peer);
+/* Accepts side channels, advances handshakes, notices dead peers. */
+void bolt_connection_progress_all(struct bolt_connection_manager *manager);
+/* CLOCK_MONOTONIC in nanoseconds, the clock of connection timeouts. */
+uint64_t bolt_connection_now_ns(void);
+/* Fails the connection: every operation on it completes with error. */
+void bolt_connection_fail(struct bolt_connection *connection, int error, const char *why);
+/* Closing an endpoint: every connection, its queue pair and buffers, and accepted side channels. */
+void bolt_connection_destroy_all(struct bolt_connection_manager *manager);
+/* Whether the connection's queue pair may lose messages (UC): then every write carries immediate data. */
+bool bolt_connection_unreliable(const struct bolt_connection *connection);
+/* Whether it may write with immediate data of its own: on UC, or as its RC link's first (slot 0). */
+bool bolt_connection_may_write_immediate(const struct bolt_connection *connection);
+
+/* Data rails (bolt_data_rail.c). */
+/* Asks the peer for the data rails not asked for yet, where queue pairs can be spared. */
+void bolt_data_rail_request(struct bolt_connection *connection);
+/* The link turned out to be on other ports: rails asked for meanwhile are asked again beside it. */
+void bolt_data_rail_link_moved(struct bolt_connection *connection);
+/* A message of the data rails' set-up (RAIL_*) from the peer. */
+void bolt_data_rail_message(struct bolt_connection *connection, const struct bolt_wire_header *header,
+			    const char *payload);
+/* Answerer: stripe rails whose probe is late are refused; the asker tries our next port. */
+void bolt_data_rail_check_probes(struct bolt_connection *connection, uint64_t now_ns);
+/* Sets up domain->rail_probe, the wr_id of every probe and its receive. */
+void bolt_data_rail_domain_init(struct bolt_domain *domain);
+/* Whether the connection has a ready rail on another port than the domain's: another cable. */
+bool bolt_data_rail_striping(const struct bolt_connection *connection);
+/* The ready rails (a mask) with room for one more stripe each. */
+uint32_t bolt_data_rail_ready(const struct bolt_connection *connection, bool with_room);
+/* Posts a stripe as RDMA write with immediate data on rail; 0 or an errno. */
+int bolt_data_rail_post_write(struct bolt_connection *connection, int rail,
+			      struct bolt_control_buffer *record, const struct ibv_sge *sge,
+			      uint64_t remote_address, uint32_t rkey, uint32_t immediate);
+/* Posts the receive a stripe's immediate data consumes; 0 or an errno. */
+int bolt_data_rail_post_receive(struct bolt_connection *connection, int rail,
+				struct bolt_control_buffer *record);
+void bolt_data_rail_destroy_all(struct bolt_connection *connection);
+
+/* Loss (bolt_loss.c). */
+/* Fails a connection that lost messages; its link takes no new connection (a credit is gone). */
+void bolt_loss_fail(struct bolt_connection *connection, const char *why);
+/* While the connection waits for the peer and nothing arrives, compares counts with it. */
+void bolt_loss_check(struct bolt_connection *connection, uint64_t now_ns);
+/* A side channel message about counts; false if type is not one. */
+bool bolt_loss_handle(struct bolt_connection *connection, uint16_t type, const void *body,
+		      uint32_t length, uint64_t now_ns);
+
+#endif /* BOLT_CONNECTION_H */

@@ -1,0 +1,233 @@
+/*
+ * bolt_link.h: the control rail's transport, part of the connection layer
+ * (bolt_connection.h is its front): links and their queue pairs, the
+ * control buffers their sends and receives use, the bounce buffers a link
+ * sets aside for its peer, and the device registrations of the buffers a
+ * transfer reads or writes by RDMA. Nothing here knows what a message means.
+ */
+#ifndef BOLT_LINK_H
+#define BOLT_LINK_H
+
+#include <sys/uio.h>
+
+#include "bolt_provider.h"
+#include "connection/bolt_wire.h"
+
+struct bolt_connection;
+
+/* Bytes of payload one control buffer carries after the wire header. */
+#define BOLT_SEGMENT_PAYLOAD (4096 - sizeof(struct bolt_wire_header))
+/* Ports a link may be on: the domain's own, and each stripe port (bolt_link_port_index). */
+#define BOLT_LINK_PORTS_MAX (1 + BOLT_MAX_STRIPE_PORTS)
+/* Receives a link posts for its peer, which are also the peer's credits. */
+#define BOLT_LINK_RECEIVE_DEPTH 32
+/* Receives a link posts again together (bolt_link_receive.c): a quarter of its depth. */
+#define BOLT_LINK_REPOST_BATCH 8
+
+/*
+ * A buffer's device registrations for one transfer: on the domain's port,
+ * and on each stripe port its stripes cross, made when a stripe needs one.
+ */
+struct bolt_registration {
+	struct bolt_mr_cache_entry *primary;
+	struct bolt_mr_cache_entry *stripe[BOLT_MAX_STRIPE_PORTS];
+};
+
+/* The buffers a link sets aside for its peer's messages written whole (bolt_bounce_buffer.c). */
+struct bolt_bounce {
+	char *memory;                   /* NULL: none */
+	size_t size;                    /* of each buffer: a header and its payload */
+	struct bolt_mr_cache_entry *entry; /* their registration on the link's port */
+};
+
+/* Where the peer's bounce buffers are: size 0, none. */
+struct bolt_peer_bounce {
+	uint64_t address;
+	uint32_t rkey;
+	uint32_t size;
+};
+
+/*
+ * A link (bolt_link.c): the queue pair of the control rail between this
+ * domain and one peer domain, shared by the connections of every pair of
+ * their endpoints. Its receives and the peer's credits for them belong to the
+ * link; each message names its connection's slot.
+ */
+struct bolt_link {
+	struct bolt_domain *domain;
+	struct bolt_rail_port *port;    /* where its queue pair is: the domain's own, or another
+					 * that reaches the peer when that does not */
+	int peer_port;                  /* the peer's port of it, by the same numbering */
+	bool probing;                   /* answerer: waiting for the probe that shows the ports meet */
+	bool probe_arrived;
+	uint32_t probe_nonce;
+	uint64_t peer_domain_id;
+	bool shareable;                 /* others may join: a peer domain that is not this one */
+	bool retiring;                  /* lost a message (and a credit with it): no one joins */
+	bool failing;                   /* bolt_link_fail under way: its connections fail in turn */
+	struct ibv_qp *qp;              /* NULL once retired */
+	uint32_t psn;
+	uint32_t peer_qpn;              /* 0 until connected */
+	bool established;               /* connected at both ends: others may join */
+	union ibv_gid peer_gid;
+	struct bolt_connection *slots[BOLT_LINK_SLOTS];
+	int users;
+	int next_slot;                  /* where the search for a free slot starts: round robin */
+	uint32_t receive_depth;         /* receives posted for the peer, and its credits */
+	uint32_t peer_receive_depth;    /* what the peer posted for us */
+	uint32_t send_credits;          /* receives the peer has posted for us */
+	uint32_t credits_to_return;
+	struct bolt_bounce bounce;      /* ours, for the peer's messages */
+	struct bolt_peer_bounce peer_bounce;
+	uint32_t bounces_sent;          /* into the peer's buffers, which are used in turn */
+	struct bolt_control_buffer *unposted[BOLT_LINK_REPOST_BATCH]; /* handled, to post again */
+	uint32_t unposted_count;
+	/* Handled messages' receives not posted again while their connection's owner
+	 * keeps too much of the peer's data (bolt_connection_events.over_limit). */
+	struct bolt_control_buffer *held[BOLT_LINK_RECEIVE_DEPTH];
+	uint32_t held_count;
+	int outstanding_sends;          /* posted on its queue pair, send completion pending */
+	uint64_t retired_generation;    /* retired: the domain poll its buffers wait for */
+	struct bolt_link *prev, *next;  /* domain->links, or domain->retired_links */
+};
+
+/*
+ * The record of a control buffer while a send or receive of it is posted:
+ * the work completion its WR carries, and whom it belongs to.
+ */
+struct bolt_control_buffer {
+	struct bolt_work_completion work;
+	struct bolt_link *link;                 /* a control rail send's or receive's */
+	struct bolt_connection *connection;     /* a send's; NULL: free, a receive, or its
+						 * connection left the link */
+	void *operation;                        /* a send's operation, the owner's to know */
+	int send_slots;                         /* send queue entries its completion retires */
+	int data_rail;                          /* a stripe's or its receive's rail; -1: control */
+	bool posted;
+	bool holds_registration;                /* a send that outlived its connection (bolt_link.c): */
+	struct bolt_registration registration;  /* its RDMA write's buffer, released with it */
+	bool covered;
+};
+
+/* Control buffers (bolt_control.c); all under the domain lock. */
+struct bolt_control_buffer *bolt_control_buffer_get(struct bolt_domain *domain);
+void bolt_control_buffer_put(struct bolt_domain *domain, struct bolt_control_buffer *record);
+char *bolt_control_buffer_data(struct bolt_domain *domain, const struct bolt_control_buffer *record);
+struct bolt_control_buffer *bolt_control_buffer_of_work(struct bolt_work_completion *work);
+/* Returns the buffers still posted for connection, whose queue pair is gone. */
+void bolt_control_buffer_reclaim(struct bolt_domain *domain, struct bolt_connection *connection);
+
+/* Links (bolt_link.c). */
+/* A link to peer_domain_id on port number port (0: the domain's own): queue pair in INIT, receives posted. */
+int bolt_link_create(struct bolt_domain *domain, int port, uint64_t peer_domain_id,
+		     struct bolt_link **link);
+/* The domain's ports that may carry links: its own, then the stripe ports with control buffers. */
+int bolt_link_port_count(const struct bolt_domain *domain);
+/* The number of the link's port among them. */
+int bolt_link_port_index(const struct bolt_link *link);
+/* The domain's port of that number (below bolt_link_port_count), carrying links or not. */
+struct bolt_rail_port *bolt_link_port_of_index(struct bolt_domain *domain, int index);
+/* The index-th of the domain's ports other than the one numbered skipped; NULL past the last. */
+struct bolt_rail_port *bolt_link_other_port(struct bolt_domain *domain, int skipped, uint64_t index);
+/* Whether the link's queue pairs sit on both domains' own ports. */
+bool bolt_link_on_own_ports(const struct bolt_link *link);
+/* RTR and RTS towards the peer's queue pair qpn, whose link has the bounce buffers peer_bounce describes. */
+int bolt_link_connect(struct bolt_link *link, uint32_t qpn, uint32_t psn, const uint8_t *gid,
+		      uint32_t receive_depth, const struct bolt_peer_bounce *peer_bounce);
+/* A link to peer_domain_id more connections may join (established, else connecting), or NULL. */
+struct bolt_link *bolt_link_find_joinable(struct bolt_domain *domain, uint64_t peer_domain_id);
+/* The joinable link whose queue pairs are qpn here and peer_qpn at peer_domain_id, or NULL. */
+struct bolt_link *bolt_link_find(struct bolt_domain *domain, uint64_t peer_domain_id, uint32_t qpn,
+				 uint32_t peer_qpn);
+/* A slot this end may give a joining connection (round robin), or -1: the link is full. */
+int bolt_link_free_slot(struct bolt_link *link);
+/* The connection takes slot on link; -FI_EBUSY if it is taken. */
+int bolt_link_join(struct bolt_link *link, struct bolt_connection *connection, int slot,
+		   uint8_t slot_nonce);
+/* The connection leaves its link, if it has one; the last to leave retires it. */
+void bolt_link_leave(struct bolt_connection *connection);
+/* The live connection in slot, or NULL. */
+struct bolt_connection *bolt_link_connection(const struct bolt_link *link, uint8_t slot);
+/* The queue pair failed: every connection on it fails. */
+void bolt_link_fail(struct bolt_link *link, int error, const char *why);
+/* Lets the link's connections send what they have queued, credits returned included. */
+void bolt_link_progress(struct bolt_link *link);
+/* Frees retired links whose buffers no completion can name any more. */
+void bolt_link_reclaim(struct bolt_domain *domain);
+
+/* Sending on the control rail (bolt_link_send.c). */
+/* Room for slots more send queue entries on the link, and more credits than spare. */
+bool bolt_link_can_send(const struct bolt_connection *connection, uint32_t spare, int slots);
+/* Fills the transport's part of a header: op, payload length, slot, credits, sequence. */
+void bolt_link_frame(struct bolt_connection *connection, struct bolt_wire_header *header,
+		     enum bolt_wire_op op, size_t payload_length);
+/*
+ * Posts wr on the connection's link, signaled, record carrying its completion
+ * to handle, after the unsignaled write it ends (NULL if none). wr takes a
+ * credit unless it is a plain RDMA write. False, the link failed, if refused.
+ */
+bool bolt_link_post(struct bolt_connection *connection, struct bolt_control_buffer *record,
+		    struct ibv_send_wr *wr, struct ibv_send_wr *write,
+		    void (*handle)(struct bolt_work_completion *, const struct ibv_wc *));
+/* Posts record's own filled buffer, length bytes, as bolt_link_post does. */
+bool bolt_link_post_buffer(struct bolt_connection *connection, struct bolt_control_buffer *record,
+			   size_t length, struct ibv_send_wr *write,
+			   void (*handle)(struct bolt_work_completion *, const struct ibv_wc *));
+/*
+ * A send of the link completed: its buffer returns, the link's accounting
+ * too. The connection whose operation may go on, or NULL when nothing more
+ * is to be done for it (the link failed, or the connection left it).
+ */
+struct bolt_connection *bolt_link_send_completed(struct bolt_control_buffer *record,
+						 const struct ibv_wc *wc);
+/* A header that only returns credits, once enough receives were posted again. */
+void bolt_link_return_credits(struct bolt_connection *connection);
+/* A new link's probe: a SEND of no bytes with nonce as immediate data. 0 or a negative error. */
+int bolt_link_send_probe(struct bolt_connection *connection, uint32_t nonce);
+
+/* Receiving on the control rail (bolt_link_receive.c). */
+/* Posts the link's receives; 0 or a negative error code. */
+int bolt_link_receive_post_initial(struct bolt_link *link);
+/* Posts the receives links held back, once an owner fell under its limit (domain->release_held). */
+void bolt_link_receive_release_held(struct bolt_domain *domain);
+
+/* Bounce buffers (bolt_bounce_buffer.c). */
+/* Sets the link's buffers aside, where its port and the parameters allow. */
+void bolt_bounce_create(struct bolt_link *link);
+void bolt_bounce_destroy(struct bolt_link *link);
+/* What the peer needs to write into the link's buffers (all 0: it has none). */
+void bolt_bounce_describe_own(const struct bolt_link *link, struct bolt_peer_bounce *peer_bounce);
+/* Why the peer's buffers as the handshake describes them cannot be used, or NULL. */
+const char *bolt_bounce_check_peer(const struct bolt_peer_bounce *peer_bounce);
+/* The payload a buffer of the peer's takes; 0 if it has none. */
+size_t bolt_bounce_peer_payload(const struct bolt_link *link);
+/*
+ * The work request that writes a header (record's buffer) and length bytes
+ * at address (lkey) whole into the peer's next buffer; wr_id and flags are
+ * the caller's.
+ */
+void bolt_bounce_describe_write(struct bolt_link *link, const struct bolt_control_buffer *record,
+				void *address, size_t length, uint32_t lkey,
+				struct ibv_sge sge[2], struct ibv_send_wr *wr);
+/* Target: whether a write with immediate data on link filled a bounce buffer. */
+bool bolt_bounce_immediate(const struct bolt_link *link, const struct ibv_wc *wc);
+/* Target: the message in the buffer wc names, copied to header; why not, or NULL. */
+const char *bolt_bounce_arrived(const struct bolt_link *link, const struct ibv_wc *wc,
+				struct bolt_wire_header *header, const char **payload);
+
+/* Registrations of a transfer's buffer (bolt_registration.c). */
+/* Registers length bytes at address on the port of the connection's control rail; false if not now. */
+bool bolt_registration_acquire(struct bolt_connection *connection, void *address, size_t length,
+			       struct bolt_registration *registration);
+/* registration's MR on the port of the connection's control rail, or NULL if it has none there. */
+struct ibv_mr *bolt_registration_link_mr(const struct bolt_connection *connection,
+					 const struct bolt_registration *registration);
+/* The MR of registration's buffer on the port of the connection's data rail, registered if needed. */
+struct ibv_mr *bolt_registration_rail_mr(struct bolt_connection *connection, int rail,
+					 struct bolt_registration *registration, void *address,
+					 size_t length);
+/* Gives back a transfer's registration; it stays cached only if covered by an open MR. */
+void bolt_registration_release(struct bolt_domain *domain, struct bolt_registration *registration,
+			       bool covered);
+
+#endif /* BOLT_LINK_H */

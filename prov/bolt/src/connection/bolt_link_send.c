@@ -1,0 +1,177 @@
+/*
+ * bolt_link_send.c: sending on the control rail. A message goes out only
+ * when the peer has a receive posted for it (a credit: UC loses a SEND that
+ * finds none) and the link's send queue has room. The header's transport
+ * fields (slot, credits returned, sequence) are filled here; what the
+ * message says is its owner's. A send's completion returns its buffer and
+ * the room it took, then hands the connection back to its owner.
+ */
+#include <string.h>
+
+#include "connection/bolt_connection.h"
+
+bool bolt_link_can_send(const struct bolt_connection *connection, uint32_t spare, int slots)
+{
+	const struct bolt_domain *domain = connection->manager->domain;
+	const struct bolt_link *link = connection->link;
+
+	return connection->state == BOLT_CONNECTION_ESTABLISHED &&
+	       link->outstanding_sends + slots <= (int) domain->primary.budget.queue_depth &&
+	       link->send_credits > spare;
+}
+
+void bolt_link_frame(struct bolt_connection *connection, struct bolt_wire_header *header,
+		     enum bolt_wire_op op, size_t payload_length)
+{
+	memset(header, 0, sizeof(*header));
+	header->op = (uint8_t) op;
+	header->payload_length = (uint16_t) payload_length;
+	header->slot = connection->slot;
+	header->slot_nonce = connection->slot_nonce;
+	header->credits = (uint16_t) connection->link->credits_to_return;
+	header->sequence = connection->send_sequence++;
+	connection->link->credits_to_return = 0;
+}
+
+bool bolt_link_post(struct bolt_connection *connection, struct bolt_control_buffer *record,
+		    struct ibv_send_wr *wr, struct ibv_send_wr *write,
+		    void (*handle)(struct bolt_work_completion *, const struct ibv_wc *))
+{
+	struct bolt_domain *domain = connection->manager->domain;
+	struct bolt_link *link = connection->link;
+	struct ibv_send_wr *bad_wr;
+	int ret;
+
+	wr->wr_id = (uintptr_t) &record->work;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	record->work.handle = handle;
+	record->link = link;
+	record->connection = connection;
+	record->posted = true;
+	if (write)
+		write->next = wr;
+	ret = domain->fabric->verbs.post_send(link->qp, write ? write : wr, &bad_wr);
+	/* A write that went before a refused request still takes its place on the queue. */
+	if (write && (!ret || bad_wr != write))
+		link->outstanding_sends++;
+	if (ret) {
+		bolt_control_buffer_put(domain, record);
+		bolt_link_fail(link, FI_EIO, strerror(ret));
+		return false;
+	}
+	link->outstanding_sends++;
+	if (wr->opcode != IBV_WR_RDMA_WRITE)
+		link->send_credits--;
+	return true;
+}
+
+bool bolt_link_post_buffer(struct bolt_connection *connection, struct bolt_control_buffer *record,
+			   size_t length, struct ibv_send_wr *write,
+			   void (*handle)(struct bolt_work_completion *, const struct ibv_wc *))
+{
+	struct bolt_domain *domain = connection->manager->domain;
+	struct ibv_sge sge = {
+		.addr = (uintptr_t) bolt_control_buffer_data(domain, record),
+		.length = (uint32_t) length,
+		.lkey = connection->link->port->control_mr->lkey,
+	};
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND };
+
+	return bolt_link_post(connection, record, &wr, write, handle);
+}
+
+struct bolt_connection *bolt_link_send_completed(struct bolt_control_buffer *record,
+						 const struct ibv_wc *wc)
+{
+	struct bolt_connection *connection = record->connection;
+	struct bolt_link *link = record->link;
+	int send_slots = record->send_slots, rail = record->data_rail;
+	struct bolt_domain *domain;
+
+	/* A control rail send retires entries of its link's queue, a stripe one of its rail's. */
+	if (link) {
+		domain = link->domain;
+		bolt_control_buffer_put(domain, record);
+		if (!link->qp)
+			return NULL;
+		link->outstanding_sends -= send_slots;
+		/* A probe to a port that does not meet ours fails on RC: the answer says so. */
+		if (wc->status != IBV_WC_SUCCESS && link->probing)
+			return NULL;
+		if (wc->status != IBV_WC_SUCCESS) {
+			bolt_link_fail(link, FI_EIO, domain->fabric->verbs.wc_status_str(wc->status));
+			return NULL;
+		}
+		/* Its connection left the link: the link's others may use the room. */
+		if (!connection) {
+			bolt_link_progress(link);
+			return NULL;
+		}
+	} else {
+		domain = connection->manager->domain;
+		bolt_control_buffer_put(domain, record);
+	}
+	/* A failed connection has already ended its operations. */
+	if (connection->state == BOLT_CONNECTION_FAILED)
+		return NULL;
+	if (rail >= 0)
+		connection->data_rails[rail].outstanding_sends--;
+	if (wc->status != IBV_WC_SUCCESS) {
+		bolt_connection_fail(connection, FI_EIO, domain->fabric->verbs.wc_status_str(wc->status));
+		return NULL;
+	}
+	return connection;
+}
+
+/* A send of no operation (a probe, credits): its buffer and room return, its connection goes on. */
+static void bolt_link_bare_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc)
+{
+	struct bolt_control_buffer *record = bolt_control_buffer_of_work(work);
+	struct bolt_connection *connection;
+
+	if (!record->posted)
+		return;
+	connection = bolt_link_send_completed(record, wc);
+	if (connection)
+		connection->manager->events->can_send(connection);
+}
+
+int bolt_link_send_probe(struct bolt_connection *connection, uint32_t nonce)
+{
+	struct bolt_control_buffer *record = bolt_control_buffer_get(connection->manager->domain);
+	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND_WITH_IMM, .imm_data = nonce };
+
+	if (!record)
+		return -FI_EAGAIN;
+	record->send_slots = 1;
+	return bolt_link_post(connection, record, &wr, NULL, bolt_link_bare_send_completed) ? 0 : -FI_EIO;
+}
+
+/*
+ * A header that only returns credits, once a batch of receives is posted
+ * again: a peer whose every write takes a receive (UC) would otherwise run
+ * dry whenever this end comes back late to its completions. It costs the
+ * peer one receive per batch.
+ */
+void bolt_link_return_credits(struct bolt_connection *connection)
+{
+	struct bolt_domain *domain = connection->manager->domain;
+	struct bolt_link *link = connection->link;
+	/* Receives held back are no credits the peer can wait for. */
+	uint32_t half_not_held = (link->receive_depth - link->held_count) / 2;
+	uint32_t due = half_not_held < BOLT_LINK_REPOST_BATCH ? half_not_held : BOLT_LINK_REPOST_BATCH;
+	struct bolt_control_buffer *record;
+	struct bolt_wire_header *header;
+
+	if (!link->credits_to_return || link->credits_to_return < due ||
+	    !bolt_link_can_send(connection, 0, 1))
+		return;
+	record = bolt_control_buffer_get(domain);
+	if (!record)
+		return;
+	record->send_slots = 1;
+	header = (struct bolt_wire_header *) bolt_control_buffer_data(domain, record);
+	bolt_link_frame(connection, header, BOLT_WIRE_CREDIT, 0);
+	header->flags = BOLT_WIRE_FLAG_LAST;
+	bolt_link_post_buffer(connection, record, sizeof(*header), NULL, bolt_link_bare_send_completed);
+}

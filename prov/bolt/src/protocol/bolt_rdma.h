@@ -1,0 +1,159 @@
+/*
+ * bolt_rdma.h: the entry points of the protocols that move data by RDMA
+ * write, part of the protocol layer (bolt_protocol.h): rendezvous, direct
+ * writes into granted regions, messages written whole into bounce buffers,
+ * and receives granted ahead.
+ */
+#ifndef BOLT_RDMA_H
+#define BOLT_RDMA_H
+
+#include "protocol/bolt_protocol.h"
+
+/* Rendezvous (bolt_rendezvous.c). */
+bool bolt_rendezvous_wanted(const struct bolt_transmit *transmit);
+/*
+ * Whether a rendezvous write waits for the target's ack: only for delivery
+ * completion. Otherwise it completes once its data went out ahead of DONE,
+ * or its stripes did: the target accepted it in its answer.
+ */
+bool bolt_rendezvous_wants_ack(const struct bolt_transmit *transmit);
+/* A rendezvous message arrived: its record, matched or waiting for a receive. */
+void bolt_rendezvous_arrival(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/* The receiver matched a rendezvous: tell the sender where to write. */
+void bolt_rendezvous_answer(struct bolt_connection *connection, struct bolt_inbound *record);
+/* Segments of a message or write that asked for a rendezvous: its record, taken out of the list. */
+struct bolt_inbound *bolt_rendezvous_take(struct bolt_connection *connection, uint64_t request_id);
+/* Gives back a record's registration and the record. */
+void bolt_rendezvous_record_free(struct bolt_connection *connection, struct bolt_inbound *record);
+/* Sender: the receiver answered; write, or fall back to segments. */
+void bolt_rendezvous_answered(struct bolt_connection *connection, const struct bolt_wire_header *header,
+			      const char *payload);
+/* The immediate data that names request_id's transfer (write_back: a read's data written back). */
+uint32_t bolt_rendezvous_immediate(const struct bolt_connection *connection, uint64_t request_id,
+				   bool write_back);
+/* The WR of a WRITE phase's one write: with immediate data naming the transfer (wr_id, flags: the caller's). */
+void bolt_rendezvous_describe_write(const struct bolt_transmit *transmit, struct ibv_sge *sge,
+				    struct ibv_send_wr *wr);
+/* Sender: posts the stripes of a write phase across transmit->rail_mask; false when it must wait. */
+bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_transmit *transmit);
+/* Receiver: a stripe's immediate data arrived on a data rail. */
+void bolt_rendezvous_stripe_arrived(struct bolt_work_completion *work, const struct ibv_wc *wc);
+/*
+ * Receiver: a stripe landed (on a data rail, or on UC's control rail); wc
+ * names its transfer. False if none waits for it.
+ */
+bool bolt_rendezvous_stripe_landed(struct bolt_connection *connection, const struct ibv_wc *wc);
+/*
+ * Whether transmit's buffer is worth registering for one RDMA transfer: a
+ * single buffer a work request can carry, inside an open MR (its
+ * registration stays cached) or from the rendezvous threshold up.
+ */
+bool bolt_rendezvous_registration_pays(const struct bolt_transmit *transmit);
+/* Reader: the data of read is in its buffer, written back by the target: it completes. */
+void bolt_rendezvous_read_written_back(struct bolt_connection *connection, struct bolt_transmit *read);
+/* Reader: offers the target to write a large read's data back by RDMA; false if it cannot. */
+bool bolt_rendezvous_read_prepare(struct bolt_transmit *read);
+/*
+ * The payload of a rendezvous answer or a read that names data rails: the
+ * rails and the keys on them (transmit's rail_mask, rail_rkeys); its length.
+ */
+size_t bolt_rendezvous_rail_keys_write(const struct bolt_transmit *transmit, char *payload);
+/* Target: makes response a write-back, striped if asked, when the reader offered one and this end can. */
+void bolt_rendezvous_read_answer(struct bolt_connection *connection,
+				 const struct bolt_wire_header *header, const char *payload,
+				 struct bolt_transmit *response);
+/* Reader on UC: a written-back read's data landed, wc names it; false if no read waits for it. */
+bool bolt_rendezvous_read_landed(struct bolt_connection *connection, const struct ibv_wc *wc);
+/* Receiver: the data is in place. */
+void bolt_rendezvous_done(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/* Target of a large fi_write: check the key, register the range, answer. */
+void bolt_rendezvous_write_request(struct bolt_connection *connection,
+				   const struct bolt_wire_header *header);
+/*
+ * A connection that fails (error, positive FI_E*) or closes (0) gives back
+ * what its peer's transfers held; a failure completes their receives with it.
+ */
+void bolt_rendezvous_release(struct bolt_connection *connection, int error);
+
+/* Direct writes into regions the target granted (bolt_direct_write.c). */
+/*
+ * Target: a write to key was accepted. Unless the initiator holds a grant
+ * already (header flags), tells it where key's whole region is.
+ */
+void bolt_direct_write_grant(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/* Initiator: whether the peer granted the region transmit's key names. */
+bool bolt_direct_write_granted_key(const struct bolt_transmit *transmit);
+/* Initiator: the peer granted, or revoked, a region. */
+void bolt_direct_write_granted(struct bolt_connection *connection, const struct bolt_wire_header *header);
+void bolt_direct_write_revoked(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/*
+ * Target: a region is closing; tells every peer, and drops the registration
+ * once each has answered (or its connection went).
+ */
+void bolt_direct_write_revoke(struct bolt_mr *mr);
+/* Target: a peer answered a revoke: none of its writes to that region is still to come. */
+void bolt_direct_write_revoke_answered(struct bolt_connection *connection,
+				       const struct bolt_wire_header *header);
+/* The domain closes: the registrations of revokes still unanswered go. */
+void bolt_direct_write_release_all(struct bolt_domain *domain);
+/* Initiator: makes a write into a granted region a direct one; false if it cannot be. */
+bool bolt_direct_write_prepare(struct bolt_transmit *transmit);
+/* Initiator: the work request of transmit's direct write (wr_id and flags are the caller's). */
+void bolt_direct_write_describe(const struct bolt_transmit *transmit, struct ibv_sge *sge,
+				struct ibv_send_wr *wr);
+/* Target: a direct write consumed a control receive. */
+void bolt_direct_write_arrived(struct bolt_connection *connection, const struct ibv_wc *wc);
+/* The connection failed or goes: its grants with it, and no answer to a revoke will come. */
+void bolt_direct_write_forget_all(struct bolt_connection *connection);
+
+/* Messages written whole into the peer's bounce buffers (bolt_bounce.c). */
+/* Initiator: whether transmit is a message to write whole. */
+bool bolt_bounce_wanted(const struct bolt_transmit *transmit);
+/*
+ * Initiator: the work request that writes transmit whole, its header first
+ * from record (wr_id and flags are the caller's); false if it cannot now.
+ */
+bool bolt_bounce_describe(struct bolt_transmit *transmit, const struct bolt_control_buffer *record,
+			  struct ibv_sge sge[2], struct ibv_send_wr *wr);
+
+/* Receives granted ahead (bolt_receive_grant.c). */
+/* Receiver: grants the receives at the head of the posted list that a peer's next messages take. */
+void bolt_receive_grant_offer(struct bolt_endpoint *endpoint);
+/*
+ * Receiver: counts the peer's untagged message number (the header's tag),
+ * of length bytes; the receive granted for it, taken from the grants, or
+ * NULL. -FI_EIO, the connection failed, if messages before it were lost.
+ */
+int bolt_receive_grant_take(struct bolt_connection *connection, uint64_t number, uint64_t length,
+			    struct bolt_receive **receive);
+/* Receiver: the peer's message number, of length bytes, is in the receive granted for it. */
+void bolt_receive_grant_landed(struct bolt_connection *connection, uint64_t number, uint64_t length);
+/* Receiver: the same, for a write with immediate data that names a message. */
+void bolt_receive_grant_written(struct bolt_connection *connection, const struct ibv_wc *wc);
+bool bolt_receive_grant_immediate_names(const struct bolt_connection *connection, uint32_t immediate);
+/* Sender: the immediate data of the write of our message number into its granted receive. */
+uint32_t bolt_receive_grant_immediate(const struct bolt_connection *connection, uint64_t number);
+/* Receiver: connection's message found no receive: peers holding receives for any source give them back. */
+void bolt_receive_grant_revoke_others(struct bolt_connection *connection);
+/* Receiver: the peer answered the revoke: the grants still open go back to the posted list. */
+void bolt_receive_grant_revoke_answered(struct bolt_connection *connection);
+/* Receiver: fi_cancel of a granted receive: 0 once it is asked back; -FI_ENOENT if none. */
+int bolt_receive_grant_cancel(struct bolt_endpoint *endpoint, void *context);
+/*
+ * Receiver: the peer's messages were lost: the receive granted for the next
+ * one ends with FI_EIO, as a receive matched to a lost message does.
+ */
+void bolt_receive_grant_lost(struct bolt_connection *connection);
+/*
+ * The connection fails (reuse: its granted receives go back to the posted
+ * list) or closes (they are freed); the peer's grants are forgotten.
+ */
+void bolt_receive_grant_release(struct bolt_connection *connection, bool reuse);
+/* Sender: the peer granted receives (the payload, as the header says), or asks its grants back. */
+void bolt_receive_grant_arrived(struct bolt_connection *connection,
+				const struct bolt_wire_header *header, const char *payload);
+void bolt_receive_grant_revoked(struct bolt_connection *connection);
+/* Sender: transmit, an untagged message about to go out, takes the receive granted for it, if any. */
+void bolt_receive_grant_use(struct bolt_connection *connection, struct bolt_transmit *transmit);
+
+#endif /* BOLT_RDMA_H */
