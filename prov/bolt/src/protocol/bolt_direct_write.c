@@ -385,7 +385,7 @@ bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
 	transmit->target_rkey = grant->rkey;
 	transmit->target_length = transmit->length;
 	transmit->plain_write = plain;
-	transmit->rendezvous = BOLT_RENDEZVOUS_DIRECT;
+	transmit->protocol = BOLT_PROTOCOL_DIRECT_WRITE;
 	transmit->reply_pending = false;
 	return true;
 }

@@ -20,18 +20,30 @@ struct bolt_endpoint;
 struct bolt_mr;
 
 /*
- * Large messages on devices with RDMA write (from FI_BOLT_RENDEZVOUS_THRESHOLD
- * bytes): the receiver says where, the sender writes there and says done.
- * Anything that cannot be registered falls back to segments. Several may
- * wait for their answers at once.
+ * How a transmit's data goes to the peer: chosen once, when it starts
+ * (bolt_transmit_choose_protocol), and changed only by a fallback its
+ * protocol decides (buffers that cannot be registered, a region revoked, an
+ * answer that asks for segments). Each has its entry in the table of
+ * protocols in bolt_transmit.c.
+ */
+enum bolt_protocol_kind {
+	BOLT_PROTOCOL_EAGER,            /* segments through control buffers */
+	BOLT_PROTOCOL_BOUNCE,           /* a message written whole into the peer's bounce buffer */
+	BOLT_PROTOCOL_DIRECT_WRITE,     /* a write into a region the target granted: no request */
+	BOLT_PROTOCOL_GRANTED_RECEIVE,  /* a message written into the receive the peer granted ahead */
+	BOLT_PROTOCOL_RENDEZVOUS,       /* asked for, answered, then written by RDMA */
+	BOLT_PROTOCOL_KINDS,
+};
+
+/*
+ * Where a rendezvous is (from FI_BOLT_RENDEZVOUS_THRESHOLD bytes): the
+ * receiver says where, the sender writes there and says done. Several may
+ * wait for their answers at once. A granted receive starts at WRITE.
  */
 enum bolt_rendezvous_phase {
-	BOLT_RENDEZVOUS_NONE,           /* segments */
 	BOLT_RENDEZVOUS_ASK,            /* the request is still to be sent */
 	BOLT_RENDEZVOUS_WAIT,           /* asked; operations behind it go on */
 	BOLT_RENDEZVOUS_WRITE,          /* answered: the write (stripes, or data and DONE) to post */
-	BOLT_RENDEZVOUS_DIRECT,         /* a write into a granted region: no request, no answer */
-	BOLT_RENDEZVOUS_BOUNCE,         /* a message written whole into the peer's bounce buffer */
 };
 
 /*
@@ -72,7 +84,8 @@ struct bolt_transmit {
 	size_t received;                /* READ_REQUEST: bytes of the response placed */
 	int in_flight;                  /* segments posted whose send has not completed */
 	bool posted_last;               /* every segment is posted */
-	enum bolt_rendezvous_phase rendezvous;  /* a large message written by RDMA */
+	enum bolt_protocol_kind protocol;
+	enum bolt_rendezvous_phase phase;       /* RENDEZVOUS, GRANTED_RECEIVE */
 	struct bolt_registration registration;      /* its buffer, while written from */
 	bool covered;                   /* the buffer lies in an open MR: its registration may stay */
 	uint32_t rail_mask;             /* WRITE phase: the data rails to stripe across, or none;
@@ -80,8 +93,8 @@ struct bolt_transmit {
 	uint32_t rail_rkeys[BOLT_MAX_CONNECTION_RAILS];     /* and the target's key on each;
 							     * offered: our buffer's */
 	uint32_t stripes_pending;       /* READ_REQUEST: stripes of its data still to land */
-	uint64_t target_address;        /* WRITE, DIRECT phases: where to write */
-	bool plain_write;               /* DIRECT phase: no immediate data, no receive consumed */
+	uint64_t target_address;        /* WRITE phase, DIRECT_WRITE: where to write */
+	bool plain_write;               /* DIRECT_WRITE: no immediate data, no receive consumed */
 	uint32_t target_rkey;
 	size_t target_length;
 	bool silent;                    /* fi_inject: counters, but no CQ entry */
@@ -94,7 +107,6 @@ struct bolt_transmit {
 	uint64_t request_id;            /* ours, or the peer's for a reply */
 	uint64_t message_number;        /* an untagged message's, as the peer counts them: the
 					 * receive it grants ahead for it (header tag) */
-	bool receive_granted;           /* WRITE phase: into the receive the peer granted, no answer */
 	char *inject_copy;              /* FI_INJECT: the data, owned */
 	struct bolt_transmit *prev, *next;
 };

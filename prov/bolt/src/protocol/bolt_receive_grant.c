@@ -494,7 +494,8 @@ static bool bolt_receive_grant_suits(const struct bolt_connection *connection,
 	const struct bolt_params *params = &connection->manager->domain->fabric->params;
 
 	/* Remote CQ data has no place in a write's immediate data; striped writes want answers. */
-	return transmit->rendezvous == BOLT_RENDEZVOUS_ASK && transmit->length <= grant->length &&
+	return transmit->protocol == BOLT_PROTOCOL_RENDEZVOUS && transmit->phase == BOLT_RENDEZVOUS_ASK &&
+	       transmit->length <= grant->length &&
 	       !(transmit->flags & FI_REMOTE_CQ_DATA) &&
 	       (transmit->length < (size_t) params->stripe_threshold ||
 		!bolt_data_rail_striping(connection));
@@ -521,8 +522,8 @@ void bolt_receive_grant_use(struct bolt_connection *connection, struct bolt_tran
 	transmit->target_address = grant.address;
 	transmit->target_rkey = grant.rkey;
 	transmit->rail_mask = 0;
-	transmit->rendezvous = BOLT_RENDEZVOUS_WRITE;
-	transmit->receive_granted = true;
+	transmit->protocol = BOLT_PROTOCOL_GRANTED_RECEIVE;
+	transmit->phase = BOLT_RENDEZVOUS_WRITE;
 }
 
 void bolt_receive_grant_revoked(struct bolt_connection *connection)
@@ -532,12 +533,12 @@ void bolt_receive_grant_revoked(struct bolt_connection *connection)
 	bolt_peer_of(connection)->peer_grants_count = 0;
 	/* Granted but not written yet: they ask after all, behind the answer. */
 	DL_FOREACH(bolt_peer_of(connection)->transmits, transmit) {
-		if (!transmit->receive_granted || transmit->rendezvous != BOLT_RENDEZVOUS_WRITE)
+		if (transmit->protocol != BOLT_PROTOCOL_GRANTED_RECEIVE)
 			continue;
 		bolt_registration_release(connection->manager->domain, &transmit->registration,
 					   transmit->covered);
-		transmit->receive_granted = false;
-		transmit->rendezvous = BOLT_RENDEZVOUS_ASK;
+		transmit->protocol = BOLT_PROTOCOL_RENDEZVOUS;
+		transmit->phase = BOLT_RENDEZVOUS_ASK;
 	}
 	answer = bolt_transmit_internal(connection, BOLT_WIRE_RECEIVE_REVOKED, 0, 0);
 	if (answer)

@@ -224,7 +224,7 @@ void bolt_rendezvous_describe_write(const struct bolt_transmit *transmit, struct
 	wr->sg_list = sge;
 	wr->num_sge = 1;
 	wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-	wr->imm_data = transmit->receive_granted ?
+	wr->imm_data = transmit->protocol == BOLT_PROTOCOL_GRANTED_RECEIVE ?
 		       bolt_receive_grant_immediate(transmit->connection, transmit->message_number) :
 		       bolt_rendezvous_immediate(transmit->connection, transmit->request_id,
 						 transmit->op == BOLT_WIRE_READ_RESPONSE);
@@ -285,7 +285,8 @@ void bolt_rendezvous_answered(struct bolt_connection *connection, const struct b
 		bolt_connection_fail(connection, FI_EIO, "rendezvous answer without its rails' keys");
 		return;
 	}
-	transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
+	/* Segments, unless the write can go after all (below). */
+	transmit->protocol = BOLT_PROTOCOL_EAGER;
 	if (header->cq_data && header->cq_data != BOLT_RENDEZVOUS_USE_SEGMENTS) {
 		/* The target refused the write (key, bounds, rights): it ends here. */
 		transmit->sent = transmit->length;
@@ -305,7 +306,8 @@ void bolt_rendezvous_answered(struct bolt_connection *connection, const struct b
 		transmit->target_address = header->address;
 		transmit->target_rkey = (uint32_t) header->key;
 		transmit->rail_mask = rails;
-		transmit->rendezvous = BOLT_RENDEZVOUS_WRITE;
+		transmit->protocol = BOLT_PROTOCOL_RENDEZVOUS;
+		transmit->phase = BOLT_RENDEZVOUS_WRITE;
 		/* The target acks the write only when asked to (bolt_rendezvous_request_ack). */
 		if (transmit->op == BOLT_WIRE_WRITE && !bolt_rendezvous_wants_ack(transmit))
 			transmit->reply_pending = false;
@@ -453,7 +455,8 @@ void bolt_rendezvous_read_answer(struct bolt_connection *connection,
 	    !bolt_rendezvous_prepare_stripes(connection, response, keys.rails, &keys))
 		return;
 	response->rail_mask = keys.rails;
-	response->rendezvous = BOLT_RENDEZVOUS_WRITE;
+	response->protocol = BOLT_PROTOCOL_RENDEZVOUS;
+	response->phase = BOLT_RENDEZVOUS_WRITE;
 }
 
 /* Our read that immediate names, whose data is to be written back. */

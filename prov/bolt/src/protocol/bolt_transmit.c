@@ -39,6 +39,22 @@ static uint32_t bolt_transmit_spare_credits(const struct bolt_transmit *transmit
 static void bolt_transmit_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc);
 
 /*
+ * A protocol (enum bolt_protocol_kind), its entry in bolt_protocols at the
+ * end of its functions below. streams: its messages are the segments of one
+ * message, which never interleave with another's (the peer receives one
+ * message at a time).
+ */
+struct bolt_protocol {
+	const char *name;
+	bool streams;
+	/* Puts transmit's next message or write on the wire, in record. */
+	void (*post)(struct bolt_connection *connection, struct bolt_transmit *transmit,
+		     struct bolt_control_buffer *record);
+};
+
+static const struct bolt_protocol bolt_protocols[BOLT_PROTOCOL_KINDS];
+
+/*
  * Whether a rendezvous write, answered or granted, goes as one write with
  * immediate data that names it: on UC, and for a granted receive where the
  * immediate may name it. Else (RC) a write, and its DONE after it.
@@ -47,14 +63,29 @@ static bool bolt_transmit_write_names_itself(const struct bolt_connection *conne
 					     const struct bolt_transmit *transmit)
 {
 	return bolt_connection_unreliable(connection) ||
-	       (transmit->receive_granted && bolt_connection_may_write_immediate(connection));
+	       (transmit->protocol == BOLT_PROTOCOL_GRANTED_RECEIVE &&
+		bolt_connection_may_write_immediate(connection));
+}
+
+/* Whether transmit's next post is the RDMA write of a rendezvous or a granted receive. */
+static bool bolt_transmit_writing(const struct bolt_transmit *transmit)
+{
+	return (transmit->protocol == BOLT_PROTOCOL_RENDEZVOUS ||
+		transmit->protocol == BOLT_PROTOCOL_GRANTED_RECEIVE) &&
+	       transmit->phase == BOLT_RENDEZVOUS_WRITE;
+}
+
+/* Whether transmit waits for its rendezvous answer: nothing of it to post until then. */
+static bool bolt_transmit_waiting(const struct bolt_transmit *transmit)
+{
+	return transmit->protocol == BOLT_PROTOCOL_RENDEZVOUS && transmit->phase == BOLT_RENDEZVOUS_WAIT;
 }
 
 /* A rendezvous write with its DONE takes two send queue entries; others one. */
 static int bolt_transmit_slots(const struct bolt_connection *connection,
 			       const struct bolt_transmit *transmit)
 {
-	return transmit->rendezvous == BOLT_RENDEZVOUS_WRITE &&
+	return bolt_transmit_writing(transmit) &&
 	       !bolt_transmit_write_names_itself(connection, transmit) ? 2 : 1;
 }
 
@@ -67,11 +98,10 @@ static int bolt_transmit_slots(const struct bolt_connection *connection,
 static bool bolt_transmit_may_go(const struct bolt_connection *connection,
 				 const struct bolt_transmit *transmit)
 {
-	if (transmit->rendezvous == BOLT_RENDEZVOUS_WAIT)
+	if (bolt_transmit_waiting(transmit))
 		return false;
 	/* A message written whole is a message: it waits for the one in segments. */
-	if (transmit->internal || (transmit->rendezvous != BOLT_RENDEZVOUS_NONE &&
-				   transmit->rendezvous != BOLT_RENDEZVOUS_BOUNCE))
+	if (transmit->internal || !bolt_protocols[transmit->protocol].streams)
 		return true;
 	return !bolt_peer_of(connection)->streaming || bolt_peer_of(connection)->streaming == transmit;
 }
@@ -84,7 +114,6 @@ static bool bolt_transmit_write_whole(struct bolt_connection *connection,
 				      struct bolt_transmit *transmit,
 				      struct bolt_control_buffer *record, struct ibv_send_wr *wr)
 {
-	transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
 	transmit->sent = transmit->length;
 	bolt_transmit_posted_all(transmit);
 	record->operation = transmit;
@@ -151,7 +180,7 @@ static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
 					    struct bolt_control_buffer *record,
 					    struct bolt_wire_header *header)
 {
-	bool asking = transmit->rendezvous == BOLT_RENDEZVOUS_ASK;
+	bool asking = transmit->phase == BOLT_RENDEZVOUS_ASK;
 	struct ibv_send_wr write = { 0 };
 	struct ibv_sge sge;
 
@@ -171,17 +200,16 @@ static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
 	header->flags |= BOLT_WIRE_FLAG_LAST;
 	if (transmit->op == BOLT_WIRE_WRITE)
 		header->flags |= BOLT_WIRE_FLAG_WRITE;
-	if (transmit->receive_granted)
+	if (transmit->protocol == BOLT_PROTOCOL_GRANTED_RECEIVE)
 		header->flags |= BOLT_WIRE_FLAG_GRANTED;
 	if (asking && transmit->op == BOLT_WIRE_WRITE && !bolt_rendezvous_wants_ack(transmit))
 		header->flags |= BOLT_WIRE_FLAG_NO_ACK;
 	if (asking) {
 		/* Out of the way of progress, which would only step over it, until its answer. */
-		transmit->rendezvous = BOLT_RENDEZVOUS_WAIT;
+		transmit->phase = BOLT_RENDEZVOUS_WAIT;
 		DL_DELETE(bolt_peer_of(connection)->transmits, transmit);
 		DL_APPEND(bolt_peer_of(connection)->waiting, transmit);
 	} else {
-		transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
 		transmit->sent = transmit->length;
 		bolt_transmit_posted_all(transmit);
 		record->send_slots = 2;
@@ -207,7 +235,6 @@ static bool bolt_transmit_bounce(struct bolt_connection *connection, struct bolt
 	bolt_link_frame(connection, header, transmit->op, 0);
 	bolt_transmit_describe(header, transmit);
 	header->flags |= BOLT_WIRE_FLAG_LAST;
-	transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
 	transmit->sent = transmit->length;
 	bolt_transmit_posted_all(transmit);
 	bolt_peer_of(connection)->streaming = NULL;
@@ -218,55 +245,14 @@ static bool bolt_transmit_bounce(struct bolt_connection *connection, struct bolt
 	return true;
 }
 
-/*
- * Whether transmit tries the peer's bounce buffers now: chosen at the start,
- * or a message started before its connection had a link, eager or a
- * rendezvous not yet asked for, that learns of them only now. If the buffers
- * cannot take it after all, it goes as it would have.
- */
-static bool bolt_transmit_bounce_now(const struct bolt_transmit *transmit)
+/* The next segment of transmit, through record's buffer. */
+static void bolt_transmit_post_segment(struct bolt_connection *connection, struct bolt_transmit *transmit,
+				       struct bolt_control_buffer *record)
 {
-	if (transmit->rendezvous == BOLT_RENDEZVOUS_BOUNCE)
-		return true;
-	return (transmit->rendezvous == BOLT_RENDEZVOUS_NONE ||
-		transmit->rendezvous == BOLT_RENDEZVOUS_ASK) &&
-	       !transmit->sent && bolt_bounce_wanted(transmit);
-}
-
-/* Puts the next segment of transmit on the wire; false when no buffer is free. */
-static bool bolt_transmit_segment(struct bolt_connection *connection, struct bolt_transmit *transmit)
-{
-	struct bolt_domain *domain = connection->manager->domain;
-	struct bolt_control_buffer *record = bolt_control_buffer_get(domain);
-	struct bolt_wire_header *header;
+	char *data = bolt_control_buffer_data(connection->manager->domain, record);
+	struct bolt_wire_header *header = (struct bolt_wire_header *) data;
 	size_t payload = 0;
-	char *data;
 
-	if (!record)
-		return false;
-	data = bolt_control_buffer_data(domain, record);
-	header = (struct bolt_wire_header *) data;
-	record->send_slots = 1;
-	if (transmit->rendezvous == BOLT_RENDEZVOUS_DIRECT) {
-		bolt_transmit_direct_write(connection, transmit, record);
-		return true;
-	}
-	if (bolt_transmit_bounce_now(transmit)) {
-		if (bolt_transmit_bounce(connection, transmit, record))
-			return true;
-		/* Buffers chosen at the start fall back to segments; a rendezvous stays one. */
-		if (transmit->rendezvous == BOLT_RENDEZVOUS_BOUNCE)
-			transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
-	}
-	if (transmit->rendezvous == BOLT_RENDEZVOUS_WRITE &&
-	    bolt_transmit_write_names_itself(connection, transmit)) {
-		bolt_transmit_control_stripe(connection, transmit, record);
-		return true;
-	}
-	if (transmit->rendezvous != BOLT_RENDEZVOUS_NONE) {
-		bolt_transmit_rendezvous_header(connection, transmit, record, header);
-		return true;
-	}
 	if (bolt_wire_op_carries_data(transmit->op)) {
 		payload = transmit->length - transmit->sent;
 		if (payload > BOLT_SEGMENT_PAYLOAD)
@@ -295,6 +281,67 @@ static bool bolt_transmit_segment(struct bolt_connection *connection, struct bol
 	transmit->in_flight++;
 	if (!bolt_link_post_buffer(connection, record, sizeof(*header) + payload, NULL, bolt_transmit_send_completed))
 		transmit->in_flight--;
+}
+
+/* Eager: a message started before its link was known may find bounce buffers now. */
+static void bolt_transmit_post_eager(struct bolt_connection *connection, struct bolt_transmit *transmit,
+				     struct bolt_control_buffer *record)
+{
+	if (!transmit->sent && bolt_bounce_wanted(transmit) &&
+	    bolt_transmit_bounce(connection, transmit, record))
+		return;
+	bolt_transmit_post_segment(connection, transmit, record);
+}
+
+/* Buffers chosen at the start that cannot take the message after all: segments. */
+static void bolt_transmit_post_bounce(struct bolt_connection *connection, struct bolt_transmit *transmit,
+				      struct bolt_control_buffer *record)
+{
+	if (bolt_transmit_bounce(connection, transmit, record))
+		return;
+	transmit->protocol = BOLT_PROTOCOL_EAGER;
+	bolt_transmit_post_segment(connection, transmit, record);
+}
+
+/*
+ * The request, or once answered (or granted) the write: alone with immediate
+ * data that names it, or followed by DONE. A request not yet sent that
+ * learns of the peer's bounce buffers only now goes whole into one instead;
+ * if they cannot take it, it stays a rendezvous.
+ */
+static void bolt_transmit_post_rendezvous(struct bolt_connection *connection,
+					  struct bolt_transmit *transmit,
+					  struct bolt_control_buffer *record)
+{
+	struct bolt_wire_header *header =
+		(struct bolt_wire_header *) bolt_control_buffer_data(connection->manager->domain, record);
+
+	if (transmit->phase == BOLT_RENDEZVOUS_ASK && !transmit->sent && bolt_bounce_wanted(transmit) &&
+	    bolt_transmit_bounce(connection, transmit, record))
+		return;
+	if (transmit->phase == BOLT_RENDEZVOUS_WRITE && bolt_transmit_write_names_itself(connection, transmit))
+		bolt_transmit_control_stripe(connection, transmit, record);
+	else
+		bolt_transmit_rendezvous_header(connection, transmit, record, header);
+}
+
+static const struct bolt_protocol bolt_protocols[BOLT_PROTOCOL_KINDS] = {
+	[BOLT_PROTOCOL_EAGER] = { "eager", true, bolt_transmit_post_eager },
+	[BOLT_PROTOCOL_BOUNCE] = { "bounce", true, bolt_transmit_post_bounce },
+	[BOLT_PROTOCOL_DIRECT_WRITE] = { "direct write", false, bolt_transmit_direct_write },
+	[BOLT_PROTOCOL_GRANTED_RECEIVE] = { "granted receive", false, bolt_transmit_post_rendezvous },
+	[BOLT_PROTOCOL_RENDEZVOUS] = { "rendezvous", false, bolt_transmit_post_rendezvous },
+};
+
+/* Puts transmit's next message on the wire by its protocol; false when no buffer is free. */
+static bool bolt_transmit_segment(struct bolt_connection *connection, struct bolt_transmit *transmit)
+{
+	struct bolt_control_buffer *record = bolt_control_buffer_get(connection->manager->domain);
+
+	if (!record)
+		return false;
+	record->send_slots = 1;
+	bolt_protocols[transmit->protocol].post(connection, transmit, record);
 	return true;
 }
 
@@ -345,7 +392,7 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 			/* Its turn: the receive the peer granted it, if one came, before it asks. */
 			if (transmit->message_number > bolt_peer_of(connection)->messages_posted)
 				bolt_receive_grant_use(connection, transmit);
-			if (transmit->rendezvous == BOLT_RENDEZVOUS_WRITE && transmit->rail_mask) {
+			if (bolt_transmit_writing(transmit) && transmit->rail_mask) {
 				if (!bolt_transmit_stripes(connection, transmit))
 					break;
 			} else if (!bolt_link_can_send(connection,
@@ -359,8 +406,7 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 			if (connection->state == BOLT_CONNECTION_FAILED)
 				return;
 		}
-		if (!transmit->posted_last && !transmit->internal &&
-		    transmit->rendezvous != BOLT_RENDEZVOUS_WAIT)
+		if (!transmit->posted_last && !transmit->internal && !bolt_transmit_waiting(transmit))
 			blocked = true;
 	}
 	bolt_link_return_credits(connection);
@@ -409,7 +455,6 @@ bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_trans
 		offset += sge.length;
 		stripe++;
 	}
-	transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
 	transmit->sent = transmit->length;
 	bolt_transmit_posted_all(transmit);
 	return true;
@@ -454,8 +499,8 @@ int bolt_transmit_detach(struct bolt_transmit *transmit)
 	if (transmit->posted_last || transmit->inject_copy)
 		return 0;
 	/* Not yet written, nor registered: segments of the copy. */
-	if (transmit->rendezvous == BOLT_RENDEZVOUS_BOUNCE)
-		transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
+	if (transmit->protocol == BOLT_PROTOCOL_BOUNCE)
+		transmit->protocol = BOLT_PROTOCOL_EAGER;
 	copy = malloc(transmit->length ? transmit->length : 1);
 	if (!copy)
 		return -FI_ENOMEM;
@@ -464,14 +509,12 @@ int bolt_transmit_detach(struct bolt_transmit *transmit)
 	 * Answered or granted but not yet written: segments of the copy instead,
 	 * as when registering fails; those are acknowledged.
 	 */
-	if (transmit->rendezvous == BOLT_RENDEZVOUS_WRITE ||
-	    transmit->rendezvous == BOLT_RENDEZVOUS_DIRECT) {
+	if (bolt_transmit_writing(transmit) || transmit->protocol == BOLT_PROTOCOL_DIRECT_WRITE) {
 		bolt_registration_release(domain, &transmit->registration, transmit->covered);
-		transmit->reply_pending = transmit->rendezvous == BOLT_RENDEZVOUS_DIRECT ||
+		transmit->reply_pending = transmit->protocol == BOLT_PROTOCOL_DIRECT_WRITE ||
 					  transmit->reply_pending;
 		transmit->rail_mask = 0;
-		transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
-		transmit->receive_granted = false;
+		transmit->protocol = BOLT_PROTOCOL_EAGER;
 		transmit->sent = 0;
 	}
 	transmit->inject_copy = copy;
@@ -535,21 +578,23 @@ void bolt_transmit_orphaned(struct bolt_control_buffer *record)
 	memset(&transmit->registration, 0, sizeof(transmit->registration));
 }
 
-/* A direct write into a region the target granted, a rendezvous, or (neither) segments. */
-static void bolt_transmit_choose_path(struct bolt_connection *connection,
-				      struct bolt_transmit *transmit)
+/* A direct write into a region the target granted, a bounce, a rendezvous, or (none) segments. */
+static void bolt_transmit_choose_protocol(struct bolt_connection *connection,
+					  struct bolt_transmit *transmit)
 {
+	transmit->protocol = BOLT_PROTOCOL_EAGER;
 	transmit->reply_pending = transmit->op == BOLT_WIRE_WRITE ||
 				  transmit->op == BOLT_WIRE_READ_REQUEST;
 	/* A write into a region the target granted needs no request, nor a message written whole. */
 	if (bolt_direct_write_prepare(transmit))
 		return;
 	if (bolt_bounce_wanted(transmit)) {
-		transmit->rendezvous = BOLT_RENDEZVOUS_BOUNCE;
+		transmit->protocol = BOLT_PROTOCOL_BOUNCE;
 		return;
 	}
 	if (bolt_rendezvous_wanted(transmit)) {
-		transmit->rendezvous = BOLT_RENDEZVOUS_ASK;
+		transmit->protocol = BOLT_PROTOCOL_RENDEZVOUS;
+		transmit->phase = BOLT_RENDEZVOUS_ASK;
 		/* Asked for ahead of the request, so its answer can name them. */
 		bolt_data_rail_request(connection);
 	}
@@ -560,13 +605,12 @@ void bolt_transmit_revoked(struct bolt_connection *connection, uint64_t key)
 	struct bolt_transmit *transmit;
 
 	DL_FOREACH(bolt_peer_of(connection)->transmits, transmit) {
-		if (transmit->rendezvous != BOLT_RENDEZVOUS_DIRECT || transmit->remote_key != key)
+		if (transmit->protocol != BOLT_PROTOCOL_DIRECT_WRITE || transmit->remote_key != key)
 			continue;
 		bolt_registration_release(connection->manager->domain, &transmit->registration,
 					   transmit->covered);
-		transmit->rendezvous = BOLT_RENDEZVOUS_NONE;
 		transmit->plain_write = false;
-		bolt_transmit_choose_path(connection, transmit);
+		bolt_transmit_choose_protocol(connection, transmit);
 	}
 }
 
@@ -584,7 +628,7 @@ void bolt_transmit_start(struct bolt_transmit *transmit)
 			transmit->message_number = ++bolt_peer_of(connection)->messages_started;
 		if (transmit->op == BOLT_WIRE_READ_REQUEST)
 			bolt_rendezvous_read_prepare(transmit);
-		bolt_transmit_choose_path(connection, transmit);
+		bolt_transmit_choose_protocol(connection, transmit);
 	}
 	DL_APPEND(bolt_peer_of(connection)->transmits, transmit);
 	if (connection->state == BOLT_CONNECTION_FAILED) {
