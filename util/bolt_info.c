@@ -8,6 +8,7 @@
 
 #include "bolt.h"
 #include "device/bolt_device.h"
+#include "device/bolt_device_advice.h"
 #include "device/bolt_device_probe.h"
 #include "verbs/bolt_verbs.h"
 
@@ -188,6 +189,16 @@ static void bolt_info_json(const struct bolt_verbs *verbs, const struct bolt_dev
 	printf("  ]\n}\n");
 }
 
+/* Where nothing is usable: why, and what to try. verbs_status: bolt_verbs_open's. */
+static void bolt_info_print_advice(const struct bolt_verbs *verbs, int verbs_status,
+				   const struct bolt_device_report *devices, int count)
+{
+	char advice[BOLT_DEVICE_ADVICE_SIZE];
+
+	if (bolt_device_advice(verbs, verbs_status, devices, count, advice, sizeof(advice)))
+		printf("bolt can use nothing here:\n%s", advice);
+}
+
 static void bolt_info_usage(FILE *stream)
 {
 	fprintf(stream,
@@ -226,7 +237,7 @@ int main(int argc, char **argv)
 		if (json)
 			bolt_info_json(NULL, NULL, 0, params.data_rails);
 		else
-			printf("no verbs library and no software device (FI_BOLT_SOFT): no RDMA devices\n");
+			bolt_info_print_advice(&verbs, ret, NULL, 0);
 		return 0;
 	}
 	if (ret) {
@@ -248,6 +259,7 @@ int main(int argc, char **argv)
 		       count == 1 ? "" : "s");
 		for (int i = 0; i < count; i++)
 			bolt_info_print_device(&devices[i], params.data_rails);
+		bolt_info_print_advice(&verbs, 0, devices, count);
 	}
 	bolt_device_reports_destroy(devices);
 	bolt_verbs_close(&verbs);

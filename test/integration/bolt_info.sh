@@ -2,7 +2,7 @@
 # bolt_info.sh: bolt_info reports the software device as the real devices
 # would be reported: the GID it chooses and why on each profile, the limits,
 # QP types and data path, data rails, the FI_BOLT_GID_INDEX override, and
-# JSON output.
+# JSON output; and where nothing is usable, why and what to try.
 set -u
 tool="$(pwd)/util/bolt_info"
 namespace="bolt-info-$$"
@@ -23,6 +23,21 @@ expect() {
 	fi
 }
 
+# expect_not DESCRIPTION PATTERN [ENVIRONMENT...]: bolt_info runs and its output does not match
+expect_not() {
+	description=$1
+	pattern=$2
+	shift 2
+	if env FI_BOLT_SOFT_NAMESPACE="$namespace" "$@" "$tool" >"output.$$" 2>&1 &&
+	   ! grep -Eq -- "$pattern" "output.$$"; then
+		echo "ok: $description"
+	else
+		echo "FAILED: $description (matched: $pattern)"
+		cat "output.$$"
+		failures=$((failures + 1))
+	fi
+}
+
 json=
 expect "thunderbolt transport" 'transport +Thunderbolt \(100\)' FI_BOLT_SOFT=thunderbolt
 expect "thunderbolt limits" 'max_mr 100, max_qp 10' FI_BOLT_SOFT=thunderbolt
@@ -38,7 +53,22 @@ expect "a zero GID cannot be forced" 'FI_BOLT_GID_INDEX=3 names no usable GID' \
 	FI_BOLT_SOFT=thunderbolt FI_BOLT_GID_INDEX=3
 expect "RDMA write found by probing" 'data path +RDMA write' FI_BOLT_SOFT=thunderbolt
 expect "send-only found by probing" 'data path +send-only' FI_BOLT_SOFT=thunderbolt FI_BOLT_SOFT_SEND_ONLY=1
-expect "no verbs library, no devices" 'no RDMA devices' FI_BOLT_VERBS_LIBRARY=/nonexistent.so
+expect "no verbs library: says so" 'no verbs library: /nonexistent.so could not be opened' \
+	FI_BOLT_VERBS_LIBRARY=/nonexistent.so
+expect "no verbs library: suggests the software device" 'try bolt on its software device: FI_BOLT_SOFT=thunderbolt' \
+	FI_BOLT_VERBS_LIBRARY=/nonexistent.so
+expect "no usable GID: says which port and why" 'rdma_en0 port 1: FI_BOLT_GID_INDEX=3 names no usable GID' \
+	FI_BOLT_SOFT=thunderbolt FI_BOLT_GID_INDEX=3
+expect "no usable GID: says what to try" 'needs an IP address.*FI_BOLT_GID_INDEX names an entry' \
+	FI_BOLT_SOFT=thunderbolt FI_BOLT_GID_INDEX=3
+expect_not "a usable port: no advice" 'bolt can use nothing here' FI_BOLT_SOFT=thunderbolt
+# The system's own library with no device: only where the kernel has none.
+if [ ! -d /sys/class/infiniband ] || [ -z "$(ls /sys/class/infiniband)" ]; then
+	expect "no device: says so" 'no RDMA device: libibverbs.so.1 lists none'
+	expect "no device: rdma link" '`rdma link` lists the kernel.s RDMA links'
+	expect "no device: the driver, or Soft-RoCE" 'modprobe rdma_rxe'
+	expect "no device: suggests the software device" 'FI_BOLT_SOFT=thunderbolt'
+fi
 expect "thunderbolt: no data rails by default" '0 data rails per connection.*connections need them' \
 	FI_BOLT_SOFT=thunderbolt
 expect "rocev2: one data rail by default" '1 data rails per connection.*queue pairs to spare' \

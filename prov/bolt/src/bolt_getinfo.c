@@ -20,6 +20,7 @@
 #include "bolt_getinfo.h"
 #include "bolt_hints.h"
 #include "device/bolt_device.h"
+#include "device/bolt_device_advice.h"
 #include "verbs/bolt_verbs.h"
 
 /* Hints asking for what the design has but this stage lacks get a clear answer. */
@@ -307,6 +308,44 @@ static int bolt_getinfo_devices(uint32_t version, const struct bolt_device_repor
 	return *info ? 0 : -FI_ENODATA;
 }
 
+/*
+ * Whether the caller asked for bolt itself (fi_info -p bolt), not libfabric
+ * asking every provider in turn, nor a utility provider (ofi_rxm, ofi_rxd)
+ * asking for the message or datagram endpoints bolt never offers.
+ */
+static bool bolt_getinfo_asks_for_bolt(const struct fi_info *hints)
+{
+	return bolt_hints_name_bolt(hints) &&
+	       (!hints->ep_attr || hints->ep_attr->type == FI_EP_UNSPEC ||
+		hints->ep_attr->type == FI_EP_RDM);
+}
+
+/*
+ * Says why bolt offers nothing where the machine is the reason (no verbs
+ * library, no device, no usable port), not the hints: as a warning when the
+ * caller asked for bolt, so that `fi_info -p bolt` explains its -FI_ENODATA,
+ * else only as information.
+ */
+static void bolt_getinfo_explain_none(const struct bolt_verbs *verbs, int verbs_status,
+				      const struct bolt_device_report *devices, int count,
+				      const struct fi_info *hints)
+{
+	enum fi_log_level level = bolt_getinfo_asks_for_bolt(hints) ? FI_LOG_WARN : FI_LOG_INFO;
+	char advice[BOLT_DEVICE_ADVICE_SIZE];
+	char *line, *next;
+
+	if (!bolt_device_advice(verbs, verbs_status, devices, count, advice, sizeof(advice)))
+		return;
+	for (line = advice; *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		else
+			next = line + strlen(line);
+		FI_LOG(&bolt_prov, level, FI_LOG_CORE, "%s\n", line);
+	}
+}
+
 int bolt_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
 		 const struct fi_info *hints, struct fi_info **info)
 {
@@ -330,12 +369,15 @@ int bolt_getinfo(uint32_t version, const char *node, const char *service, uint64
 	if (ret)
 		return ret;
 	ret = bolt_verbs_open(&params, &verbs);
+	if (ret == -FI_ENODATA)
+		bolt_getinfo_explain_none(&verbs, ret, NULL, 0, hints);
 	if (ret)
 		return ret;     /* -FI_ENODATA: no verbs at all, so no devices */
 	ret = bolt_device_reports_create(&verbs, params.gid_index, &devices, &device_count);
 	if (!ret) {
 		bool has_default = !bolt_getinfo_default_source(&params, verbs.software, &default_source);
 
+		bolt_getinfo_explain_none(&verbs, 0, devices, device_count, hints);
 		ret = bolt_getinfo_devices(version, devices, device_count, hints,
 					   node || service ? &resolved : NULL,
 					   has_default ? &default_source : NULL, flags, info);

@@ -299,6 +299,12 @@ static bool bolt_prov_name_names_bolt(const char *prov_name)
 	return false;
 }
 
+bool bolt_hints_name_bolt(const struct fi_info *hints)
+{
+	return hints && hints->fabric_attr && hints->fabric_attr->prov_name &&
+	       bolt_prov_name_names_bolt(hints->fabric_attr->prov_name);
+}
+
 static int bolt_check_fabric(const struct fi_info *provider, const struct fi_info *hints,
 			     uint32_t version)
 {

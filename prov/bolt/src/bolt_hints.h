@@ -6,6 +6,7 @@
 #ifndef BOLT_HINTS_H
 #define BOLT_HINTS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <rdma/fabric.h>
@@ -38,5 +39,8 @@ uint64_t bolt_hints_caps(uint64_t offered, uint64_t requested);
  * FI_MR_SCALABLE for none of them.
  */
 int bolt_hints_mr_mode_bits(int mr_mode);
+
+/* Whether hints ask for bolt by name (fi_info -p bolt), alone or in a layering. */
+bool bolt_hints_name_bolt(const struct fi_info *hints);
 
 #endif /* BOLT_HINTS_H */
