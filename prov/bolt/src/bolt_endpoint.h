@@ -154,6 +154,9 @@ struct bolt_transmit {
 					 * receive it grants ahead for it (header tag) */
 	bool receive_granted;           /* WRITE phase: into the receive the peer granted, no answer */
 	char *inject_copy;              /* FI_INJECT: the data, owned */
+	/* Its owner's own completion, instead of the application's CQ entry and
+	 * counters (an upper layer's transfers); NULL for the application's. */
+	void (*complete)(struct bolt_transmit *transmit);
 	struct bolt_transmit *prev, *next;
 };
 
@@ -171,6 +174,9 @@ struct bolt_receive {
 	uint64_t ignore;
 	uint64_t sequence;              /* posting order: a granted receive given back keeps its place */
 	bool cancelled;                 /* fi_cancel while granted: ends when given back */
+	/* As a transmit's, told the message's whole length and the status (0 or a
+	 * positive FI_E*); NULL for the application's receives. */
+	void (*complete)(struct bolt_receive *receive, size_t message_length, int status);
 	struct bolt_receive *prev, *next;
 };
 
@@ -494,7 +500,11 @@ int bolt_endpoint_open(struct fid_domain *domain_fid, struct fi_info *info,
 		       struct fid_ep **ep_fid, void *context);
 void bolt_endpoint_progress(struct bolt_endpoint *endpoint);
 
-/* Completions the protocols report; status is 0 or a positive FI_E* code. */
+/*
+ * Completions the protocols report; status is 0 or a positive FI_E* code.
+ * A record with a completion function of its own goes there, else to the
+ * endpoint's CQs and counters; either way the endpoint frees it.
+ */
 void bolt_endpoint_complete_transmit(struct bolt_endpoint *endpoint,
 				     struct bolt_transmit *transmit);
 void bolt_endpoint_complete_receive(struct bolt_endpoint *endpoint, struct bolt_receive *receive,

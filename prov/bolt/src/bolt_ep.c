@@ -62,8 +62,8 @@ void bolt_endpoint_complete_transmit(struct bolt_endpoint *endpoint, struct bolt
 	enum bolt_counter_kind kind;
 	bool wanted;
 
-	if (transmit->flags & BOLT_COLLECTIVE_FLAG) {
-		bolt_collective_transfer_done(transmit->context, transmit->status);
+	if (transmit->complete) {
+		transmit->complete(transmit);
 		bolt_transmit_free(transmit);
 		return;
 	}
@@ -99,10 +99,8 @@ void bolt_endpoint_complete_receive(struct bolt_endpoint *endpoint, struct bolt_
 	bool wanted = !endpoint->receive_selective || (receive->flags & FI_COMPLETION);
 	fi_addr_t source;
 
-	/* A collective's message must be exactly as long as its receive. */
-	if (receive->flags & BOLT_COLLECTIVE_FLAG) {
-		bolt_collective_transfer_done(receive->context,
-					      status ? status : message_length != receive->length ? FI_EIO : 0);
+	if (receive->complete) {
+		receive->complete(receive, message_length, status);
 		free(receive);
 		return;
 	}

@@ -15,13 +15,6 @@
 #include "collective/bolt_reduce.h"
 
 /*
- * Operation flag of the transmits and receives a collective posts: their
- * completions go to the collective, not to the application's CQ. Bits 60-63
- * are unused by libfabric's operation flags.
- */
-#define BOLT_COLLECTIVE_FLAG (1ULL << 62)
-
-/*
  * Tag of a collective message: the reserved bit, the group, the operation's
  * sequence number in its group, the lane (a pipeline of the operation) and
  * the sender's rank. Messages with the same tag from one sender are matched
