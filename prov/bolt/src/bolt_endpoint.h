@@ -448,6 +448,24 @@ struct bolt_mr {
 	UT_hash_handle hh;              /* by key: in the endpoint's or the domain's table */
 };
 
+/*
+ * A layer above the point-to-point path attached to an endpoint (the
+ * collectives): the endpoint calls it through this table without knowing
+ * what it is, and keeps the layer's state for it. All but join run with the
+ * domain lock held.
+ */
+struct bolt_endpoint_upper_ops {
+	/* fi_join. */
+	int (*join)(struct bolt_endpoint *endpoint, const void *addr, uint64_t flags,
+		    struct fid_mc **mc_fid, void *context);
+	/* Each progress of the endpoint, after its connections'. */
+	void (*progress)(struct bolt_endpoint *endpoint);
+	/* Whether the endpoint may not close yet; it logs why. */
+	bool (*busy)(const struct bolt_endpoint *endpoint);
+	/* Frees the layer's state, once the endpoint's connections and receives are gone. */
+	void (*destroy)(struct bolt_endpoint *endpoint);
+};
+
 struct bolt_endpoint {
 	struct fid_ep ep_fid;
 	struct bolt_domain *domain;
@@ -492,7 +510,8 @@ struct bolt_endpoint {
 	int bound_mr_count;                     /* bound, enabled or not: must close first */
 	bool cuda_api_permitted;
 	bool shared_memory_permitted;
-	struct bolt_collective_endpoint *collective;    /* groups and operations, from the first join */
+	const struct bolt_endpoint_upper_ops *upper;   /* NULL: no layer attached */
+	void *upper_state;                              /* the attached layer's own */
 	struct bolt_endpoint *prev, *next;      /* domain->endpoints */
 };
 
