@@ -1,7 +1,8 @@
 /*
  * test_collective_api.c: the collective API in one process: AV sets and
  * their set operations, fi_query_collective's answers, the errors of
- * fi_join_collective and of operations on no group, and a domain's close
+ * fi_join_collective and of operations on no group (on an endpoint without
+ * FI_COLLECTIVE too), and a domain's close
  * waiting for an event queue reader still driving a join just ended.
  */
 #include <pthread.h>
@@ -190,6 +191,33 @@ Test(collective_api, join_errors)
 	/* Multicast joins are not offered. */
 	cr_expect_eq(fi_join(api_endpoint.ep, &address, 0, &mc, NULL), -FI_ENOSYS);
 	fi_close(&others->fid);
+}
+
+/*
+ * An endpoint without FI_COLLECTIVE in its caps still has the collectives
+ * attached (bolt_domain.c): they refuse its joins and find no group for its
+ * calls, rather than the calls finding no ops table.
+ */
+Test(collective_api, join_without_collective_caps)
+{
+	struct rdm_options options = api_options;
+	struct rdm_endpoint plain;
+	struct fid_av_set *others = api_set(1, API_ADDRESSES - 1, 1, 0);
+	struct fid_mc *mc;
+	fi_addr_t address;
+	int context;
+
+	options.caps = FI_MSG | FI_TAGGED;
+	cr_assert_eq(rdm_open(&plain, &options), 0);
+	cr_assert_not(plain.info->caps & FI_COLLECTIVE);
+	cr_assert_eq(fi_av_set_addr(others, &address), 0);
+	cr_expect_eq(fi_join_collective(plain.ep, address, others, 0, &mc, NULL), -FI_EOPBADSTATE);
+	cr_expect_eq(fi_join(plain.ep, &address, 0, &mc, NULL), -FI_ENOSYS);
+	cr_expect_eq(fi_barrier(plain.ep, address, &context), -FI_EINVAL);
+	cr_expect_eq(fi_allreduce(plain.ep, &context, 1, NULL, &context, NULL, address, FI_INT32,
+				  FI_SUM, 0, &context), -FI_EINVAL);
+	fi_close(&others->fid);
+	rdm_close(&plain);
 }
 
 struct closing {

@@ -273,11 +273,27 @@ static struct fi_ops bolt_domain_fi_ops = {
 	.ops_open = bolt_no_ops_open,
 };
 
+/*
+ * An endpoint: the point-to-point one, with the collectives on top. Every
+ * endpoint has them: without FI_COLLECTIVE in its caps they refuse joins
+ * (-FI_EOPBADSTATE) and find no group, and their state waits for a join.
+ */
+static int bolt_domain_endpoint_open(struct fid_domain *domain_fid, struct fi_info *info,
+				     struct fid_ep **ep_fid, void *context)
+{
+	int ret = bolt_endpoint_open(domain_fid, info, ep_fid, context);
+
+	if (ret)
+		return ret;
+	bolt_collective_endpoint_attach(bolt_container_of(*ep_fid, struct bolt_endpoint, ep_fid));
+	return 0;
+}
+
 static struct fi_ops_domain bolt_domain_ops = {
 	.size = sizeof(struct fi_ops_domain),
 	.av_open = bolt_av_open,
 	.cq_open = bolt_cq_open,
-	.endpoint = bolt_endpoint_open,
+	.endpoint = bolt_domain_endpoint_open,
 	.scalable_ep = bolt_no_scalable_ep,
 	.cntr_open = bolt_cntr_open,
 	.poll_open = bolt_poll_open,

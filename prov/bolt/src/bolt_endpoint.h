@@ -44,6 +44,24 @@ struct bolt_mr {
 	UT_hash_handle hh;              /* by key: in the endpoint's or the domain's table */
 };
 
+/*
+ * A layer above the point-to-point path attached to an endpoint (the
+ * collectives): the endpoint calls it through this table without knowing
+ * what it is, and keeps the layer's state for it. All but join run with the
+ * domain lock held.
+ */
+struct bolt_endpoint_upper_ops {
+	/* fi_join. */
+	int (*join)(struct bolt_endpoint *endpoint, const void *addr, uint64_t flags,
+		    struct fid_mc **mc_fid, void *context);
+	/* Each progress of the endpoint, after its connections'. */
+	void (*progress)(struct bolt_endpoint *endpoint);
+	/* Whether the endpoint may not close yet; it logs why. */
+	bool (*busy)(const struct bolt_endpoint *endpoint);
+	/* Frees the layer's state, once the endpoint's connections and receives are gone. */
+	void (*destroy)(struct bolt_endpoint *endpoint);
+};
+
 struct bolt_endpoint {
 	struct fid_ep ep_fid;
 	struct bolt_domain *domain;
@@ -81,7 +99,8 @@ struct bolt_endpoint {
 	int bound_mr_count;                     /* bound, enabled or not: must close first */
 	bool cuda_api_permitted;
 	bool shared_memory_permitted;
-	struct bolt_collective_endpoint *collective;    /* groups and operations, from the first join */
+	const struct bolt_endpoint_upper_ops *upper;   /* NULL: no layer attached */
+	void *upper_state;                              /* the attached layer's own */
 	struct bolt_endpoint *prev, *next;      /* domain->endpoints */
 };
 
@@ -89,7 +108,11 @@ int bolt_endpoint_open(struct fid_domain *domain_fid, struct fi_info *info,
 		       struct fid_ep **ep_fid, void *context);
 void bolt_endpoint_progress(struct bolt_endpoint *endpoint);
 
-/* Completions the protocols report; status is 0 or a positive FI_E* code. */
+/*
+ * Completions the protocols report; status is 0 or a positive FI_E* code.
+ * A record with a completion function of its own goes there, else to the
+ * endpoint's CQs and counters; either way the endpoint frees it.
+ */
 void bolt_endpoint_complete_transmit(struct bolt_endpoint *endpoint,
 				     struct bolt_transmit *transmit);
 void bolt_endpoint_complete_receive(struct bolt_endpoint *endpoint, struct bolt_receive *receive,

@@ -2,7 +2,8 @@
  * bolt_ep.c: the RDM endpoint object: opening it (with its side channel
  * listening, so fi_getname works at once), binding CQs, counters, the AV and
  * an EQ, enabling, names, options, cancel, closing, and reporting the
- * completions the protocols produce.
+ * completions the protocols produce. A layer on top of it (attached by the
+ * domain's endpoint open) is called only through bolt_endpoint_upper_ops.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,6 @@
 #include "bolt_endpoint.h"
 #include "bolt_getinfo.h"
 #include "bolt_unsupported.h"
-#include "collective/bolt_collective.h"
 
 extern struct fi_ops_msg bolt_msg_ops;
 extern struct fi_ops_tagged bolt_tagged_ops;
@@ -62,8 +62,8 @@ void bolt_endpoint_complete_transmit(struct bolt_endpoint *endpoint, struct bolt
 	enum bolt_counter_kind kind;
 	bool wanted;
 
-	if (transmit->flags & BOLT_COLLECTIVE_FLAG) {
-		bolt_collective_transfer_done(transmit->context, transmit->status);
+	if (transmit->complete) {
+		transmit->complete(transmit);
 		bolt_transmit_free(transmit);
 		return;
 	}
@@ -99,10 +99,8 @@ void bolt_endpoint_complete_receive(struct bolt_endpoint *endpoint, struct bolt_
 	bool wanted = !endpoint->receive_selective || (receive->flags & FI_COMPLETION);
 	fi_addr_t source;
 
-	/* A collective's message must be exactly as long as its receive. */
-	if (receive->flags & BOLT_COLLECTIVE_FLAG) {
-		bolt_collective_transfer_done(receive->context,
-					      status ? status : message_length != receive->length ? FI_EIO : 0);
+	if (receive->complete) {
+		receive->complete(receive, message_length, status);
 		free(receive);
 		return;
 	}
@@ -136,7 +134,8 @@ void bolt_endpoint_count_remote(struct bolt_endpoint *endpoint, enum bolt_counte
 void bolt_endpoint_progress(struct bolt_endpoint *endpoint)
 {
 	bolt_connection_progress_all(&endpoint->connection_manager);
-	bolt_collective_progress(endpoint);
+	if (endpoint->upper)
+		endpoint->upper->progress(endpoint);
 }
 
 /* ---- Binding ---- */
@@ -522,7 +521,7 @@ static int bolt_endpoint_close(struct fid *fid)
 		return -FI_EBUSY;
 	}
 	bolt_domain_lock(domain);
-	if (bolt_collective_endpoint_busy(endpoint)) {
+	if (endpoint->upper && endpoint->upper->busy(endpoint)) {
 		bolt_domain_unlock(domain);
 		return -FI_EBUSY;
 	}
@@ -530,7 +529,8 @@ static int bolt_endpoint_close(struct fid *fid)
 		DL_DELETE(domain->endpoints, endpoint);
 	bolt_connection_destroy_all(&endpoint->connection_manager);
 	bolt_match_free_all(endpoint);
-	bolt_collective_endpoint_destroy(endpoint);
+	if (endpoint->upper)
+		endpoint->upper->destroy(endpoint);
 	bolt_side_channel_listener_close(&endpoint->connection_manager.listener);
 	bolt_endpoint_unbind_all(endpoint);
 	bolt_domain_unlock(domain);
@@ -538,6 +538,17 @@ static int bolt_endpoint_close(struct fid *fid)
 	fi_freeinfo(endpoint->info);
 	free(endpoint);
 	return 0;
+}
+
+/* fi_join is the attached layer's: without one, no groups are offered. */
+static int bolt_endpoint_join(struct fid_ep *ep_fid, const void *addr, uint64_t flags,
+			      struct fid_mc **mc_fid, void *context)
+{
+	struct bolt_endpoint *endpoint = bolt_container_of(ep_fid, struct bolt_endpoint, ep_fid);
+
+	if (!endpoint->upper)
+		return bolt_no_join(ep_fid, addr, flags, mc_fid, context);
+	return endpoint->upper->join(endpoint, addr, flags, mc_fid, context);
 }
 
 static struct fi_ops bolt_endpoint_fi_ops = {
@@ -569,7 +580,7 @@ static struct fi_ops_cm bolt_endpoint_cm_ops = {
 	.accept = bolt_no_accept,
 	.reject = bolt_no_reject,
 	.shutdown = bolt_no_shutdown,
-	.join = bolt_collective_join,
+	.join = bolt_endpoint_join,
 };
 
 int bolt_endpoint_open(struct fid_domain *domain_fid, struct fi_info *info,
@@ -624,7 +635,6 @@ int bolt_endpoint_open(struct fid_domain *domain_fid, struct fi_info *info,
 	endpoint->ep_fid.msg = &bolt_msg_ops;
 	endpoint->ep_fid.tagged = &bolt_tagged_ops;
 	endpoint->ep_fid.rma = &bolt_rma_ops;
-	endpoint->ep_fid.collective = &bolt_collective_ops;
 	/* FI_ATOMIC is not advertised: no ops table for it. */
 	atomic_fetch_add(&domain->child_count, 1);
 	*ep_fid = &endpoint->ep_fid;

@@ -15,13 +15,6 @@
 #include "collective/bolt_reduce.h"
 
 /*
- * Operation flag of the transmits and receives a collective posts: their
- * completions go to the collective, not to the application's CQ. Bits 60-63
- * are unused by libfabric's operation flags.
- */
-#define BOLT_COLLECTIVE_FLAG (1ULL << 62)
-
-/*
  * Tag of a collective message: the reserved bit, the group, the operation's
  * sequence number in its group, the lane (a pipeline of the operation) and
  * the sender's rank. Messages with the same tag from one sender are matched
@@ -77,7 +70,7 @@ struct bolt_collective_join_count {
 	UT_hash_handle hh;
 };
 
-/* The collective side of an endpoint, created by its first join. */
+/* The collective side of an endpoint (its upper_state), created by its first join. */
 struct bolt_collective_endpoint {
 	struct bolt_collective_group *groups;
 	struct bolt_collective_operation *operations;   /* in flight, in start order */
@@ -86,7 +79,14 @@ struct bolt_collective_endpoint {
 	struct bolt_collective_join_count *join_counts;
 };
 
-int bolt_collective_join(struct fid_ep *ep_fid, const void *addr, uint64_t flags,
+/* The endpoint's collective side; NULL before its first join. */
+static inline struct bolt_collective_endpoint *
+bolt_collective_state(const struct bolt_endpoint *endpoint)
+{
+	return endpoint->upper_state;
+}
+
+int bolt_collective_join(struct bolt_endpoint *endpoint, const void *addr, uint64_t flags,
 			 struct fid_mc **mc_fid, void *context);
 /* The joined group coll_addr names on endpoint; NULL if none. */
 struct bolt_collective_group *bolt_collective_group_find(struct bolt_endpoint *endpoint,
@@ -193,7 +193,11 @@ bolt_collective_algorithm_choose(const struct bolt_collective_operation *operati
 
 /* ---- The libfabric entry points (bolt_collective_ops.c, bolt_collective_query.c) ---- */
 
-extern struct fi_ops_collective bolt_collective_ops;
+/*
+ * Puts the collectives on top of a newly opened endpoint: its fi_ops_collective
+ * and fi_join, progress and close through its bolt_endpoint_upper_ops.
+ */
+void bolt_collective_endpoint_attach(struct bolt_endpoint *endpoint);
 int bolt_collective_query(struct fid_domain *domain, enum fi_collective_op coll,
 			  struct fi_collective_attr *attr, uint64_t flags);
 

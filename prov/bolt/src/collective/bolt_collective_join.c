@@ -56,9 +56,9 @@ struct bolt_collective_group *bolt_collective_group_find(struct bolt_endpoint *e
 {
 	struct bolt_collective_group *group;
 
-	if (!endpoint->collective)
+	if (!bolt_collective_state(endpoint))
 		return NULL;
-	DL_FOREACH(endpoint->collective->groups, group)
+	DL_FOREACH(bolt_collective_state(endpoint)->groups, group)
 		if (group->mc_fid.fi_addr == coll_addr && group->joined)
 			return group;
 	return NULL;
@@ -109,7 +109,7 @@ static int bolt_collective_group_close(struct fid *fid)
 		bolt_wait_progress(domain, bolt_collective_group_close_ready, group, -1);
 	}
 	bolt_collective_group_forget(group);
-	DL_DELETE(endpoint->collective->groups, group);
+	DL_DELETE(bolt_collective_state(endpoint)->groups, group);
 	bolt_domain_unlock(domain);
 	free(group->members);
 	free(group);
@@ -161,9 +161,9 @@ static int bolt_collective_group_members(struct bolt_collective_group *group,
 
 static struct bolt_collective_endpoint *bolt_collective_endpoint_get(struct bolt_endpoint *endpoint)
 {
-	if (!endpoint->collective)
-		endpoint->collective = calloc(1, sizeof(*endpoint->collective));
-	return endpoint->collective;
+	if (!endpoint->upper_state)
+		endpoint->upper_state = calloc(1, sizeof(struct bolt_collective_endpoint));
+	return bolt_collective_state(endpoint);
 }
 
 static void bolt_collective_group_free(struct bolt_collective_group *group)
@@ -238,10 +238,9 @@ static int bolt_collective_join_start(struct bolt_collective_group *group, void 
 	return (int) bolt_collective_operation_start(operation);
 }
 
-int bolt_collective_join(struct fid_ep *ep_fid, const void *addr, uint64_t flags,
+int bolt_collective_join(struct bolt_endpoint *endpoint, const void *addr, uint64_t flags,
 			 struct fid_mc **mc_fid, void *context)
 {
-	struct bolt_endpoint *endpoint = bolt_container_of(ep_fid, struct bolt_endpoint, ep_fid);
 	struct bolt_collective_endpoint *state;
 	struct bolt_collective_group *group;
 	int ret;
@@ -282,7 +281,9 @@ int bolt_collective_join(struct fid_ep *ep_fid, const void *addr, uint64_t flags
 
 bool bolt_collective_endpoint_busy(const struct bolt_endpoint *endpoint)
 {
-	if (!endpoint->collective || !endpoint->collective->groups)
+	const struct bolt_collective_endpoint *state = bolt_collective_state(endpoint);
+
+	if (!state || !state->groups)
 		return false;
 	FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "endpoint closed with collective groups open: close them first\n");
 	return true;
@@ -290,7 +291,7 @@ bool bolt_collective_endpoint_busy(const struct bolt_endpoint *endpoint)
 
 void bolt_collective_endpoint_destroy(struct bolt_endpoint *endpoint)
 {
-	struct bolt_collective_endpoint *state = endpoint->collective;
+	struct bolt_collective_endpoint *state = bolt_collective_state(endpoint);
 	struct bolt_collective_join_count *count, *next;
 
 	if (!state)
@@ -301,5 +302,5 @@ void bolt_collective_endpoint_destroy(struct bolt_endpoint *endpoint)
 		free(count);
 	}
 	free(state);
-	endpoint->collective = NULL;
+	endpoint->upper_state = NULL;
 }

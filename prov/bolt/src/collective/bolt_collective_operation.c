@@ -182,7 +182,7 @@ static void bolt_collective_discard(struct bolt_collective_operation *operation)
 
 void bolt_collective_group_discard(struct bolt_collective_group *group)
 {
-	struct bolt_collective_endpoint *state = group->endpoint->collective;
+	struct bolt_collective_endpoint *state = bolt_collective_state(group->endpoint);
 	struct bolt_collective_operation *operation, *next;
 
 	FI_INFO(&bolt_prov, FI_LOG_EP_CTRL, "group %#x closed with %d operations: discarded\n",
@@ -205,7 +205,7 @@ bool bolt_collective_group_quiet(const struct bolt_collective_group *group)
 {
 	const struct bolt_collective_operation *operation;
 
-	DL_FOREACH(group->endpoint->collective->retired, operation)
+	DL_FOREACH(bolt_collective_state(group->endpoint)->retired, operation)
 		if (operation->group == group && !bolt_collective_receives_quiet(operation))
 			return false;
 	return true;
@@ -215,7 +215,7 @@ void bolt_collective_group_forget(struct bolt_collective_group *group)
 {
 	struct bolt_collective_operation *operation;
 
-	DL_FOREACH(group->endpoint->collective->retired, operation)
+	DL_FOREACH(bolt_collective_state(group->endpoint)->retired, operation)
 		if (operation->group == group)
 			operation->group = NULL;
 }
@@ -230,7 +230,7 @@ static void bolt_collective_finish(struct bolt_collective_endpoint *state,
 
 void bolt_collective_progress(struct bolt_endpoint *endpoint)
 {
-	struct bolt_collective_endpoint *state = endpoint->collective;
+	struct bolt_collective_endpoint *state = bolt_collective_state(endpoint);
 	struct bolt_collective_operation *operation, *next;
 
 	if (!state)
@@ -253,7 +253,7 @@ void bolt_collective_progress(struct bolt_endpoint *endpoint)
 ssize_t bolt_collective_operation_start(struct bolt_collective_operation *operation)
 {
 	struct bolt_collective_group *group = operation->group;
-	struct bolt_collective_endpoint *state = group->endpoint->collective;
+	struct bolt_collective_endpoint *state = bolt_collective_state(group->endpoint);
 	int ret;
 
 	if (group->error) {

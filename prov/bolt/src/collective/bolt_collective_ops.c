@@ -1,7 +1,9 @@
 /*
  * bolt_collective_ops.c: fi_ops_collective, the collective calls of an
  * endpoint: argument checks, then an operation started on the group the
- * collective address names. Counts are read as fi_ext_bolt.h says.
+ * collective address names. Counts are read as fi_ext_bolt.h says. And
+ * what attaches the collectives to an endpoint: these calls, fi_join, and
+ * the endpoint's progress and close (bolt_endpoint_upper_ops).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -213,7 +215,7 @@ static ssize_t bolt_collective_no_msg(struct fid_ep *ep, const struct fi_msg_col
 	return -FI_ENOSYS;
 }
 
-struct fi_ops_collective bolt_collective_ops = {
+static struct fi_ops_collective bolt_collective_ops = {
 	.size = sizeof(struct fi_ops_collective),
 	.barrier = bolt_collective_barrier,
 	.broadcast = bolt_collective_broadcast,
@@ -227,3 +229,16 @@ struct fi_ops_collective bolt_collective_ops = {
 	.msg = bolt_collective_no_msg,
 	.barrier2 = bolt_collective_barrier2,
 };
+
+static const struct bolt_endpoint_upper_ops bolt_collective_upper_ops = {
+	.join = bolt_collective_join,
+	.progress = bolt_collective_progress,
+	.busy = bolt_collective_endpoint_busy,
+	.destroy = bolt_collective_endpoint_destroy,
+};
+
+void bolt_collective_endpoint_attach(struct bolt_endpoint *endpoint)
+{
+	endpoint->upper = &bolt_collective_upper_ops;
+	endpoint->ep_fid.collective = &bolt_collective_ops;
+}

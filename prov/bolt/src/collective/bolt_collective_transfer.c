@@ -3,7 +3,8 @@
  * messages on the endpoint's point-to-point path (eager segments, or the
  * rendezvous by RDMA write for large ones), in the collective tag space
  * (bolt_collective.h), and their completions come back to the collective
- * through bolt_collective_transfer_done instead of the application's CQ.
+ * through the completion functions they carry instead of the application's
+ * CQ.
  */
 #include <stdlib.h>
 
@@ -22,6 +23,19 @@ static uint64_t bolt_collective_tag(const struct bolt_collective_operation *oper
 	return tag | (uint64_t) sender;
 }
 
+static void bolt_collective_send_done(struct bolt_transmit *transmit)
+{
+	bolt_collective_transfer_done(transmit->context, transmit->status);
+}
+
+/* A collective's message must be exactly as long as its receive. */
+static void bolt_collective_receive_done(struct bolt_receive *receive, size_t message_length,
+					 int status)
+{
+	bolt_collective_transfer_done(receive->context,
+				      status ? status : message_length != receive->length ? FI_EIO : 0);
+}
+
 int bolt_collective_send(struct bolt_collective_operation *operation, int lane, int rank,
 			 const void *buffer, size_t length)
 {
@@ -33,7 +47,8 @@ int bolt_collective_send(struct bolt_collective_operation *operation, int lane, 
 	transmit->op = BOLT_WIRE_MESSAGE;
 	transmit->connection = group->members[rank].connection;
 	transmit->context = &operation->sends;
-	transmit->flags = FI_TAGGED | BOLT_COLLECTIVE_FLAG;
+	transmit->flags = FI_TAGGED;
+	transmit->complete = bolt_collective_send_done;
 	transmit->iov[0].iov_base = (void *) buffer;
 	transmit->iov[0].iov_len = length;
 	transmit->iov_count = 1;
@@ -52,7 +67,7 @@ int bolt_collective_receive(struct bolt_collective_operation *operation, int lan
 	if (!receive)
 		return -FI_ENOMEM;
 	receive->context = wait;
-	receive->flags = BOLT_COLLECTIVE_FLAG;
+	receive->complete = bolt_collective_receive_done;
 	receive->tagged = true;
 	receive->iov[0].iov_base = buffer;
 	receive->iov[0].iov_len = length;
@@ -68,7 +83,7 @@ int bolt_collective_receive(struct bolt_collective_operation *operation, int lan
 
 void bolt_collective_cancel(struct bolt_endpoint *endpoint, struct bolt_collective_wait *wait)
 {
-	/* Each cancelled receive reports through bolt_collective_transfer_done. */
+	/* Each cancelled receive reports through bolt_collective_receive_done. */
 	while (wait->pending && !bolt_match_cancel(endpoint, wait))
 		;
 }

@@ -108,6 +108,9 @@ struct bolt_transmit {
 	uint64_t message_number;        /* an untagged message's, as the peer counts them: the
 					 * receive it grants ahead for it (header tag) */
 	char *inject_copy;              /* FI_INJECT: the data, owned */
+	/* Its owner's own completion, instead of the application's CQ entry and
+	 * counters (an upper layer's transfers); NULL for the application's. */
+	void (*complete)(struct bolt_transmit *transmit);
 	struct bolt_transmit *prev, *next;
 };
 
@@ -125,6 +128,9 @@ struct bolt_receive {
 	uint64_t ignore;
 	uint64_t sequence;              /* posting order: a granted receive given back keeps its place */
 	bool cancelled;                 /* fi_cancel while granted: ends when given back */
+	/* As a transmit's, told the message's whole length and the status (0 or a
+	 * positive FI_E*); NULL for the application's receives. */
+	void (*complete)(struct bolt_receive *receive, size_t message_length, int status);
 	struct bolt_receive *prev, *next;
 };
 
