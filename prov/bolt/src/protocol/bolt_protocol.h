@@ -46,29 +46,6 @@ enum bolt_rendezvous_phase {
 	BOLT_RENDEZVOUS_WRITE,          /* answered: the write (stripes, or data and DONE) to post */
 };
 
-/*
- * Target: a closed region's registration, kept until every peer told of the
- * close has answered (bolt_direct_write.c).
- */
-struct bolt_revoke {
-	uint64_t id;
-	struct bolt_mr_cache_entry *grants[BOLT_LINK_PORTS_MAX];        /* the region's, by port */
-	struct bolt_connection **owed;  /* connections whose answer is still to come */
-	int owed_count;
-	bool telling;                   /* the peers are being told: kept even with none owing */
-	struct bolt_revoke *prev, *next;        /* domain->revokes */
-};
-
-struct bolt_region_grant {
-	uint64_t key;                   /* the MR's libfabric key */
-	uint64_t base;                  /* the address that names the MR's first byte in RMA calls */
-	uint64_t length;
-	uint64_t target_address;        /* that byte in the peer's memory */
-	uint32_t rkey;
-	bool quiet;                     /* the peer needs no word of writes without remote CQ data */
-	UT_hash_handle hh;              /* peer->grants, by key */
-};
-
 /* An operation this endpoint started, or a reply it owes a peer (internal). */
 struct bolt_transmit {
 	enum bolt_wire_op op;           /* MESSAGE, WRITE, READ_REQUEST, READ_RESPONSE, WRITE_ACK */
@@ -132,18 +109,6 @@ struct bolt_receive {
 	 * positive FI_E*); NULL for the application's receives. */
 	void (*complete)(struct bolt_receive *receive, size_t message_length, int status);
 	struct bolt_receive *prev, *next;
-};
-
-/*
- * Receives granted ahead (bolt_receive_grant.c). The receiver's
- * record of one: the peer's untagged message it is for, and its buffer's
- * registration while the peer may write it.
- */
-struct bolt_granted_receive {
-	uint64_t number;
-	struct bolt_receive *receive;
-	struct bolt_registration registration;
-	struct bolt_granted_receive *prev, *next;       /* peer->granted, by number */
 };
 
 /* The sender's: where the peer's receive for our untagged message number is. */
@@ -253,14 +218,10 @@ void bolt_transmit_start(struct bolt_transmit *transmit);
 /* Sends queued segments while the connection has credits, buffers and queue room. */
 void bolt_transmit_progress(struct bolt_connection *connection);
 /*
- * An endpoint keeps no more unexpected data from one peer than
- * FI_BOLT_UNEXPECTED_LIMIT: beyond it, the receives that peer's messages took
- * are held back by their link, and the peer waits for credits. Per peer, not
- * per endpoint: a receiver full of one peer's messages must still take
- * another's, which it may need first. When a peer falls back under the limit
- * (domain->release_held), the links post what they held at the next
- * progress: not from inside matching, where a failed post would fail
- * connections while a receive is being handled.
+ * Over FI_BOLT_UNEXPECTED_LIMIT of one peer's unexpected data, the receives its
+ * messages took are held back by their link and the peer waits for credits; per
+ * peer, since a receiver full of one peer's messages must still take another's.
+ * Back under it (domain->release_held), links post them at the next progress.
  */
 bool bolt_receive_over_limit(const struct bolt_connection *connection);
 /* A message the connection layer checked: handled by its op. */

@@ -9,6 +9,41 @@
 
 #include "protocol/bolt_protocol.h"
 
+/*
+ * Target: a closed region's registration, kept until every peer told of the
+ * close has answered (bolt_direct_write.c).
+ */
+struct bolt_revoke {
+	uint64_t id;
+	struct bolt_mr_cache_entry *grants[BOLT_LINK_PORTS_MAX];        /* the region's, by port */
+	struct bolt_connection **owed;  /* connections whose answer is still to come */
+	int owed_count;
+	bool telling;                   /* the peers are being told: kept even with none owing */
+	struct bolt_revoke *prev, *next;        /* domain->revokes */
+};
+
+struct bolt_region_grant {
+	uint64_t key;                   /* the MR's libfabric key */
+	uint64_t base;                  /* the address that names the MR's first byte in RMA calls */
+	uint64_t length;
+	uint64_t target_address;        /* that byte in the peer's memory */
+	uint32_t rkey;
+	bool quiet;                     /* the peer needs no word of writes without remote CQ data */
+	UT_hash_handle hh;              /* peer->grants, by key */
+};
+
+/*
+ * Receives granted ahead (bolt_receive_grant.c). The receiver's
+ * record of one: the peer's untagged message it is for, and its buffer's
+ * registration while the peer may write it.
+ */
+struct bolt_granted_receive {
+	uint64_t number;
+	struct bolt_receive *receive;
+	struct bolt_registration registration;
+	struct bolt_granted_receive *prev, *next;       /* peer->granted, by number */
+};
+
 /* Rendezvous (bolt_rendezvous.c). */
 bool bolt_rendezvous_wanted(const struct bolt_transmit *transmit);
 /*
