@@ -306,7 +306,7 @@ int collective_run(const struct collective_options *options, const char *tag,
 	for (int index = 0; index < options->size; index++) {
 		bool dies = options->last_rank_dies && index == options->size - 1;
 
-		if (pids[index] > 0 && rdm_join(pids[index]) != (dies ? 128 + SIGKILL : 0))
+		if (pids[index] > 0 && bolt_fixture_process_status(pids[index]) != (dies ? 128 + SIGKILL : 0))
 			failures++;
 	}
 	rdm_environment_cleanup(&rdm);
