@@ -98,14 +98,15 @@ struct fi_info *rdm_hints(const struct rdm_options *options)
 	return hints;
 }
 
-/* The fixture's options for these: the provider's own entry points, as libfabric calls them. */
+const struct bolt_fixture_entry_points rdm_provider_entry_points = {
+	.getinfo = bolt_getinfo,
+	.fabric = bolt_fabric_open,
+};
+
+/* The shared fixture's options for an RDM test's. */
 static struct bolt_fixture_options rdm_fixture_options(const struct rdm_options *options)
 {
-	static const struct bolt_fixture_entry_points provider = {
-		.getinfo = bolt_getinfo,
-		.fabric = bolt_fabric_open,
-	};
-	struct bolt_fixture_options fixture = { .entry_points = &provider };
+	struct bolt_fixture_options fixture = { .entry_points = &rdm_provider_entry_points };
 
 	if (!options)
 		return fixture;

@@ -50,6 +50,9 @@ struct rdm_options {
 	int peer_host;                  /* 0: host 1 */
 };
 
+/* bolt_getinfo and bolt_fabric_open: the provider's entry points, as libfabric calls them. */
+extern const struct bolt_fixture_entry_points rdm_provider_entry_points;
+
 /*
  * The software device for this test process and the peers it forks. With
  * BOLT_TEST_DEVICE=system in the environment the tests run on the system's
