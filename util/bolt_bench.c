@@ -326,18 +326,10 @@ static bool bench_provider_matches(const char *asked, const char *returned)
 static int bench_register(struct bench_endpoint *endpoint, char *buffer, uint64_t access,
 			  uint64_t requested_key, struct fid_mr **mr)
 {
-	int ret = fi_mr_reg(endpoint->fixture.domain, buffer, endpoint->buffer_size, access, 0,
-			    requested_key, 0, mr, NULL);
+	int ret = bolt_fixture_register_region(&endpoint->fixture, buffer, endpoint->buffer_size,
+					       access, requested_key, false, mr);
 
-	if (ret)
-		return bench_fail("fi_mr_reg", ret);
-	if (!(endpoint->fixture.info->domain_attr->mr_mode & FI_MR_ENDPOINT))
-		return 0;
-	ret = fi_mr_bind(*mr, &endpoint->fixture.ep->fid, 0);
-	if (ret)
-		return bench_fail("fi_mr_bind", ret);
-	ret = fi_mr_enable(*mr);
-	return ret ? bench_fail("fi_mr_enable", ret) : 0;
+	return ret ? bench_fail(endpoint->fixture.failed_call, ret) : 0;
 }
 
 /* The target buffer is always registered: the peer writes to it. */
@@ -962,7 +954,7 @@ int main(int argc, char **argv)
 		bench_role = "target";
 		/* On a mesh of the software device's hosts, the target is on the next one. */
 		if (topology && !strncmp(topology, "mesh:", 5))
-			setenv("FI_BOLT_SOFT_HOST", "1", 1);
+			bolt_fixture_set_software_host(1);
 		_exit(bench_run(&options, sockets[1], false) ? 1 : 0);
 	}
 	close(sockets[1]);

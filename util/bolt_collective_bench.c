@@ -621,10 +621,7 @@ static void bench_environment(int ranks)
 	setenv("FI_BOLT_SOFT", "thunderbolt", 0);
 	snprintf(value, sizeof(value), "bench-%d", (int) getpid());
 	setenv("FI_BOLT_SOFT_NAMESPACE", value, 0);
-	snprintf(value, sizeof(value), "%d", 10 * ranks);
-	setenv("FI_BOLT_SOFT_MAX_QP", value, 0);
-	snprintf(value, sizeof(value), "%d", 100 * ranks);
-	setenv("FI_BOLT_SOFT_MAX_MR", value, 0);
+	bolt_fixture_scale_software_limits(ranks, false);
 }
 
 static int bench_start(const struct bench_options *options)
@@ -645,13 +642,10 @@ static int bench_start(const struct bench_options *options)
 		if (pids[index] == 0) {
 			struct bench_rank rank = { .rank = index, .ranks = options->ranks, .shared = shared };
 			const char *topology = getenv("FI_BOLT_SOFT_TOPOLOGY");
-			char host[16];
 
 			/* On a mesh of the software device's hosts, rank r is host r. */
-			snprintf(host, sizeof(host), "%d", index);
 			if (topology && !strncmp(topology, "mesh:", 5))
-				setenv("FI_BOLT_SOFT_HOST", host, 1);
-
+				bolt_fixture_set_software_host(index);
 			_exit(bench_rank_main(&rank, options) ? 1 : 0);
 		}
 		if (pids[index] < 0) {

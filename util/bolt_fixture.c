@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -211,6 +212,25 @@ int bolt_fixture_insert_names(struct bolt_fixture_endpoint *endpoint, const void
 	return 0;
 }
 
+int bolt_fixture_register_region(struct bolt_fixture_endpoint *endpoint, void *buffer,
+				 size_t length, uint64_t access, uint64_t requested_key,
+				 bool keyless_until_enabled, struct fid_mr **mr)
+{
+	int ret = fi_mr_reg(endpoint->domain, buffer, length, access, 0, requested_key, 0, mr,
+			    NULL);
+
+	if (ret)
+		return bolt_fixture_check(endpoint, "fi_mr_reg", ret);
+	if (!(endpoint->info->domain_attr->mr_mode & FI_MR_ENDPOINT))
+		return 0;
+	if (keyless_until_enabled && fi_mr_key(*mr) != FI_KEY_NOTAVAIL)
+		return bolt_fixture_check(endpoint, "fi_mr_key (before fi_mr_enable)", -FI_EOTHER);
+	ret = fi_mr_bind(*mr, &endpoint->ep->fid, 0);
+	if (ret)
+		return bolt_fixture_check(endpoint, "fi_mr_bind", ret);
+	return bolt_fixture_check(endpoint, "fi_mr_enable", fi_mr_enable(*mr));
+}
+
 int bolt_fixture_socket_write(int socket, const void *data, size_t length)
 {
 	const char *bytes = data;
@@ -400,6 +420,24 @@ void bolt_fixture_barrier_wait(struct bolt_fixture_barrier *barrier, int members
 			fi_cq_read(endpoint->cq, &entry, 0);
 		sched_yield();
 	}
+}
+
+void bolt_fixture_set_software_host(int host)
+{
+	char value[16];
+
+	snprintf(value, sizeof(value), "%d", host);
+	setenv("FI_BOLT_SOFT_HOST", value, 1);
+}
+
+void bolt_fixture_scale_software_limits(int hosts, bool overwrite)
+{
+	char value[32];
+
+	snprintf(value, sizeof(value), "%d", 10 * hosts);
+	setenv("FI_BOLT_SOFT_MAX_QP", value, overwrite);
+	snprintf(value, sizeof(value), "%d", 100 * hosts);
+	setenv("FI_BOLT_SOFT_MAX_MR", value, overwrite);
 }
 
 long bolt_fixture_elapsed_ms(const struct timespec *start)

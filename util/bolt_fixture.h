@@ -90,6 +90,15 @@ int bolt_fixture_open(struct bolt_fixture_endpoint *endpoint, const struct fi_in
 /* Closes whatever is open, endpoint first; the first failure, and zeroes endpoint. */
 int bolt_fixture_close(struct bolt_fixture_endpoint *endpoint);
 
+/*
+ * A region registered on the endpoint's domain; under FI_MR_ENDPOINT also
+ * bound to the endpoint and enabled. With keyless_until_enabled (a test of
+ * the provider), a region that shows a key before it is enabled is -FI_EOTHER.
+ */
+int bolt_fixture_register_region(struct bolt_fixture_endpoint *endpoint, void *buffer,
+				 size_t length, uint64_t access, uint64_t requested_key,
+				 bool keyless_until_enabled, struct fid_mr **mr);
+
 /* Inserts count names, name_stride bytes apart, into the AV; addresses may be NULL. */
 int bolt_fixture_insert_names(struct bolt_fixture_endpoint *endpoint, const void *names,
 			      size_t name_stride, int count, fi_addr_t *addresses);
@@ -134,6 +143,16 @@ struct bolt_fixture_barrier {
 /* Returns when all members not departed have arrived, or one failed; progresses endpoint. */
 void bolt_fixture_barrier_wait(struct bolt_fixture_barrier *barrier, int members,
 			       struct bolt_fixture_endpoint *endpoint);
+
+/*
+ * The software device's environment for a process about to fork others:
+ * this process is on software host host (FI_BOLT_SOFT_HOST), and the
+ * Thunderbolt profile's limits (about 10 QPs and 100 MRs a device) are scaled
+ * to hosts hosts that share one device here (0: the profile's own limits).
+ * With overwrite false, values the caller's environment already has are kept.
+ */
+void bolt_fixture_set_software_host(int host);
+void bolt_fixture_scale_software_limits(int hosts, bool overwrite);
 
 /* Milliseconds since start, on CLOCK_MONOTONIC. */
 long bolt_fixture_elapsed_ms(const struct timespec *start);

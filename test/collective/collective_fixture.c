@@ -138,14 +138,10 @@ static void collective_environment(const struct collective_options *options, con
 {
 	struct rdm_options rdm = { .profile = options->profile };
 	bool scaled = !options->topology && !strcmp(options->profile, "thunderbolt");
-	char value[32];
 
 	rdm_environment(&rdm, tag);
 	setenv("FI_BOLT_SOFT_TOPOLOGY", options->topology ? options->topology : "single", 1);
-	snprintf(value, sizeof(value), "%d", 10 * options->size);
-	setenv("FI_BOLT_SOFT_MAX_QP", scaled ? value : "0", 1);
-	snprintf(value, sizeof(value), "%d", 100 * options->size);
-	setenv("FI_BOLT_SOFT_MAX_MR", scaled ? value : "0", 1);
+	bolt_fixture_scale_software_limits(scaled ? options->size : 0, true);
 	collective_setenv("FI_BOLT_COLLECTIVE_RING_THRESHOLD", options->ring_threshold);
 	collective_setenv("FI_BOLT_COLLECTIVE_SEGMENT_SIZE", options->segment_size);
 	collective_setenv("FI_BOLT_COLLECTIVE_DOUBLING_MEMBERS", options->doubling_members);
@@ -174,10 +170,7 @@ int collective_run(const struct collective_options *options, const char *tag,
 				.rank = index, .size = options->size, .shared = shared,
 			};
 
-			char host[16];
-
-			snprintf(host, sizeof(host), "%d", index);
-			setenv("FI_BOLT_SOFT_HOST", options->topology ? host : "0", 1);
+			bolt_fixture_set_software_host(options->topology ? index : 0);
 			alarm(COLLECTIVE_TIMEOUT_MS / 1000 + 60);
 			_exit(collective_rank_main(&rank, options, body, argument) ? 1 : 0);
 		}

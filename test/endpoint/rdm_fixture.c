@@ -64,7 +64,7 @@ void rdm_environment(const struct rdm_options *options, const char *tag)
 	setenv("FI_BOLT_SOFT_NAMESPACE", rdm_namespace, 1);
 	setenv("FI_BOLT_SOFT_SEND_ONLY", options->send_only ? "1" : "0", 1);
 	setenv("FI_BOLT_SOFT_TOPOLOGY", options->topology ? options->topology : "single", 1);
-	setenv("FI_BOLT_SOFT_HOST", "0", 1);
+	bolt_fixture_set_software_host(0);
 }
 
 void rdm_environment_cleanup(const struct rdm_options *options)
@@ -223,16 +223,8 @@ int rdm_serve_until_told(struct bolt_fixture_endpoint *endpoint, int socket, uin
 int rdm_register_region(struct bolt_fixture_endpoint *endpoint, void *buffer, size_t length,
 			uint64_t access, struct fid_mr **mr)
 {
-	int ret = fi_mr_reg(endpoint->domain, buffer, length, access, 0, 0, 0, mr, NULL);
-
-	if (ret || !(endpoint->info->domain_attr->mr_mode & FI_MR_ENDPOINT))
-		return ret;
-	if (fi_mr_key(*mr) != FI_KEY_NOTAVAIL)
-		return -FI_EOTHER;      /* FI_MR_ENDPOINT: no key before enable */
-	ret = fi_mr_bind(*mr, &endpoint->ep->fid, 0);
-	if (!ret)
-		ret = fi_mr_enable(*mr);
-	return ret;
+	/* FI_MR_ENDPOINT: no key before enable. */
+	return bolt_fixture_register_region(endpoint, buffer, length, access, 0, true, mr);
 }
 
 int rdm_offer_region(struct bolt_fixture_endpoint *endpoint, const struct rdm_options *options,
@@ -293,14 +285,10 @@ pid_t rdm_pair_start(const struct rdm_options *options, const char *tag,
 
 	rdm_environment(options, tag);
 	/* On a mesh, the peer is the next host unless another is named. */
-	if (options->topology) {
-		char host[16];
-
-		snprintf(host, sizeof(host), "%d", options->peer_host ? options->peer_host : 1);
-		setenv("FI_BOLT_SOFT_HOST", host, 1);
-	}
+	if (options->topology)
+		bolt_fixture_set_software_host(options->peer_host ? options->peer_host : 1);
 	pid = rdm_fork(peer, argument, socket);
-	setenv("FI_BOLT_SOFT_HOST", "0", 1);
+	bolt_fixture_set_software_host(0);
 	if (pid <= 0)
 		return pid < 0 ? pid : -FI_EOTHER;
 	ret = rdm_open_connected(endpoint, options, *socket);
