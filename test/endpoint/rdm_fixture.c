@@ -83,12 +83,11 @@ void rdm_environment_cleanup(const struct rdm_options *options)
 
 struct fi_info *rdm_hints(const struct rdm_options *options)
 {
-	struct fi_info *hints = fi_allocinfo();
+	struct fi_info *hints = bolt_fixture_hints(options->caps ? options->caps :
+						   FI_MSG | FI_TAGGED | FI_RMA, NULL);
 
 	if (!hints)
 		return NULL;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = options->caps ? options->caps : FI_MSG | FI_TAGGED | FI_RMA;
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	hints->domain_attr->mr_mode = (int) options->mr_mode;
 	hints->domain_attr->threading = FI_THREAD_SAFE;
