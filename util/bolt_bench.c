@@ -13,13 +13,11 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,12 +28,13 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "bolt_fixture.h"
+
 #define BENCH_POOL_SIZE 256             /* operations in flight, receives included */
 #define BENCH_MAX_WINDOW 64
-#define BENCH_NAME_SIZE 256
 #define BENCH_TIMEOUT_S 30.0            /* without a completion, and for data to land */
 #define BENCH_LANDING_TIMEOUT_S 5.0     /* for written data to show at the target */
-#define BENCH_SOCKET_TIMEOUT_S 120.0    /* for the peer's next message */
+#define BENCH_SOCKET_TIMEOUT_MS 120000  /* for the peer's next message */
 #define BENCH_MR_KEY 0xb017             /* requested keys, without FI_MR_PROV_KEY */
 #define BENCH_BANDWIDTH_BYTES (1024ull << 20)  /* as util/softrdma_bench */
 #define BENCH_LATENCY_BYTES (64ull << 20)
@@ -59,13 +58,7 @@ struct bench_operation {
 
 struct bench_endpoint {
 	const char *provider;           /* as asked: bolt, shm, tcp */
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_ep *ep;
-	struct fid_cq *cq;
-	struct fid_av *av;
-	fi_addr_t peer;
+	struct bolt_fixture_endpoint fixture;
 	size_t buffer_size;
 	char *source;                   /* what this side sends or writes */
 	char *target;                   /* where this side receives, and where the peer writes */
@@ -88,12 +81,10 @@ struct bench_request {
 	uint64_t iterations;
 };
 
-/* Where a side can be reached and written to. */
+/* Where a side's target buffer is written to (its name travels first). */
 struct bench_address {
-	uint64_t name_length;
 	uint64_t key;
 	uint64_t address;
-	char name[BENCH_NAME_SIZE];
 };
 
 static const char *bench_role = "initiator";
@@ -143,12 +134,13 @@ static int bench_cq_error(struct bench_endpoint *endpoint)
 {
 	struct fi_cq_err_entry error = { 0 };
 	char text[256];
-	ssize_t ret = fi_cq_readerr(endpoint->cq, &error, 0);
+	ssize_t ret = fi_cq_readerr(endpoint->fixture.cq, &error, 0);
 
 	if (ret < 0)
 		return bench_fail("fi_cq_readerr", (int) ret);
 	if (error.prov_errno)
-		fi_cq_strerror(endpoint->cq, error.prov_errno, error.err_data, text, sizeof(text));
+		fi_cq_strerror(endpoint->fixture.cq, error.prov_errno, error.err_data, text,
+			       sizeof(text));
 	fprintf(stderr, "bolt_bench %s: completion error: %s%s%s\n", bench_role,
 		fi_strerror(error.err), error.prov_errno ? "; provider: " : "",
 		error.prov_errno ? text : "");
@@ -158,7 +150,7 @@ static int bench_cq_error(struct bench_endpoint *endpoint)
 static int bench_progress(struct bench_endpoint *endpoint)
 {
 	struct fi_cq_entry entries[16];
-	ssize_t count = fi_cq_read(endpoint->cq, entries, 16);
+	ssize_t count = fi_cq_read(endpoint->fixture.cq, entries, 16);
 
 	if (count == -FI_EAGAIN)
 		return 0;
@@ -218,14 +210,14 @@ static ssize_t bench_start(struct bench_endpoint *endpoint, struct bench_operati
 {
 	switch (operation->kind) {
 	case BENCH_RECEIVE:
-		return fi_recv(endpoint->ep, endpoint->target, size, endpoint->target_desc,
+		return fi_recv(endpoint->fixture.ep, endpoint->target, size, endpoint->target_desc,
 			       FI_ADDR_UNSPEC, &operation->context);
 	case BENCH_SEND:
-		return fi_send(endpoint->ep, endpoint->source, size, endpoint->source_desc,
-			       endpoint->peer, &operation->context);
+		return fi_send(endpoint->fixture.ep, endpoint->source, size, endpoint->source_desc,
+			       endpoint->fixture.peer, &operation->context);
 	case BENCH_WRITE:
-		return fi_write(endpoint->ep, endpoint->source, size, endpoint->source_desc,
-				endpoint->peer, endpoint->peer_address, endpoint->peer_key,
+		return fi_write(endpoint->fixture.ep, endpoint->source, size, endpoint->source_desc,
+				endpoint->fixture.peer, endpoint->peer_address, endpoint->peer_key,
 				&operation->context);
 	}
 	return -FI_EINVAL;
@@ -266,51 +258,25 @@ static int bench_post(struct bench_endpoint *endpoint, enum bench_kind kind, siz
 /* The socket pair. Reading progresses the endpoint, if any, while it waits. */
 static int bench_socket_write(int socket, const void *data, size_t size)
 {
-	const char *bytes = data;
+	int ret = bolt_fixture_socket_write(socket, data, size);
 
-	while (size) {
-		ssize_t written = write(socket, bytes, size);
+	return ret ? bench_fail("write to the socket pair", ret) : 0;
+}
 
-		if (written < 0 && errno == EINTR)
-			continue;
-		if (written <= 0)
-			return bench_fail("write to the socket pair", written ? -errno : -FI_EIO);
-		bytes += written;
-		size -= (size_t) written;
-	}
-	return 0;
+static int bench_progress_while_waiting(void *endpoint)
+{
+	return bench_progress(endpoint);
 }
 
 static int bench_socket_read(struct bench_endpoint *endpoint, int socket, void *data, size_t size)
 {
-	struct pollfd pollfd = { .fd = socket, .events = POLLIN };
-	double deadline = bench_now() + BENCH_SOCKET_TIMEOUT_S;
-	char *bytes = data;
+	struct bolt_fixture_idle progress = {
+		.idle = bench_progress_while_waiting, .argument = endpoint,
+	};
+	int ret = bolt_fixture_socket_read(socket, data, size, BENCH_SOCKET_TIMEOUT_MS,
+					   endpoint ? &progress : NULL);
 
-	while (size) {
-		int ready = poll(&pollfd, 1, endpoint ? 0 : 100);
-		ssize_t got;
-
-		if (ready < 0 && errno != EINTR)
-			return bench_fail("poll of the socket pair", -errno);
-		if (ready <= 0) {
-			int ret = endpoint ? bench_progress(endpoint) : 0;
-
-			if (ret)
-				return ret;
-			if (bench_now() > deadline)
-				return bench_fail("waiting for the peer", -FI_ETIMEDOUT);
-			continue;
-		}
-		got = read(socket, bytes, size);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return bench_fail("read from the socket pair", got ? -errno : -FI_ECONNRESET);
-		bytes += got;
-		size -= (size_t) got;
-	}
-	return 0;
+	return ret ? bench_fail("waiting for the peer", ret) : 0;
 }
 
 /* Values: 0 for ready and done, a count of wrong transfers, or the peer's negative error. */
@@ -337,21 +303,14 @@ static int bench_receive_value(struct bench_endpoint *endpoint, int64_t *value)
 /* Opening and closing one provider's objects. */
 static struct fi_info *bench_hints(const char *provider)
 {
-	struct fi_info *hints = fi_allocinfo();
+	struct fi_info *hints = bolt_fixture_hints(FI_MSG | FI_RMA, provider);
 
 	if (!hints)
 		return NULL;
-	hints->caps = FI_MSG | FI_RMA;
 	hints->mode = FI_CONTEXT;
-	hints->ep_attr->type = FI_EP_RDM;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ENDPOINT | FI_MR_VIRT_ADDR |
 				      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	hints->domain_attr->threading = FI_THREAD_DOMAIN;
-	hints->fabric_attr->prov_name = strdup(provider);
-	if (!hints->fabric_attr->prov_name) {
-		fi_freeinfo(hints);
-		return NULL;
-	}
 	return hints;
 }
 
@@ -364,47 +323,19 @@ static bool bench_provider_matches(const char *asked, const char *returned)
 	       (returned[length] == '\0' || returned[length] == ';');
 }
 
-static int bench_getinfo(struct bench_endpoint *endpoint)
-{
-	struct fi_info *hints = bench_hints(endpoint->provider);
-	int ret;
-
-	if (!hints)
-		return bench_fail("fi_allocinfo", -FI_ENOMEM);
-	ret = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints,
-			 &endpoint->info);
-	fi_freeinfo(hints);
-	if (ret)
-		return bench_fail("fi_getinfo", ret);
-	if (!bench_provider_matches(endpoint->provider, endpoint->info->fabric_attr->prov_name)) {
-		fprintf(stderr, "bolt_bench %s: fi_getinfo for %s returned provider %s\n",
-			bench_role, endpoint->provider, endpoint->info->fabric_attr->prov_name);
-		return -FI_ENODATA;
-	}
-	return 0;
-}
-
 static int bench_register(struct bench_endpoint *endpoint, char *buffer, uint64_t access,
 			  uint64_t requested_key, struct fid_mr **mr)
 {
-	int ret = fi_mr_reg(endpoint->domain, buffer, endpoint->buffer_size, access, 0,
-			    requested_key, 0, mr, NULL);
+	int ret = bolt_fixture_register_region(&endpoint->fixture, buffer, endpoint->buffer_size,
+					       access, requested_key, false, mr);
 
-	if (ret)
-		return bench_fail("fi_mr_reg", ret);
-	if (!(endpoint->info->domain_attr->mr_mode & FI_MR_ENDPOINT))
-		return 0;
-	ret = fi_mr_bind(*mr, &endpoint->ep->fid, 0);
-	if (ret)
-		return bench_fail("fi_mr_bind", ret);
-	ret = fi_mr_enable(*mr);
-	return ret ? bench_fail("fi_mr_enable", ret) : 0;
+	return ret ? bench_fail(endpoint->fixture.failed_call, ret) : 0;
 }
 
 /* The target buffer is always registered: the peer writes to it. */
 static int bench_register_buffers(struct bench_endpoint *endpoint)
 {
-	bool local = endpoint->info->domain_attr->mr_mode & FI_MR_LOCAL;
+	bool local = endpoint->fixture.info->domain_attr->mr_mode & FI_MR_LOCAL;
 	int ret;
 
 	ret = bench_register(endpoint, endpoint->target, FI_RECV | FI_REMOTE_WRITE, BENCH_MR_KEY,
@@ -442,84 +373,82 @@ static int bench_allocate_buffers(struct bench_endpoint *endpoint)
 
 static int bench_open(struct bench_endpoint *endpoint)
 {
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT, .size = 2 * BENCH_POOL_SIZE };
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct bolt_fixture_options options = {
+		.version = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION),
+		.cq_format = FI_CQ_FORMAT_CONTEXT, .cq_size = 2 * BENCH_POOL_SIZE,
+		.av_type = FI_AV_TABLE,
+	};
+	struct bolt_fixture_endpoint *fixture = &endpoint->fixture;
+	struct fi_info *hints = bench_hints(endpoint->provider);
 	int ret;
 
-	ret = bench_getinfo(endpoint);
+	if (!hints)
+		return bench_fail("fi_allocinfo", -FI_ENOMEM);
+	ret = bolt_fixture_open_domain(fixture, hints, &options);
+	fi_freeinfo(hints);
 	if (ret)
-		return ret;
-	if (endpoint->info->domain_attr->av_type != FI_AV_UNSPEC)
-		av_attr.type = endpoint->info->domain_attr->av_type;
-	if ((ret = fi_fabric(endpoint->info->fabric_attr, &endpoint->fabric, NULL)))
-		return bench_fail("fi_fabric", ret);
-	if ((ret = fi_domain(endpoint->fabric, endpoint->info, &endpoint->domain, NULL)))
-		return bench_fail("fi_domain", ret);
-	if ((ret = fi_endpoint(endpoint->domain, endpoint->info, &endpoint->ep, NULL)))
-		return bench_fail("fi_endpoint", ret);
-	if ((ret = fi_cq_open(endpoint->domain, &cq_attr, &endpoint->cq, NULL)))
-		return bench_fail("fi_cq_open", ret);
-	if ((ret = fi_av_open(endpoint->domain, &av_attr, &endpoint->av, NULL)))
-		return bench_fail("fi_av_open", ret);
-	if ((ret = fi_ep_bind(endpoint->ep, &endpoint->cq->fid, FI_TRANSMIT | FI_RECV)))
-		return bench_fail("fi_ep_bind (CQ)", ret);
-	if ((ret = fi_ep_bind(endpoint->ep, &endpoint->av->fid, 0)))
-		return bench_fail("fi_ep_bind (AV)", ret);
-	if ((ret = fi_enable(endpoint->ep)))
+		return bench_fail(fixture->failed_call, ret);
+	if (!bench_provider_matches(endpoint->provider, fixture->info->fabric_attr->prov_name)) {
+		fprintf(stderr, "bolt_bench %s: fi_getinfo for %s returned provider %s\n",
+			bench_role, endpoint->provider, fixture->info->fabric_attr->prov_name);
+		return -FI_ENODATA;
+	}
+	if (fixture->info->domain_attr->av_type != FI_AV_UNSPEC)
+		options.av_type = fixture->info->domain_attr->av_type;
+	ret = bolt_fixture_open_endpoint(fixture, fixture, &options);
+	if (ret)
+		return bench_fail(fixture->failed_call, ret);
+	ret = fi_enable(fixture->ep);
+	if (ret)
 		return bench_fail("fi_enable", ret);
 	ret = bench_allocate_buffers(endpoint);
 	return ret ? ret : bench_register_buffers(endpoint);
 }
 
-static void bench_close_fid(struct fid *fid, const char *call)
+static void bench_close_mr(struct fid_mr *mr)
 {
-	int ret = fid ? fi_close(fid) : 0;
+	int ret = mr ? fi_close(&mr->fid) : 0;
 
 	if (ret)
-		bench_fail(call, ret);
+		bench_fail("fi_close (MR)", ret);
 }
 
 static void bench_close(struct bench_endpoint *endpoint)
 {
-	bench_close_fid(endpoint->source_mr ? &endpoint->source_mr->fid : NULL, "fi_close (MR)");
-	bench_close_fid(endpoint->target_mr ? &endpoint->target_mr->fid : NULL, "fi_close (MR)");
-	bench_close_fid(endpoint->ep ? &endpoint->ep->fid : NULL, "fi_close (endpoint)");
-	bench_close_fid(endpoint->av ? &endpoint->av->fid : NULL, "fi_close (AV)");
-	bench_close_fid(endpoint->cq ? &endpoint->cq->fid : NULL, "fi_close (CQ)");
-	bench_close_fid(endpoint->domain ? &endpoint->domain->fid : NULL, "fi_close (domain)");
-	bench_close_fid(endpoint->fabric ? &endpoint->fabric->fid : NULL, "fi_close (fabric)");
-	fi_freeinfo(endpoint->info);
+	int ret;
+
+	bench_close_mr(endpoint->source_mr);
+	bench_close_mr(endpoint->target_mr);
+	ret = bolt_fixture_close(&endpoint->fixture);
+	if (ret)
+		bench_fail(endpoint->fixture.failed_call, ret);
 	free(endpoint->source);
 	free(endpoint->target);
 }
 
-/* Sends this side's name, key and address; inserts the peer's name into the AV. */
+/* Exchanges names (inserting the peer's into the AV), then target keys and addresses. */
 static int bench_connect(struct bench_endpoint *endpoint)
 {
 	struct bench_address self = { 0 }, peer;
-	size_t length = sizeof(self.name);
 	int ret;
 
-	ret = fi_getname(&endpoint->ep->fid, self.name, &length);
+	ret = bolt_fixture_exchange_names(&endpoint->fixture, endpoint->socket,
+					  BENCH_SOCKET_TIMEOUT_MS);
 	if (ret)
-		return bench_fail("fi_getname", ret);
-	self.name_length = length;
+		return bench_fail(endpoint->fixture.failed_call, ret);
 	self.key = fi_mr_key(endpoint->target_mr);
 	if (self.key == FI_KEY_NOTAVAIL)
 		return bench_fail("fi_mr_key", -FI_ENOKEY);
-	self.address = endpoint->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR ?
+	self.address = endpoint->fixture.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR ?
 		       (uint64_t) (uintptr_t) endpoint->target : 0;
 	ret = bench_socket_write(endpoint->socket, &self, sizeof(self));
 	if (!ret)
 		ret = bench_socket_read(NULL, endpoint->socket, &peer, sizeof(peer));
 	if (ret)
 		return ret;
-	if (peer.name_length > sizeof(peer.name))
-		return bench_fail("the peer's name", -FI_EINVAL);
 	endpoint->peer_key = peer.key;
 	endpoint->peer_address = peer.address;
-	ret = fi_av_insert(endpoint->av, peer.name, 1, &endpoint->peer, 0, NULL);
-	return ret == 1 ? 0 : bench_fail("fi_av_insert", ret < 0 ? ret : -FI_EINVAL);
+	return 0;
 }
 
 /* The target's side of each test. */
@@ -758,7 +687,7 @@ static const char *bench_profile(const struct bench_endpoint *endpoint)
 static void bench_print_header(const struct bench_endpoint *endpoint,
 			       const struct bench_options *options)
 {
-	const struct fi_info *info = endpoint->info;
+	const struct fi_info *info = endpoint->fixture.info;
 	int mr_mode = info->domain_attr->mr_mode;
 	char mr_text[256];
 
@@ -783,8 +712,8 @@ static void bench_print_csv(const struct bench_endpoint *endpoint, const char *t
 			    uint64_t iterations, const char *figures, int64_t wrong)
 {
 	printf("%s,%s,%s,%s,%s,%zu,%" PRIu64 ",%s,%" PRId64 "\n", endpoint->provider,
-	       bench_profile(endpoint), endpoint->info->fabric_attr->name,
-	       endpoint->info->domain_attr->name, test, size, iterations, figures, wrong);
+	       bench_profile(endpoint), endpoint->fixture.info->fabric_attr->name,
+	       endpoint->fixture.info->domain_attr->name, test, size, iterations, figures, wrong);
 }
 
 static int bench_bandwidth_table(struct bench_endpoint *endpoint,
@@ -1004,7 +933,7 @@ static int bench_parse_options(int argc, char **argv, struct bench_options *opti
 int main(int argc, char **argv)
 {
 	struct bench_options options;
-	int sockets[2], status, ret;
+	int sockets[2], ret;
 	pid_t target;
 
 	if (bench_parse_options(argc, argv, &options))
@@ -1025,13 +954,13 @@ int main(int argc, char **argv)
 		bench_role = "target";
 		/* On a mesh of the software device's hosts, the target is on the next one. */
 		if (topology && !strncmp(topology, "mesh:", 5))
-			setenv("FI_BOLT_SOFT_HOST", "1", 1);
+			bolt_fixture_set_software_host(1);
 		_exit(bench_run(&options, sockets[1], false) ? 1 : 0);
 	}
 	close(sockets[1]);
 	ret = bench_run(&options, sockets[0], true);
 	close(sockets[0]);
-	if (waitpid(target, &status, 0) != target || !WIFEXITED(status) || WEXITSTATUS(status))
+	if (bolt_fixture_process_status(target))
 		ret = -1;
 	return ret ? 1 : 0;
 }

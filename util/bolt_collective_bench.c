@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,13 +34,15 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_ext_bolt.h>
 
+#include "bolt_fixture.h"
+
 #ifdef BOLT_BENCH_MPI
 #include <mpi.h>
 #endif
 
 #define BENCH_MAX_RANKS 64
 #define BENCH_NAME_SIZE 64
-#define BENCH_TIMEOUT_S 120.0
+#define BENCH_TIMEOUT_MS 120000
 #define BENCH_MAX_SIZES 64
 /* Timed iterations move about this many bytes per size, within the bounds below. */
 #define BENCH_BYTES_PER_SIZE (512ull << 20)
@@ -81,8 +82,7 @@ struct bench_row {
 
 /* The page the ranks share. */
 struct bench_shared {
-	atomic_int arrived, generation;
-	atomic_int failed;
+	struct bolt_fixture_barrier barrier;    /* its failed: a rank failed, nobody waits */
 	char names[BENCH_MAX_RANKS][BENCH_NAME_SIZE];
 	uint64_t wrong[BENCH_MAX_RANKS];
 	struct bench_row rows[8 * BENCH_MAX_SIZES];
@@ -92,16 +92,7 @@ struct bench_shared {
 struct bench_rank {
 	int rank, ranks;
 	struct bench_shared *shared;
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_ep *ep;
-	struct fid_cq *cq;
-	struct fid_av *av;
-	struct fid_eq *eq;
-	struct fid_av_set *set;
-	struct fid_mc *mc;
-	fi_addr_t coll_addr;
+	struct bolt_fixture_endpoint endpoint;  /* with its EQ and the group of all ranks */
 };
 
 static double bench_factor_allreduce(int ranks) { return 2.0 * (ranks - 1) / ranks; }
@@ -137,44 +128,31 @@ static double bench_now(void)
 
 static int bench_fail(const struct bench_rank *rank, const char *what, int ret)
 {
-	fprintf(stderr, "bolt_collective_bench: rank %d: %s: %s (%d)\n", rank ? rank->rank : -1, what,
-		fi_strerror(ret < 0 ? -ret : ret), ret);
+	fprintf(stderr, "bolt_collective_bench: rank %d: %s: %s (%d)\n", rank ? rank->rank : -1,
+		what ? what : "?", fi_strerror(ret < 0 ? -ret : ret), ret);
 	return ret ? ret : -FI_EOTHER;
 }
 
 /* ---- Meeting the other ranks ---- */
 
-/* Drives this rank's endpoint while it waits: a peer may need it to finish. */
-static void bench_progress(struct bench_rank *rank)
-{
-	struct fi_cq_tagged_entry entry;
-
-	if (rank->cq)
-		fi_cq_read(rank->cq, &entry, 0);
-	sched_yield();
-}
-
 static void bench_barrier(struct bench_rank *rank)
 {
-	struct bench_shared *shared = rank->shared;
-	int generation = atomic_load(&shared->generation);
-
 #ifdef BOLT_BENCH_MPI
 	MPI_Request request;
 	int done = 0;
 
 	MPI_Ibarrier(MPI_COMM_WORLD, &request);
-	while (!done && MPI_Test(&request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done)
-		bench_progress(rank);
-	return;
-#endif
-	if (atomic_fetch_add(&shared->arrived, 1) == rank->ranks - 1) {
-		atomic_store(&shared->arrived, 0);
-		atomic_fetch_add(&shared->generation, 1);
-		return;
+	/* Drives this rank's endpoint while it waits: a peer may need it to finish. */
+	while (!done && MPI_Test(&request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done) {
+		struct fi_cq_tagged_entry entry;
+
+		if (rank->endpoint.cq)
+			fi_cq_read(rank->endpoint.cq, &entry, 0);
+		sched_yield();
 	}
-	while (atomic_load(&shared->generation) == generation && !atomic_load(&shared->failed))
-		bench_progress(rank);
+#else
+	bolt_fixture_barrier_wait(&rank->shared->barrier, rank->ranks, &rank->endpoint);
+#endif
 }
 
 /* Every rank's name in shared->names, in rank order. */
@@ -209,114 +187,42 @@ static int bench_wait(struct bench_rank *rank, void *context)
 {
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
-	double deadline = bench_now() + BENCH_TIMEOUT_S;
-	ssize_t ret;
+	int ret = bolt_fixture_wait_completion(&rank->endpoint, &entry, &error, BENCH_TIMEOUT_MS,
+					       &rank->shared->barrier.failed);
 
-	do {
-		ret = fi_cq_read(rank->cq, &entry, 1);
-		if (ret == 1)
-			return entry.op_context == context ? 0 : -FI_EOTHER;
-		if (ret == -FI_EAVAIL) {
-			memset(&error, 0, sizeof(error));
-			fi_cq_readerr(rank->cq, &error, 0);
-			return -error.err;
-		}
-		if (ret != -FI_EAGAIN)
-			return (int) ret;
-		if (atomic_load(&rank->shared->failed))
-			return -FI_ECANCELED;
-		/* Ranks may outnumber cores: let the others progress. */
-		sched_yield();
-	} while (bench_now() < deadline);
-	return -FI_ETIMEDOUT;
-}
-
-static int bench_join(struct bench_rank *rank)
-{
-	struct fi_av_set_attr attr = {
-		.count = (size_t) rank->ranks, .start_addr = 0,
-		.end_addr = (fi_addr_t) rank->ranks - 1, .stride = 1,
-	};
-	double deadline = bench_now() + BENCH_TIMEOUT_S;
-	struct fi_eq_entry entry;
-	fi_addr_t set_addr;
-	uint32_t event;
-	ssize_t ret;
-
-	ret = fi_av_set(rank->av, &attr, &rank->set, NULL);
 	if (!ret)
-		ret = fi_av_set_addr(rank->set, &set_addr);
-	if (!ret)
-		ret = fi_join_collective(rank->ep, set_addr, rank->set, 0, &rank->mc, rank);
-	if (ret)
-		return bench_fail(rank, "fi_join_collective", (int) ret);
-	do {
-		ret = fi_eq_read(rank->eq, &event, &entry, sizeof(entry), 0);
-		if (ret == sizeof(entry) && event == FI_JOIN_COMPLETE) {
-			rank->coll_addr = fi_mc_addr(rank->mc);
-			return 0;
-		}
-		if (ret != -FI_EAGAIN)
-			return bench_fail(rank, "joining", ret < 0 ? (int) ret : -FI_EOTHER);
-		sched_yield();
-	} while (bench_now() < deadline);
-	return bench_fail(rank, "joining", -FI_ETIMEDOUT);
+		return entry.op_context == context ? 0 : -FI_EOTHER;
+	return ret == -FI_EAVAIL ? -error.err : ret;
 }
 
 static int bench_open(struct bench_rank *rank)
 {
-	struct fi_info *hints = fi_allocinfo();
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 1024 };
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct bolt_fixture_options options = {
+		.cq_size = 1024, .av_type = FI_AV_TABLE, .event_queue = true,
+	};
+	struct fi_info *hints = bolt_fixture_hints(FI_MSG | FI_TAGGED | FI_COLLECTIVE,
+						   FI_BOLT_PROVIDER_NAME);
+	struct bolt_fixture_endpoint *endpoint = &rank->endpoint;
 	size_t length = BENCH_NAME_SIZE;
 	int ret;
 
 	if (!hints)
 		return -FI_ENOMEM;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_MSG | FI_TAGGED | FI_COLLECTIVE;
-	hints->fabric_attr->prov_name = strdup(FI_BOLT_PROVIDER_NAME);
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &rank->info);
+	ret = bolt_fixture_open(endpoint, hints, &options);
 	fi_freeinfo(hints);
-	if (ret)
+	if (ret && !endpoint->info)
 		return bench_fail(rank, "fi_getinfo (is FI_PROVIDER_PATH set?)", ret);
-	if ((ret = fi_fabric(rank->info->fabric_attr, &rank->fabric, NULL)) ||
-	    (ret = fi_domain(rank->fabric, rank->info, &rank->domain, NULL)) ||
-	    (ret = fi_endpoint(rank->domain, rank->info, &rank->ep, NULL)) ||
-	    (ret = fi_cq_open(rank->domain, &cq_attr, &rank->cq, NULL)) ||
-	    (ret = fi_av_open(rank->domain, &av_attr, &rank->av, NULL)) ||
-	    (ret = fi_eq_open(rank->fabric, &eq_attr, &rank->eq, NULL)) ||
-	    (ret = fi_ep_bind(rank->ep, &rank->cq->fid, FI_TRANSMIT | FI_RECV)) ||
-	    (ret = fi_ep_bind(rank->ep, &rank->av->fid, 0)) ||
-	    (ret = fi_ep_bind(rank->ep, &rank->eq->fid, 0)) ||
-	    (ret = fi_enable(rank->ep)) ||
-	    (ret = fi_getname(&rank->ep->fid, rank->shared->names[rank->rank], &length)))
-		return bench_fail(rank, "opening the endpoint", ret);
+	if (ret)
+		return bench_fail(rank, endpoint->failed_call, ret);
+	ret = fi_getname(&endpoint->ep->fid, rank->shared->names[rank->rank], &length);
+	if (ret)
+		return bench_fail(rank, "fi_getname", ret);
 	bench_share_names(rank);
-	for (int other = 0; other < rank->ranks; other++)
-		if (fi_av_insert(rank->av, rank->shared->names[other], 1, NULL, 0, NULL) != 1)
-			return bench_fail(rank, "fi_av_insert", -FI_EINVAL);
-	return bench_join(rank);
-}
-
-static void bench_close_fid(struct fid *fid)
-{
-	if (fid)
-		fi_close(fid);
-}
-
-static void bench_close(struct bench_rank *rank)
-{
-	bench_close_fid(rank->mc ? &rank->mc->fid : NULL);
-	bench_close_fid(rank->set ? &rank->set->fid : NULL);
-	bench_close_fid(rank->ep ? &rank->ep->fid : NULL);
-	bench_close_fid(rank->av ? &rank->av->fid : NULL);
-	bench_close_fid(rank->cq ? &rank->cq->fid : NULL);
-	bench_close_fid(rank->eq ? &rank->eq->fid : NULL);
-	bench_close_fid(rank->domain ? &rank->domain->fid : NULL);
-	bench_close_fid(rank->fabric ? &rank->fabric->fid : NULL);
-	fi_freeinfo(rank->info);
+	ret = bolt_fixture_insert_names(endpoint, rank->shared->names, BENCH_NAME_SIZE, rank->ranks,
+					NULL);
+	if (!ret)
+		ret = bolt_fixture_join_all(endpoint, rank->ranks, BENCH_TIMEOUT_MS);
+	return ret ? bench_fail(rank, endpoint->failed_call, ret) : 0;
 }
 
 /* ---- Data and its check ---- */
@@ -449,23 +355,26 @@ static ssize_t bench_post(struct bench_rank *rank, const struct bench_collective
 			  const struct bench_options *options, void *input, void *result, size_t count,
 			  void *context)
 {
+	struct fid_ep *ep = rank->endpoint.ep;
+	fi_addr_t group = rank->endpoint.coll_addr;
+
 	switch (collective->kind) {
 	case FI_ALLREDUCE:
-		return fi_allreduce(rank->ep, input, count, NULL, result, NULL, rank->coll_addr,
-				    options->datatype, options->op, 0, context);
+		return fi_allreduce(ep, input, count, NULL, result, NULL, group, options->datatype,
+				    options->op, 0, context);
 	case FI_REDUCE_SCATTER:
-		return fi_reduce_scatter(rank->ep, input, count, NULL, result, NULL, rank->coll_addr,
+		return fi_reduce_scatter(ep, input, count, NULL, result, NULL, group,
 					 options->datatype, options->op, 0, context);
 	case FI_ALLGATHER:
-		return fi_allgather(rank->ep, input, count, NULL, result, NULL, rank->coll_addr,
-				    options->datatype, 0, context);
+		return fi_allgather(ep, input, count, NULL, result, NULL, group, options->datatype, 0,
+				    context);
 	case FI_ALLTOALL:
-		return fi_alltoall(rank->ep, input, count, NULL, result, NULL, rank->coll_addr,
-				   options->datatype, 0, context);
+		return fi_alltoall(ep, input, count, NULL, result, NULL, group, options->datatype, 0,
+				   context);
 	default:
 		/* The root broadcasts its input; the others receive into their result. */
-		return fi_broadcast(rank->ep, rank->rank == 0 ? input : result, count, NULL,
-				    rank->coll_addr, 0, options->datatype, 0, context);
+		return fi_broadcast(ep, rank->rank == 0 ? input : result, count, NULL, group, 0,
+				    options->datatype, 0, context);
 	}
 }
 
@@ -693,12 +602,12 @@ static int bench_rank_main(struct bench_rank *rank, const struct bench_options *
 		}
 	}
 	if (ret)
-		atomic_store(&shared->failed, 1);
+		atomic_store(&shared->barrier.failed, 1);
 	if (rank->rank == 0 && options->format == BENCH_JSON)
 		printf("\n]}\n");
 	fflush(stdout);         /* ranks end with _exit, which flushes nothing */
 	bench_barrier(rank);
-	bench_close(rank);
+	bolt_fixture_close(&rank->endpoint);
 	return ret;
 }
 
@@ -712,10 +621,7 @@ static void bench_environment(int ranks)
 	setenv("FI_BOLT_SOFT", "thunderbolt", 0);
 	snprintf(value, sizeof(value), "bench-%d", (int) getpid());
 	setenv("FI_BOLT_SOFT_NAMESPACE", value, 0);
-	snprintf(value, sizeof(value), "%d", 10 * ranks);
-	setenv("FI_BOLT_SOFT_MAX_QP", value, 0);
-	snprintf(value, sizeof(value), "%d", 100 * ranks);
-	setenv("FI_BOLT_SOFT_MAX_MR", value, 0);
+	bolt_fixture_scale_software_limits(ranks, false);
 }
 
 static int bench_start(const struct bench_options *options)
@@ -736,25 +642,19 @@ static int bench_start(const struct bench_options *options)
 		if (pids[index] == 0) {
 			struct bench_rank rank = { .rank = index, .ranks = options->ranks, .shared = shared };
 			const char *topology = getenv("FI_BOLT_SOFT_TOPOLOGY");
-			char host[16];
 
 			/* On a mesh of the software device's hosts, rank r is host r. */
-			snprintf(host, sizeof(host), "%d", index);
 			if (topology && !strncmp(topology, "mesh:", 5))
-				setenv("FI_BOLT_SOFT_HOST", host, 1);
-
+				bolt_fixture_set_software_host(index);
 			_exit(bench_rank_main(&rank, options) ? 1 : 0);
 		}
 		if (pids[index] < 0) {
-			atomic_store(&shared->failed, 1);
+			atomic_store(&shared->barrier.failed, 1);
 			failures++;
 		}
 	}
 	for (int index = 0; index < options->ranks; index++) {
-		int status;
-
-		if (pids[index] > 0 && (waitpid(pids[index], &status, 0) != pids[index] ||
-					!WIFEXITED(status) || WEXITSTATUS(status)))
+		if (pids[index] > 0 && bolt_fixture_process_status(pids[index]))
 			failures++;
 	}
 	/* The last rank out removes the software device's segment; this is for ranks that crashed. */

@@ -18,22 +18,15 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_ext_bolt.h>
 
+#include "bolt_fixture.h"
+
 #define COLLECTIVE_MAX_RANKS 8
 /* Generous: CI runs tests side by side on two cores, and 8 ranks share them. */
 #define COLLECTIVE_TIMEOUT_MS 120000
 
 struct collective_rank {
 	int rank, size;
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_ep *ep;
-	struct fid_cq *cq;
-	struct fid_av *av;
-	struct fid_eq *eq;
-	struct fid_av_set *set;
-	struct fid_mc *mc;
-	fi_addr_t coll_addr;
+	struct bolt_fixture_endpoint endpoint;  /* with its EQ, and (unless no_join) the group */
 	fi_addr_t addresses[COLLECTIVE_MAX_RANKS];
 	struct collective_shared *shared;
 };

@@ -272,21 +272,21 @@ static ssize_t test_post(struct collective_rank *rank, const struct test_case *t
 
 	switch (test->kind) {
 	case FI_ALLREDUCE:
-		return fi_allreduce(rank->ep, input, test->count, NULL, result, NULL, rank->coll_addr,
+		return fi_allreduce(rank->endpoint.ep, input, test->count, NULL, result, NULL, rank->endpoint.coll_addr,
 				    datatype, test->op, 0, context);
 	case FI_REDUCE_SCATTER:
-		return fi_reduce_scatter(rank->ep, input, test->count, NULL, result, NULL,
-					 rank->coll_addr, datatype, test->op, 0, context);
+		return fi_reduce_scatter(rank->endpoint.ep, input, test->count, NULL, result, NULL,
+					 rank->endpoint.coll_addr, datatype, test->op, 0, context);
 	case FI_ALLGATHER:
-		return fi_allgather(rank->ep, input, test->count, NULL, result, NULL, rank->coll_addr,
+		return fi_allgather(rank->endpoint.ep, input, test->count, NULL, result, NULL, rank->endpoint.coll_addr,
 				    datatype, 0, context);
 	case FI_ALLTOALL:
-		return fi_alltoall(rank->ep, input, test->count, NULL, result, NULL, rank->coll_addr,
+		return fi_alltoall(rank->endpoint.ep, input, test->count, NULL, result, NULL, rank->endpoint.coll_addr,
 				   datatype, 0, context);
 	default:
 		/* The last rank is the root: it sends its input, the others receive into result. */
-		return fi_broadcast(rank->ep, rank->rank == rank->size - 1 ? input : result, test->count,
-				    NULL, rank->coll_addr, rank->addresses[rank->size - 1], datatype, 0,
+		return fi_broadcast(rank->endpoint.ep, rank->rank == rank->size - 1 ? input : result, test->count,
+				    NULL, rank->endpoint.coll_addr, rank->addresses[rank->size - 1], datatype, 0,
 				    context);
 	}
 }
@@ -424,7 +424,7 @@ static int test_same_bits(struct collective_rank *rank)
 	for (size_t index = 0; !ret && index < count; index++)
 		input[index] = (float) (test_hash((uint64_t) rank->rank * 131 + index) % 1000003) / 7919.0f;
 	if (!ret)
-		ret = (int) fi_allreduce(rank->ep, input, count, NULL, result, NULL, rank->coll_addr,
+		ret = (int) fi_allreduce(rank->endpoint.ep, input, count, NULL, result, NULL, rank->endpoint.coll_addr,
 					 FI_FLOAT, FI_SUM, 0, &context);
 	if (!ret)
 		ret = collective_wait(rank, &context, &error);
@@ -454,7 +454,7 @@ static int test_matrix(struct collective_rank *rank, void *argument)
 	if (!ret)
 		ret = test_same_bits(rank);
 	if (!ret)
-		ret = (int) fi_barrier(rank->ep, rank->coll_addr, &context);
+		ret = (int) fi_barrier(rank->endpoint.ep, rank->endpoint.coll_addr, &context);
 	if (!ret)
 		ret = collective_wait(rank, &context, &error);
 	return ret;
@@ -546,7 +546,7 @@ static int test_wait_context(struct collective_rank *rank, void *context)
 	ssize_t ret;
 
 	while (polls++ < 10000000) {
-		ret = fi_cq_read(rank->cq, &entry, 1);
+		ret = fi_cq_read(rank->endpoint.cq, &entry, 1);
 		if (ret == 1 && entry.op_context == context)
 			return 0;
 		if (ret != -FI_EAGAIN && ret != 1)
@@ -563,10 +563,10 @@ static int test_wildcard(struct collective_rank *rank, void *argument)
 	int receive_context, send_context, context, error = 0, ret;
 
 	/* A receive that would take any tag at all, posted before the collective's messages come. */
-	ret = (int) fi_trecv(rank->ep, received, sizeof(received), NULL, FI_ADDR_UNSPEC, 0, ~0ULL,
+	ret = (int) fi_trecv(rank->endpoint.ep, received, sizeof(received), NULL, FI_ADDR_UNSPEC, 0, ~0ULL,
 			     &receive_context);
 	if (!ret)
-		ret = (int) fi_allreduce(rank->ep, &input, 1, NULL, &result, NULL, rank->coll_addr,
+		ret = (int) fi_allreduce(rank->endpoint.ep, &input, 1, NULL, &result, NULL, rank->endpoint.coll_addr,
 					 FI_INT32, FI_SUM, 0, &context);
 	if (!ret)
 		ret = collective_wait(rank, &context, &error);  /* -FI_EOTHER if the receive took one */
@@ -574,7 +574,7 @@ static int test_wildcard(struct collective_rank *rank, void *argument)
 		ret = -FI_EIO;
 	collective_barrier(rank);
 	if (!ret)
-		ret = (int) fi_tsend(rank->ep, message, sizeof(message), NULL,
+		ret = (int) fi_tsend(rank->endpoint.ep, message, sizeof(message), NULL,
 				     rank->addresses[(rank->rank + 1) % rank->size], 5, &send_context);
 	if (!ret)
 		ret = test_wait_context(rank, &receive_context);
@@ -606,8 +606,8 @@ static int test_large(struct collective_rank *rank, void *argument)
 	for (size_t index = 0; !ret && index < TEST_LARGE_COUNT; index++)
 		input[index] = (float) ((index * 7 + (size_t) rank->rank * 3) % 1000);
 	if (!ret)
-		ret = (int) fi_allreduce(rank->ep, input, TEST_LARGE_COUNT, NULL, result, NULL,
-					 rank->coll_addr, FI_FLOAT, FI_SUM, 0, &context);
+		ret = (int) fi_allreduce(rank->endpoint.ep, input, TEST_LARGE_COUNT, NULL, result, NULL,
+					 rank->endpoint.coll_addr, FI_FLOAT, FI_SUM, 0, &context);
 	if (!ret)
 		ret = collective_wait(rank, &context, &error);
 	for (size_t index = 0; !ret && index < TEST_LARGE_COUNT; index++) {
@@ -645,7 +645,7 @@ static int test_large_striped(struct collective_rank *rank, void *argument)
 
 	if (!ret)
 		ret = test_large(rank, argument);
-	if (!ret && rdm_striped_bytes(rank->ep, BOLT_MAX_DATA_RAILS, BOLT_MAX_CONNECTION_RAILS) == 0)
+	if (!ret && rdm_striped_bytes(rank->endpoint.ep, BOLT_MAX_DATA_RAILS, BOLT_MAX_CONNECTION_RAILS) == 0)
 		ret = -FI_EOTHER;
 	return ret;
 }

@@ -20,7 +20,7 @@
 #define API_ADDRESSES 6
 
 static struct rdm_options api_options = { .profile = "rocev2", .caps = FI_MSG | FI_TAGGED | FI_COLLECTIVE };
-static struct rdm_endpoint api_endpoint;
+static struct bolt_fixture_endpoint api_endpoint;
 static fi_addr_t api_addresses[API_ADDRESSES];
 
 /* Six addresses in the AV: this endpoint's own name, then made-up peers on other ports. */
@@ -43,7 +43,7 @@ static void api_setup(void)
 
 static void api_teardown(void)
 {
-	rdm_close(&api_endpoint);
+	bolt_fixture_close(&api_endpoint);
 	rdm_environment_cleanup(&api_options);
 }
 
@@ -244,7 +244,7 @@ static void *close_domain(void *argument)
 Test(collective_api, domain_close_waits_for_an_event_queue_reader)
 {
 	struct fi_info *hints = rdm_hints(&api_options);
-	struct rdm_endpoint other;
+	struct bolt_fixture_endpoint other;
 	struct bolt_domain *domain;
 	struct closing closing = { .result = -1 };
 	pthread_t thread;
@@ -261,5 +261,5 @@ Test(collective_api, domain_close_waits_for_an_event_queue_reader)
 	pthread_join(thread, NULL);
 	cr_assert_eq(closing.result, 0);
 	other.domain = NULL;
-	rdm_close(&other);
+	bolt_fixture_close(&other);
 }

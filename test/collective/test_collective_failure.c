@@ -45,10 +45,10 @@ static int failure_die(struct collective_rank *rank, size_t count, float *input,
 	ssize_t ret = 0;
 
 	if (count == FAILURE_LARGE_COUNT)
-		ret = fi_allreduce(rank->ep, input, count, NULL, result, NULL, rank->coll_addr,
+		ret = fi_allreduce(rank->endpoint.ep, input, count, NULL, result, NULL, rank->endpoint.coll_addr,
 				   FI_FLOAT, FI_SUM, 0, &context);
 	for (int i = 0; !ret && i < 200; i++)
-		fi_cq_read(rank->cq, &entry, 0);
+		fi_cq_read(rank->endpoint.cq, &entry, 0);
 	collective_publish(rank, failure_now_ns());
 	collective_die(rank);
 	return -FI_EOTHER;      /* not reached */
@@ -59,7 +59,7 @@ static int failure_survive(struct collective_rank *rank, size_t count, float *in
 	int context, error = 0, ret;
 	uint64_t died, ended;
 
-	ret = (int) fi_allreduce(rank->ep, input, count, NULL, result, NULL, rank->coll_addr,
+	ret = (int) fi_allreduce(rank->endpoint.ep, input, count, NULL, result, NULL, rank->endpoint.coll_addr,
 				 FI_FLOAT, FI_SUM, 0, &context);
 	if (ret)
 		return ret;
@@ -78,7 +78,7 @@ static int failure_survive(struct collective_rank *rank, size_t count, float *in
 	/* Told it failed, the application has its buffer back: nothing more lands in it. */
 	memset(result, 0x5a, count * sizeof(float));
 	for (int i = 0; i < 2000; i++)
-		fi_cq_read(rank->cq, NULL, 0);
+		fi_cq_read(rank->endpoint.cq, NULL, 0);
 	for (size_t i = 0; i < count * sizeof(float); i++)
 		if (((const unsigned char *) result)[i] != 0x5a) {
 			fprintf(stderr, "rank %d: byte %zu of the result written after the error\n",
@@ -86,7 +86,7 @@ static int failure_survive(struct collective_rank *rank, size_t count, float *in
 			return -FI_EOTHER;
 		}
 	/* The group is broken for good: a new operation fails at once or on the CQ. */
-	ret = (int) fi_barrier(rank->ep, rank->coll_addr, &context);
+	ret = (int) fi_barrier(rank->endpoint.ep, rank->endpoint.coll_addr, &context);
 	if (!ret && collective_wait(rank, &context, &error) != -FI_EAVAIL)
 		return -FI_EOTHER;
 	return 0;
@@ -150,7 +150,7 @@ static int straggler_receiver(struct collective_rank *rank, unsigned char *resul
 	memset(result, 0x5a, bytes);
 	until = failure_now_ns() + STRAGGLER_WATCH_NS;
 	while (failure_now_ns() < until)
-		fi_cq_read(rank->cq, NULL, 0);
+		fi_cq_read(rank->endpoint.cq, NULL, 0);
 	for (size_t i = 0; i < bytes; i++)
 		if (result[i] != 0x5a) {
 			fprintf(stderr, "rank 0: byte %zu of the result written after the error\n", i);
@@ -170,7 +170,7 @@ static int straggler_body(struct collective_rank *rank, void *argument)
 	if (!input || !result)
 		return -FI_ENOMEM;
 	collective_barrier(rank);
-	ret = (int) fi_allgather(rank->ep, input, count, NULL, result, NULL, rank->coll_addr,
+	ret = (int) fi_allgather(rank->endpoint.ep, input, count, NULL, result, NULL, rank->endpoint.coll_addr,
 				 FI_FLOAT, 0, &context);
 	if (!ret && rank->rank == 2) {
 		usleep(STRAGGLER_SLEEP_US / 10);
@@ -205,11 +205,11 @@ static int discard_completions_for(struct collective_rank *rank, uint64_t millis
 	int seen = 0;
 
 	while (failure_now_ns() < until) {
-		ssize_t ret = fi_cq_read(rank->cq, &entry, 1);
+		ssize_t ret = fi_cq_read(rank->endpoint.cq, &entry, 1);
 
 		if (ret == 1)
 			seen++;
-		else if (ret == -FI_EAVAIL && fi_cq_readerr(rank->cq, &error, 0) == 1)
+		else if (ret == -FI_EAVAIL && fi_cq_readerr(rank->endpoint.cq, &error, 0) == 1)
 			seen++;
 	}
 	return seen;
@@ -230,22 +230,22 @@ static int never_joined_body(struct collective_rank *rank, void *argument)
 		return -FI_ENOMEM;
 	collective_barrier(rank);
 	if (rank->rank == 0) {
-		ret = (int) fi_allreduce(rank->ep, input, count, NULL, result, NULL, rank->coll_addr,
+		ret = (int) fi_allreduce(rank->endpoint.ep, input, count, NULL, result, NULL, rank->endpoint.coll_addr,
 					 FI_FLOAT, FI_SUM, 0, &context);
 		if (!ret && discard_completions_for(rank, 50))
 			ret = -FI_EOTHER;
 		if (!ret)
-			ret = fi_close(&rank->mc->fid);
+			ret = fi_close(&rank->endpoint.mc->fid);
 		if (!ret)
-			rank->mc = NULL;
+			rank->endpoint.mc = NULL;
 		if (!ret && discard_completions_for(rank, 100)) {
 			fprintf(stderr, "rank 0: the discarded all-reduce was reported\n");
 			ret = -FI_EOTHER;
 		}
 		if (!ret)
-			ret = fi_close(&rank->ep->fid);
+			ret = fi_close(&rank->endpoint.ep->fid);
 		if (!ret)
-			rank->ep = NULL;
+			rank->endpoint.ep = NULL;
 	}
 	free(input);
 	free(result);
@@ -275,21 +275,21 @@ static int join_never_made_body(struct collective_rank *rank, void *argument)
 	collective_barrier(rank);
 	if (rank->rank != 0)
 		return 0;
-	ret = fi_av_set(rank->av, &attr, &rank->set, NULL);
+	ret = fi_av_set(rank->endpoint.av, &attr, &rank->endpoint.set, NULL);
 	if (!ret)
-		ret = fi_av_set_addr(rank->set, &set_addr);
+		ret = fi_av_set_addr(rank->endpoint.set, &set_addr);
 	if (!ret)
-		ret = fi_join_collective(rank->ep, set_addr, rank->set, 0, &rank->mc, &context);
+		ret = fi_join_collective(rank->endpoint.ep, set_addr, rank->endpoint.set, 0, &rank->endpoint.mc, &context);
 	for (int i = 0; !ret && i < 1000; i++)
-		if (fi_eq_read(rank->eq, &event, &entry, sizeof(entry), 0) != -FI_EAGAIN)
+		if (fi_eq_read(rank->endpoint.eq, &event, &entry, sizeof(entry), 0) != -FI_EAGAIN)
 			ret = -FI_EOTHER;
 	if (!ret)
-		ret = fi_close(&rank->mc->fid);
+		ret = fi_close(&rank->endpoint.mc->fid);
 	if (!ret)
-		rank->mc = NULL;
+		rank->endpoint.mc = NULL;
 	for (int i = 0; !ret && i < 1000; i++) {
-		fi_cq_read(rank->cq, NULL, 0);
-		if (fi_eq_read(rank->eq, &event, &entry, sizeof(entry), 0) != -FI_EAGAIN)
+		fi_cq_read(rank->endpoint.cq, NULL, 0);
+		if (fi_eq_read(rank->endpoint.eq, &event, &entry, sizeof(entry), 0) != -FI_EAGAIN)
 			ret = -FI_EOTHER;
 	}
 	return ret;
@@ -324,7 +324,7 @@ static int closing_straggler_body(struct collective_rank *rank, void *argument)
 		return -FI_ENOMEM;
 	memset(input, 0x10 + rank->rank, bytes);
 	collective_barrier(rank);
-	ret = (int) fi_allgather(rank->ep, input, count, NULL, result, NULL, rank->coll_addr,
+	ret = (int) fi_allgather(rank->endpoint.ep, input, count, NULL, result, NULL, rank->endpoint.coll_addr,
 				 FI_FLOAT, 0, &context);
 	if (!ret && rank->rank == 1) {
 		usleep(sleep_us);
@@ -339,9 +339,9 @@ static int closing_straggler_body(struct collective_rank *rank, void *argument)
 		if (discard_completions_for(rank, STRAGGLER_SLEEP_US / 3000))
 			ret = -FI_EOTHER;
 		if (!ret)
-			ret = fi_close(&rank->mc->fid);
+			ret = fi_close(&rank->endpoint.mc->fid);
 		if (!ret)
-			rank->mc = NULL;
+			rank->endpoint.mc = NULL;
 		/* The application has its buffer back: nothing more lands in it. */
 		memset(result, 0x5a, 2 * bytes);
 		if (!ret && discard_completions_for(rank, STRAGGLER_WATCH_NS / 1000000))

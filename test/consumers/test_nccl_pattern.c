@@ -35,8 +35,8 @@
 
 /* One process's side: a domain, its two rails, the shared buffer and its registrations. */
 struct plugin {
-	struct rdm_endpoint data_rail;  /* owns the domain */
-	struct rdm_endpoint control_rail;
+	struct bolt_fixture_endpoint data_rail;  /* owns the domain */
+	struct bolt_fixture_endpoint control_rail;
 	fi_addr_t self;                 /* the data rail's own address, for the flush */
 	char *shared;
 	struct fid_mr *shared_on_data;
@@ -90,7 +90,7 @@ static int set_plugin_options(struct fid_ep *ep)
 }
 
 /* Registered, bound to rail and enabled: FI_MR_ENDPOINT as the plugin does it. */
-static int register_on(struct rdm_endpoint *rail, void *buffer, size_t length, uint64_t access,
+static int register_on(struct bolt_fixture_endpoint *rail, void *buffer, size_t length, uint64_t access,
 		       struct fid_mr **mr)
 {
 	int ret = fi_mr_reg(rail->domain, buffer, length, access, 0, 0, 0, mr, NULL);
@@ -195,15 +195,15 @@ static int plugin_close(struct plugin *plugin)
 	plugin->control_rail.ep = NULL;
 	close_keeping_error(plugin->data_rail.ep ? &plugin->data_rail.ep->fid : NULL, &ret);
 	plugin->data_rail.ep = NULL;
-	rdm_close(&plugin->control_rail);
-	rdm_close(&plugin->data_rail);
+	bolt_fixture_close(&plugin->control_rail);
+	bolt_fixture_close(&plugin->data_rail);
 	free(plugin->shared);
 	free(plugin->extra);
 	return ret;
 }
 
 /* The next completion on rail: 0, or the negative error of an error completion. */
-static int wait_on(struct rdm_endpoint *rail, struct fi_cq_tagged_entry *entry)
+static int wait_on(struct bolt_fixture_endpoint *rail, struct fi_cq_tagged_entry *entry)
 {
 	struct fi_cq_err_entry error;
 	int ret = rdm_wait(rail, entry, &error);
@@ -354,7 +354,7 @@ static int target_peer(int socket, void *argument)
 	return ret;
 }
 
-static void expect_completion(struct rdm_endpoint *rail, void *context)
+static void expect_completion(struct bolt_fixture_endpoint *rail, void *context)
 {
 	struct fi_cq_tagged_entry entry;
 	int ret = wait_on(rail, &entry);
@@ -397,7 +397,7 @@ static void write_extra_regions(struct plugin *plugin, const struct target_keys 
 
 	for (int i = 0; i < 2 * EXTRA_REGIONS; i++) {
 		bool control = i % 2;
-		struct rdm_endpoint *rail = control ? &plugin->control_rail : &plugin->data_rail;
+		struct bolt_fixture_endpoint *rail = control ? &plugin->control_rail : &plugin->data_rail;
 		struct fid_mr *local = control ? plugin->shared_on_control : plugin->shared_on_data;
 		uint64_t key = control ? keys->extra_control_keys[i / 2] : keys->extra_data_keys[i / 2];
 
@@ -442,7 +442,7 @@ static void initiator(const char *tag)
 	send_eager(&plugin, plugin.data_rail.peer);
 	write_extra_regions(&plugin, &keys);
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
-	cr_assert_eq(rdm_join(peer), 0, "the target saw wrong data or completions");
+	cr_assert_eq(bolt_fixture_process_status(peer), 0, "the target saw wrong data or completions");
 	cr_assert_eq(plugin_close(&plugin), 0);
 	rdm_environment_cleanup(&options);
 	close(socket);

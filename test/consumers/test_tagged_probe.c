@@ -17,7 +17,7 @@
 #define SMALL_BYTES 100
 #define LARGE_BYTES (1 << 20)
 
-static struct rdm_endpoint endpoint;
+static struct bolt_fixture_endpoint endpoint;
 static struct fid_cntr *receives;       /* bound with FI_RECV: counts messages received */
 static struct rdm_options options = {
 	.profile = "thunderbolt",
@@ -49,7 +49,7 @@ static void close_self(void)
 	cr_assert_eq(fi_close(&endpoint.ep->fid), 0);
 	endpoint.ep = NULL;
 	cr_assert_eq(fi_close(&receives->fid), 0);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	rdm_environment_cleanup(&options);
 }
 

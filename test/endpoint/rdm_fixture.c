@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <criterion/criterion.h>
@@ -65,7 +64,7 @@ void rdm_environment(const struct rdm_options *options, const char *tag)
 	setenv("FI_BOLT_SOFT_NAMESPACE", rdm_namespace, 1);
 	setenv("FI_BOLT_SOFT_SEND_ONLY", options->send_only ? "1" : "0", 1);
 	setenv("FI_BOLT_SOFT_TOPOLOGY", options->topology ? options->topology : "single", 1);
-	setenv("FI_BOLT_SOFT_HOST", "0", 1);
+	bolt_fixture_set_software_host(0);
 }
 
 void rdm_environment_cleanup(const struct rdm_options *options)
@@ -84,12 +83,11 @@ void rdm_environment_cleanup(const struct rdm_options *options)
 
 struct fi_info *rdm_hints(const struct rdm_options *options)
 {
-	struct fi_info *hints = fi_allocinfo();
+	struct fi_info *hints = bolt_fixture_hints(options->caps ? options->caps :
+						   FI_MSG | FI_TAGGED | FI_RMA, NULL);
 
 	if (!hints)
 		return NULL;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = options->caps ? options->caps : FI_MSG | FI_TAGGED | FI_RMA;
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	hints->domain_attr->mr_mode = (int) options->mr_mode;
 	hints->domain_attr->threading = FI_THREAD_SAFE;
@@ -99,64 +97,46 @@ struct fi_info *rdm_hints(const struct rdm_options *options)
 	return hints;
 }
 
-int rdm_open_domain(struct rdm_endpoint *endpoint, const struct fi_info *hints,
+const struct bolt_fixture_entry_points rdm_provider_entry_points = {
+	.getinfo = bolt_getinfo,
+	.fabric = bolt_fabric_open,
+};
+
+/* The shared fixture's options for an RDM test's. */
+static struct bolt_fixture_options rdm_fixture_options(const struct rdm_options *options)
+{
+	struct bolt_fixture_options fixture = { .entry_points = &rdm_provider_entry_points };
+
+	if (!options)
+		return fixture;
+	fixture.node = options->node;
+	fixture.service = options->service;
+	fixture.flags = options->flags;
+	fixture.cq_format = options->cq_format;
+	fixture.av_type = options->av_type;
+	fixture.count_remote_writes = options->count_remote_writes;
+	return fixture;
+}
+
+int rdm_open_domain(struct bolt_fixture_endpoint *endpoint, const struct fi_info *hints,
 		    const struct rdm_options *options)
 {
-	int ret;
+	struct bolt_fixture_options fixture = rdm_fixture_options(options);
 
-	memset(endpoint, 0, sizeof(*endpoint));
-	ret = bolt_getinfo(FI_VERSION(1, 17), options ? options->node : NULL,
-			   options ? options->service : NULL, options ? options->flags : 0, hints,
-			   &endpoint->info);
-	if (ret)
-		return ret;
-	ret = bolt_fabric_open(endpoint->info->fabric_attr, &endpoint->fabric, NULL);
-	if (ret)
-		return ret;
-	return fi_domain(endpoint->fabric, endpoint->info, &endpoint->domain, NULL);
+	return bolt_fixture_open_domain(endpoint, hints, &fixture);
 }
 
-int rdm_open_endpoint(struct rdm_endpoint *endpoint, const struct rdm_endpoint *owner,
-		      const struct rdm_options *options)
+int rdm_open_endpoint(struct bolt_fixture_endpoint *endpoint,
+		      const struct bolt_fixture_endpoint *owner, const struct rdm_options *options)
 {
-	struct fi_cq_attr cq_attr = {
-		.format = options->cq_format ? options->cq_format : FI_CQ_FORMAT_TAGGED,
-		.size = 4096,
-	};
-	struct fi_av_attr av_attr = { .type = options->av_type };
-	int ret;
+	struct bolt_fixture_options fixture = rdm_fixture_options(options);
 
-	if (endpoint != owner) {
-		memset(endpoint, 0, sizeof(*endpoint));
-		endpoint->info = owner->info;
-		endpoint->fabric = owner->fabric;
-		endpoint->domain = owner->domain;
-		endpoint->shares_domain = true;
-	}
-	ret = fi_endpoint(endpoint->domain, endpoint->info, &endpoint->ep, NULL);
-	if (ret)
-		return ret;
-	ret = fi_cq_open(endpoint->domain, &cq_attr, &endpoint->cq, NULL);
-	if (ret)
-		return ret;
-	ret = fi_av_open(endpoint->domain, &av_attr, &endpoint->av, NULL);
-	if (ret)
-		return ret;
-	ret = fi_ep_bind(endpoint->ep, &endpoint->cq->fid, FI_TRANSMIT | FI_RECV);
-	if (!ret)
-		ret = fi_ep_bind(endpoint->ep, &endpoint->av->fid, 0);
-	if (!ret && options->count_remote_writes) {
-		struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
-
-		ret = fi_cntr_open(endpoint->domain, &cntr_attr, &endpoint->remote_writes, NULL);
-		if (!ret)
-			ret = fi_ep_bind(endpoint->ep, &endpoint->remote_writes->fid, FI_REMOTE_WRITE);
-	}
-	return ret;
+	return bolt_fixture_open_endpoint(endpoint, owner, &fixture);
 }
 
-int rdm_open(struct rdm_endpoint *endpoint, const struct rdm_options *options)
+int rdm_open(struct bolt_fixture_endpoint *endpoint, const struct rdm_options *options)
 {
+	struct bolt_fixture_options fixture = rdm_fixture_options(options);
 	struct fi_info *hints = rdm_hints(options);
 	int ret;
 
@@ -164,16 +144,12 @@ int rdm_open(struct rdm_endpoint *endpoint, const struct rdm_options *options)
 		memset(endpoint, 0, sizeof(*endpoint));
 		return -FI_ENOMEM;
 	}
-	ret = rdm_open_domain(endpoint, hints, options);
+	ret = bolt_fixture_open(endpoint, hints, &fixture);
 	fi_freeinfo(hints);
-	if (!ret)
-		ret = rdm_open_endpoint(endpoint, endpoint, options);
-	if (!ret)
-		ret = fi_enable(endpoint->ep);
 	return ret;
 }
 
-int rdm_open_self(struct rdm_endpoint *endpoint, const struct rdm_options *options)
+int rdm_open_self(struct bolt_fixture_endpoint *endpoint, const struct rdm_options *options)
 {
 	char name[64];
 	size_t length = sizeof(name);
@@ -181,103 +157,22 @@ int rdm_open_self(struct rdm_endpoint *endpoint, const struct rdm_options *optio
 
 	if (!ret)
 		ret = fi_getname(&endpoint->ep->fid, name, &length);
-	if (!ret && fi_av_insert(endpoint->av, name, 1, &endpoint->peer, 0, NULL) != 1)
-		ret = -FI_EINVAL;
-	return ret;
+	return ret ? ret : bolt_fixture_insert_names(endpoint, name, 0, 1, &endpoint->peer);
 }
 
-static void rdm_close_fid(struct fid *fid)
+/* No time limit: a peer may wait as long as the test's other side takes. */
+int rdm_connect(struct bolt_fixture_endpoint *endpoint, int socket)
 {
-	if (fid)
-		fi_close(fid);
+	return bolt_fixture_exchange_names(endpoint, socket, -1);
 }
 
-void rdm_close(struct rdm_endpoint *endpoint)
-{
-	rdm_close_fid(endpoint->ep ? &endpoint->ep->fid : NULL);
-	rdm_close_fid(endpoint->remote_writes ? &endpoint->remote_writes->fid : NULL);
-	rdm_close_fid(endpoint->av ? &endpoint->av->fid : NULL);
-	rdm_close_fid(endpoint->cq ? &endpoint->cq->fid : NULL);
-	if (endpoint->shares_domain) {
-		memset(endpoint, 0, sizeof(*endpoint));
-		return;
-	}
-	rdm_close_fid(endpoint->domain ? &endpoint->domain->fid : NULL);
-	rdm_close_fid(endpoint->fabric ? &endpoint->fabric->fid : NULL);
-	fi_freeinfo(endpoint->info);
-	memset(endpoint, 0, sizeof(*endpoint));
-}
-
-static int rdm_write_all(int socket, const void *data, size_t length)
-{
-	return write(socket, data, length) == (ssize_t) length ? 0 : -FI_EIO;
-}
-
-static int rdm_read_all(int socket, void *data, size_t length)
-{
-	size_t done = 0;
-
-	while (done < length) {
-		ssize_t got = read(socket, (char *) data + done, length - done);
-
-		if (got <= 0)
-			return -FI_EIO;
-		done += (size_t) got;
-	}
-	return 0;
-}
-
-int rdm_connect(struct rdm_endpoint *endpoint, int socket)
-{
-	char name[64], peer_name[64];
-	size_t length = sizeof(name);
-	uint64_t peer_length;
-	int ret;
-
-	ret = fi_getname(&endpoint->ep->fid, name, &length);
-	if (ret)
-		return ret;
-	if (rdm_send_value(socket, length) || rdm_write_all(socket, name, length) ||
-	    rdm_receive_value(socket, &peer_length) || peer_length > sizeof(peer_name) ||
-	    rdm_read_all(socket, peer_name, peer_length))
-		return -FI_EIO;
-	ret = fi_av_insert(endpoint->av, peer_name, 1, &endpoint->peer, 0, NULL);
-	return ret == 1 ? 0 : -FI_EINVAL;
-}
-
-long rdm_elapsed_ms(const struct timespec *start)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - start->tv_sec) * 1000 + (now.tv_nsec - start->tv_nsec) / 1000000;
-}
-
-int rdm_wait(struct rdm_endpoint *endpoint, struct fi_cq_tagged_entry *entry,
+int rdm_wait(struct bolt_fixture_endpoint *endpoint, struct fi_cq_tagged_entry *entry,
 	     struct fi_cq_err_entry *error)
 {
-	struct timespec start;
-	ssize_t ret;
-
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	do {
-		ret = fi_cq_read(endpoint->cq, entry, 1);
-		if (ret == 1)
-			return 0;
-		if (ret == -FI_EAVAIL) {
-			memset(error, 0, sizeof(*error));
-			fi_cq_readerr(endpoint->cq, error, 0);
-			return -FI_EAVAIL;
-		}
-		if (ret != -FI_EAGAIN)
-			return (int) ret;
-		/* CI runs tests side by side on two cores: let the peer run. */
-		sched_yield();
-	} while (rdm_elapsed_ms(&start) < RDM_TIMEOUT_MS);
-	return -FI_ETIMEDOUT;
+	return bolt_fixture_wait_completion(endpoint, entry, error, RDM_TIMEOUT_MS, NULL);
 }
 
-void rdm_expect_completion(struct rdm_endpoint *endpoint, void *context, int expected_error)
+void rdm_expect_completion(struct bolt_fixture_endpoint *endpoint, void *context, int expected_error)
 {
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
@@ -293,20 +188,20 @@ void rdm_expect_completion(struct rdm_endpoint *endpoint, void *context, int exp
 	cr_assert_eq(error.op_context, context);
 }
 
-void rdm_progress_for(struct rdm_endpoint *endpoint, int milliseconds)
+void rdm_progress_for(struct bolt_fixture_endpoint *endpoint, int milliseconds)
 {
 	struct fi_cq_tagged_entry entry;
 	struct timespec start;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
-	while (rdm_elapsed_ms(&start) < milliseconds) {
+	while (bolt_fixture_elapsed_ms(&start) < milliseconds) {
 		if (fi_cq_read(endpoint->cq, &entry, 0) == -FI_EAVAIL)
 			break;
 		sched_yield();
 	}
 }
 
-int rdm_serve_until_told(struct rdm_endpoint *endpoint, int socket, uint64_t *value)
+int rdm_serve_until_told(struct bolt_fixture_endpoint *endpoint, int socket, uint64_t *value)
 {
 	struct pollfd told = { .fd = socket, .events = POLLIN };
 	struct fi_cq_tagged_entry entry;
@@ -314,7 +209,7 @@ int rdm_serve_until_told(struct rdm_endpoint *endpoint, int socket, uint64_t *va
 
 	/* The peer tells when it is done; until then it may take long, but never sits idle. */
 	clock_gettime(CLOCK_MONOTONIC, &start);
-	while (rdm_elapsed_ms(&start) < RDM_SERVE_TIMEOUT_MS) {
+	while (bolt_fixture_elapsed_ms(&start) < RDM_SERVE_TIMEOUT_MS) {
 		/* Manual progress: the peer's reads are served from inside this call. */
 		fi_cq_read(endpoint->cq, &entry, 0);
 		if (poll(&told, 1, 0) == 1)
@@ -324,22 +219,14 @@ int rdm_serve_until_told(struct rdm_endpoint *endpoint, int socket, uint64_t *va
 	return -FI_EIO;
 }
 
-int rdm_register_region(struct rdm_endpoint *endpoint, void *buffer, size_t length,
+int rdm_register_region(struct bolt_fixture_endpoint *endpoint, void *buffer, size_t length,
 			uint64_t access, struct fid_mr **mr)
 {
-	int ret = fi_mr_reg(endpoint->domain, buffer, length, access, 0, 0, 0, mr, NULL);
-
-	if (ret || !(endpoint->info->domain_attr->mr_mode & FI_MR_ENDPOINT))
-		return ret;
-	if (fi_mr_key(*mr) != FI_KEY_NOTAVAIL)
-		return -FI_EOTHER;      /* FI_MR_ENDPOINT: no key before enable */
-	ret = fi_mr_bind(*mr, &endpoint->ep->fid, 0);
-	if (!ret)
-		ret = fi_mr_enable(*mr);
-	return ret;
+	/* FI_MR_ENDPOINT: no key before enable. */
+	return bolt_fixture_register_region(endpoint, buffer, length, access, 0, true, mr);
 }
 
-int rdm_offer_region(struct rdm_endpoint *endpoint, const struct rdm_options *options,
+int rdm_offer_region(struct bolt_fixture_endpoint *endpoint, const struct rdm_options *options,
 		     int socket, char *region, size_t length, uint64_t access, struct fid_mr **mr)
 {
 	int ret = region ? rdm_open_connected(endpoint, options, socket) : -FI_ENOMEM;
@@ -351,7 +238,7 @@ int rdm_offer_region(struct rdm_endpoint *endpoint, const struct rdm_options *op
 	return ret;
 }
 
-int rdm_serve_region(struct rdm_endpoint *endpoint, const struct rdm_options *options,
+int rdm_serve_region(struct bolt_fixture_endpoint *endpoint, const struct rdm_options *options,
 		     int socket, char *region, size_t length, uint64_t access, struct fid_mr **mr)
 {
 	uint64_t done;
@@ -360,26 +247,27 @@ int rdm_serve_region(struct rdm_endpoint *endpoint, const struct rdm_options *op
 	return ret ? ret : rdm_serve_until_told(endpoint, socket, &done);
 }
 
-int rdm_region_peer_end(struct rdm_endpoint *endpoint, struct fid_mr *mr, void *region, int ret)
+int rdm_region_peer_end(struct bolt_fixture_endpoint *endpoint, struct fid_mr *mr, void *region, int ret)
 {
 	if (mr)
 		fi_close(&mr->fid);
-	rdm_close(endpoint);
+	bolt_fixture_close(endpoint);
 	free(region);
 	return ret;
 }
 
 int rdm_send_value(int socket, uint64_t value)
 {
-	return rdm_write_all(socket, &value, sizeof(value));
+	return bolt_fixture_socket_write(socket, &value, sizeof(value)) ? -FI_EIO : 0;
 }
 
+/* No time limit, as rdm_connect. */
 int rdm_receive_value(int socket, uint64_t *value)
 {
-	return rdm_read_all(socket, value, sizeof(*value));
+	return bolt_fixture_socket_read(socket, value, sizeof(*value), -1, NULL) ? -FI_EIO : 0;
 }
 
-int rdm_open_connected(struct rdm_endpoint *endpoint, const struct rdm_options *options,
+int rdm_open_connected(struct bolt_fixture_endpoint *endpoint, const struct rdm_options *options,
 		       int socket)
 {
 	int ret = rdm_open(endpoint, options);
@@ -389,33 +277,29 @@ int rdm_open_connected(struct rdm_endpoint *endpoint, const struct rdm_options *
 
 pid_t rdm_pair_start(const struct rdm_options *options, const char *tag,
 		     int (*peer)(int socket, void *argument), void *argument,
-		     struct rdm_endpoint *endpoint, int *socket)
+		     struct bolt_fixture_endpoint *endpoint, int *socket)
 {
 	pid_t pid;
 	int ret;
 
 	rdm_environment(options, tag);
 	/* On a mesh, the peer is the next host unless another is named. */
-	if (options->topology) {
-		char host[16];
-
-		snprintf(host, sizeof(host), "%d", options->peer_host ? options->peer_host : 1);
-		setenv("FI_BOLT_SOFT_HOST", host, 1);
-	}
+	if (options->topology)
+		bolt_fixture_set_software_host(options->peer_host ? options->peer_host : 1);
 	pid = rdm_fork(peer, argument, socket);
-	setenv("FI_BOLT_SOFT_HOST", "0", 1);
+	bolt_fixture_set_software_host(0);
 	if (pid <= 0)
 		return pid < 0 ? pid : -FI_EOTHER;
 	ret = rdm_open_connected(endpoint, options, *socket);
 	return ret ? ret : pid;
 }
 
-int rdm_pair_finish(const struct rdm_options *options, struct rdm_endpoint *endpoint, pid_t peer,
+int rdm_pair_finish(const struct rdm_options *options, struct bolt_fixture_endpoint *endpoint, pid_t peer,
 		    int socket)
 {
-	int status = rdm_join(peer);
+	int status = bolt_fixture_process_status(peer);
 
-	rdm_close(endpoint);
+	bolt_fixture_close(endpoint);
 	rdm_environment_cleanup(options);
 	close(socket);
 	return status;
@@ -436,15 +320,6 @@ pid_t rdm_fork(int (*peer)(int socket, void *argument), void *argument, int *soc
 	close(sockets[1]);
 	*socket = sockets[0];
 	return pid;
-}
-
-int rdm_join(pid_t pid)
-{
-	int status;
-
-	if (waitpid(pid, &status, 0) != pid)
-		return -1;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 uint64_t rdm_striped_bytes(struct fid_ep *ep, int first_rail, int end_rail)

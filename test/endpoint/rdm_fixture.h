@@ -4,7 +4,9 @@
  * libfabric drives them: bolt_getinfo, bolt_fabric_open, then fi_domain,
  * fi_endpoint and the rest. The parent forks the peer; names and small
  * values travel over a socket pair. Functions return errors (never assert),
- * so the child can turn them into its exit status.
+ * so the child can turn them into its exit status. The objects are opened and
+ * closed by util/bolt_fixture (bolt_fixture_close closes an endpoint); this
+ * adds what the tests ask of them.
  */
 #ifndef RDM_FIXTURE_H
 #define RDM_FIXTURE_H
@@ -20,24 +22,14 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+#include "bolt_fixture.h"
+
 /* The MR mode of tests that register regions as NCCL plugins do: keys per endpoint. */
 #define RDM_MR_MODE (FI_MR_ENDPOINT | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_LOCAL | FI_MR_ALLOCATED)
 
 /* Generous: CI runs several busy-polling tests at once on two cores. */
 #define RDM_TIMEOUT_MS 30000
 #define RDM_SERVE_TIMEOUT_MS 120000
-
-struct rdm_endpoint {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_ep *ep;
-	struct fid_cq *cq;
-	struct fid_av *av;
-	struct fid_cntr *remote_writes;         /* options->count_remote_writes: bound to FI_REMOTE_WRITE */
-	fi_addr_t peer;
-	bool shares_domain;             /* on another's domain: rdm_close leaves that open */
-};
 
 struct rdm_options {
 	const char *profile;            /* "thunderbolt" or "rocev2" */
@@ -58,6 +50,9 @@ struct rdm_options {
 	int peer_host;                  /* 0: host 1 */
 };
 
+/* bolt_getinfo and bolt_fabric_open: the provider's entry points, as libfabric calls them. */
+extern const struct bolt_fixture_entry_points rdm_provider_entry_points;
+
 /*
  * The software device for this test process and the peers it forks. With
  * BOLT_TEST_DEVICE=system in the environment the tests run on the system's
@@ -68,7 +63,7 @@ struct rdm_options {
 void rdm_environment(const struct rdm_options *options, const char *tag);
 void rdm_environment_cleanup(const struct rdm_options *options);
 
-int rdm_open(struct rdm_endpoint *endpoint, const struct rdm_options *options);
+int rdm_open(struct bolt_fixture_endpoint *endpoint, const struct rdm_options *options);
 /* The hints rdm_open asks with, for tests that start from them and change some. */
 struct fi_info *rdm_hints(const struct rdm_options *options);
 /*
@@ -76,47 +71,43 @@ struct fi_info *rdm_hints(const struct rdm_options *options);
  * fabric and the domain; then an endpoint with its own CQ and AV on owner's
  * domain (owner may be endpoint itself), bound but not enabled.
  */
-int rdm_open_domain(struct rdm_endpoint *endpoint, const struct fi_info *hints,
+int rdm_open_domain(struct bolt_fixture_endpoint *endpoint, const struct fi_info *hints,
 		    const struct rdm_options *options);
-int rdm_open_endpoint(struct rdm_endpoint *endpoint, const struct rdm_endpoint *owner,
-		      const struct rdm_options *options);
-void rdm_close(struct rdm_endpoint *endpoint);
+int rdm_open_endpoint(struct bolt_fixture_endpoint *endpoint,
+		      const struct bolt_fixture_endpoint *owner, const struct rdm_options *options);
 
 /* rdm_open, then its own name inserted as its peer: an endpoint talking to itself. */
-int rdm_open_self(struct rdm_endpoint *endpoint, const struct rdm_options *options);
+int rdm_open_self(struct bolt_fixture_endpoint *endpoint, const struct rdm_options *options);
 
 /* Exchanges names over the socket and inserts the peer's into the AV. */
-int rdm_connect(struct rdm_endpoint *endpoint, int socket);
+int rdm_connect(struct bolt_fixture_endpoint *endpoint, int socket);
 /* rdm_open, then rdm_connect: either side's start of a two-process test. */
-int rdm_open_connected(struct rdm_endpoint *endpoint, const struct rdm_options *options,
+int rdm_open_connected(struct bolt_fixture_endpoint *endpoint, const struct rdm_options *options,
 		       int socket);
 
-/* Milliseconds since start, on CLOCK_MONOTONIC. */
-long rdm_elapsed_ms(const struct timespec *start);
-
 /* One completion (entry in FI_CQ_FORMAT_TAGGED layout); -FI_EAVAIL fills error. */
-int rdm_wait(struct rdm_endpoint *endpoint, struct fi_cq_tagged_entry *entry,
+int rdm_wait(struct bolt_fixture_endpoint *endpoint, struct fi_cq_tagged_entry *entry,
 	     struct fi_cq_err_entry *error);
 /* Asserts the next completion is context's, with expected_error (0: success). */
-void rdm_expect_completion(struct rdm_endpoint *endpoint, void *context, int expected_error);
+void rdm_expect_completion(struct bolt_fixture_endpoint *endpoint, void *context, int expected_error);
 /* Drives progress until the peer's side channel has nothing left for us. */
-void rdm_progress_for(struct rdm_endpoint *endpoint, int milliseconds);
+void rdm_progress_for(struct bolt_fixture_endpoint *endpoint, int milliseconds);
 
 /* Serves the peer (progress) until it sends a value over the socket; 0 or -FI_EIO. */
-int rdm_serve_until_told(struct rdm_endpoint *endpoint, int socket, uint64_t *value);
+int rdm_serve_until_told(struct bolt_fixture_endpoint *endpoint, int socket, uint64_t *value);
 
 /* A region registered; under FI_MR_ENDPOINT also bound to the endpoint and enabled. */
-int rdm_register_region(struct rdm_endpoint *endpoint, void *buffer, size_t length,
+int rdm_register_region(struct bolt_fixture_endpoint *endpoint, void *buffer, size_t length,
 			uint64_t access, struct fid_mr **mr);
 /* A target's start: its endpoint, and a region whose address and key it tells the initiator. */
-int rdm_offer_region(struct rdm_endpoint *endpoint, const struct rdm_options *options,
+int rdm_offer_region(struct bolt_fixture_endpoint *endpoint, const struct rdm_options *options,
 		     int socket, char *region, size_t length, uint64_t access, struct fid_mr **mr);
 
 /* rdm_offer_region, then serving the initiator until it says it is done. */
-int rdm_serve_region(struct rdm_endpoint *endpoint, const struct rdm_options *options,
+int rdm_serve_region(struct bolt_fixture_endpoint *endpoint, const struct rdm_options *options,
 		     int socket, char *region, size_t length, uint64_t access, struct fid_mr **mr);
 /* A target's end: closes its region (if any) and endpoint, frees region; returns ret. */
-int rdm_region_peer_end(struct rdm_endpoint *endpoint, struct fid_mr *mr, void *region, int ret);
+int rdm_region_peer_end(struct bolt_fixture_endpoint *endpoint, struct fid_mr *mr, void *region, int ret);
 
 int rdm_send_value(int socket, uint64_t value);
 int rdm_receive_value(int socket, uint64_t *value);
@@ -128,15 +119,16 @@ int rdm_receive_value(int socket, uint64_t *value);
  */
 pid_t rdm_pair_start(const struct rdm_options *options, const char *tag,
 		     int (*peer)(int socket, void *argument), void *argument,
-		     struct rdm_endpoint *endpoint, int *socket);
-/* Its end: the peer's exit status (as rdm_join), then this side closed and cleaned up. */
-int rdm_pair_finish(const struct rdm_options *options, struct rdm_endpoint *endpoint, pid_t peer,
+		     struct bolt_fixture_endpoint *endpoint, int *socket);
+/* Its end: the peer's exit status (bolt_fixture_process_status), then this side closed and cleaned up. */
+int rdm_pair_finish(const struct rdm_options *options, struct bolt_fixture_endpoint *endpoint, pid_t peer,
 		    int socket);
 
-/* Forks the peer; it runs peer(socket, argument) and exits with its result. */
+/*
+ * Forks the peer; it runs peer(socket, argument) and exits with its result
+ * (bolt_fixture_process_status gives it: 0 when the peer returned 0).
+ */
 pid_t rdm_fork(int (*peer)(int socket, void *argument), void *argument, int *socket);
-/* 0 when the peer exited with 0. */
-int rdm_join(pid_t pid);
 
 /*
  * Bytes ep's stripes carried to every peer on data rails first_rail to

@@ -47,7 +47,7 @@ static int server_peer(int socket, void *argument)
 {
 	struct fixed_port *fixed = argument;
 	struct rdm_options options = fixed->options;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *in = calloc(1, MESSAGE_SIZE);
@@ -68,7 +68,7 @@ static int server_peer(int socket, void *argument)
 	if (!ret && (entry.len != MESSAGE_SIZE || !rdm_check(in, MESSAGE_SIZE, 7)))
 		ret = -FI_EIO;
 	rdm_progress_for(&endpoint, 50);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	free(in);
 	return ret;
 }
@@ -78,7 +78,7 @@ static void reach_fixed_port(const char *profile, const char *node)
 {
 	struct fixed_port fixed = { .options = { .profile = profile }, .node = node };
 	struct rdm_options options = { .profile = profile, .node = node };
-	struct rdm_endpoint client;
+	struct bolt_fixture_endpoint client;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *out = malloc(MESSAGE_SIZE);
@@ -105,9 +105,9 @@ static void reach_fixed_port(const char *profile, const char *node)
 	ret = rdm_wait(&client, &entry, &error);
 	cr_assert_eq(ret, 0, "send: %d, error %d", ret, error.err);
 	cr_assert_eq(entry.op_context, out);
-	cr_assert_eq(rdm_join(server), 0, "the server did not receive the message intact");
+	cr_assert_eq(bolt_fixture_process_status(server), 0, "the server did not receive the message intact");
 
-	rdm_close(&client);
+	bolt_fixture_close(&client);
 	rdm_environment_cleanup(&fixed.options);
 	close(socket);
 	free(out);
@@ -179,7 +179,7 @@ static uint16_t expect_loopback(const void *data, size_t length)
 Test(address, a_source_in_every_answer)
 {
 	struct rdm_options options = { .profile = "thunderbolt", .node = "127.0.0.1", .service = "4242" };
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct bolt_address name;
 	size_t length = sizeof(name);
 
@@ -190,12 +190,12 @@ Test(address, a_source_in_every_answer)
 	cr_expect_eq(expect_loopback(endpoint.info->dest_addr, endpoint.info->dest_addrlen), 4242);
 	cr_assert_eq(fi_getname(&endpoint.ep->fid, &name, &length), 0);
 	cr_expect_neq(expect_loopback(&name, length), 0, "the endpoint listens on a port of its own");
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 
 	options.node = options.service = NULL;
 	cr_assert_eq(rdm_open(&endpoint, &options), 0);
 	cr_expect_eq(expect_loopback(endpoint.info->src_addr, endpoint.info->src_addrlen), 0);
 	cr_expect_null(endpoint.info->dest_addr);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	rdm_environment_cleanup(&options);
 }

@@ -13,7 +13,7 @@
 #include "bolt_fabric.h"
 #include "rdm_fixture.h"
 
-static struct rdm_endpoint endpoint;
+static struct bolt_fixture_endpoint endpoint;
 static struct rdm_options options = { .profile = "thunderbolt" };
 
 static void open_self(enum fi_av_type av_type, enum fi_cq_format format)
@@ -27,7 +27,7 @@ static void open_self(enum fi_av_type av_type, enum fi_cq_format format)
 
 static void close_self(void)
 {
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	rdm_environment_cleanup(&options);
 }
 

@@ -32,7 +32,7 @@ static const struct { size_t offset, length; } direct_writes[] = {
 };
 #define WRITTEN_END (462951 + 300000)   /* then the writedata ones */
 
-static struct bolt_connection *only_connection(struct rdm_endpoint *endpoint)
+static struct bolt_connection *only_connection(struct bolt_fixture_endpoint *endpoint)
 {
 	struct bolt_endpoint *bolt = bolt_container_of(endpoint->ep, struct bolt_endpoint, ep_fid);
 
@@ -43,7 +43,7 @@ static struct bolt_connection *only_connection(struct rdm_endpoint *endpoint)
 #define REMOTE_WRITES (1 + BOLT_ARRAY_LENGTH(direct_writes) + 3 + 1)
 
 /* A counting target sees each write, direct ones too, within GRANT_WAIT_MS. */
-static bool remote_writes_counted(struct rdm_endpoint *endpoint)
+static bool remote_writes_counted(struct bolt_fixture_endpoint *endpoint)
 {
 	struct fi_cq_tagged_entry entry;
 
@@ -63,7 +63,7 @@ static bool remote_writes_counted(struct rdm_endpoint *endpoint)
 static int target_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *region = calloc(1, REGION_SIZE);
@@ -97,13 +97,13 @@ static int target_peer(int socket, void *argument)
 	return rdm_region_peer_end(&endpoint, mr, region, ret);
 }
 
-static bool reliable(struct rdm_endpoint *endpoint)
+static bool reliable(struct bolt_fixture_endpoint *endpoint)
 {
 	return only_connection(endpoint)->link->qp->qp_type == IBV_QPT_RC;
 }
 
 /* Progress until the connection holds count grants; false after GRANT_WAIT_MS. */
-static bool wait_for_grants(struct rdm_endpoint *endpoint, unsigned int count)
+static bool wait_for_grants(struct bolt_fixture_endpoint *endpoint, unsigned int count)
 {
 	for (int waited = 0; waited < GRANT_WAIT_MS; waited += 10) {
 		if (HASH_COUNT(bolt_peer_of(only_connection(endpoint))->grants) == count)
@@ -115,7 +115,7 @@ static bool wait_for_grants(struct rdm_endpoint *endpoint, unsigned int count)
 
 /* The initiator's side of a test: its endpoint, a local region, and the target's region. */
 struct initiator {
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	char *local;
 	struct fid_mr *local_mr;
 	void *desc;
@@ -288,7 +288,7 @@ Test(direct_write, thunderbolt_send_only)
 static int closing_target_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *region = calloc(1, REGION_SIZE), message[sizeof(CLOSING_MESSAGE)] = "";
@@ -317,7 +317,7 @@ static int closing_target_peer(int socket, void *argument)
 }
 
 /* One completion of a write into the closing region: 1 done, 0 refused; fails on anything else. */
-static int closing_write_completed(struct rdm_endpoint *endpoint)
+static int closing_write_completed(struct bolt_fixture_endpoint *endpoint)
 {
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
@@ -393,7 +393,7 @@ Test(direct_write, closing_region_rocev2)
 }
 
 /* A region for endpoint: bound and enabled under FI_MR_ENDPOINT, else enabled at registration. */
-static int register_for(struct rdm_endpoint *endpoint, uint64_t mr_mode, void *buffer,
+static int register_for(struct bolt_fixture_endpoint *endpoint, uint64_t mr_mode, void *buffer,
 			size_t length, uint64_t access, struct fid_mr **mr)
 {
 	if (mr_mode & FI_MR_ENDPOINT)
@@ -409,7 +409,7 @@ static int register_for(struct rdm_endpoint *endpoint, uint64_t mr_mode, void *b
 static void writes_to_own_address(uint64_t mr_mode, const char *tag)
 {
 	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = mr_mode };
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	char *local = malloc(2 * REGION_SIZE), *region = local + REGION_SIZE;
 	uint64_t base = mr_mode & FI_MR_VIRT_ADDR ? (uintptr_t) region : 0, key;
 	struct fid_mr *local_mr, *region_mr;
@@ -445,7 +445,7 @@ static void writes_to_own_address(uint64_t mr_mode, const char *tag)
 	rdm_expect_completion(&endpoint, local + 3, FI_EACCES);
 	cr_assert_eq(bolt_peer_of(only_connection(&endpoint))->direct_writes, 1);
 	cr_assert_eq(fi_close(&local_mr->fid), 0);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	rdm_environment_cleanup(&options);
 	free(local);
 }

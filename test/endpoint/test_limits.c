@@ -20,7 +20,7 @@
 static int many_regions_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fid_mr **regions = calloc(REGION_COUNT, sizeof(*regions));
 	char *memory = calloc(REGION_COUNT, REGION_BYTES);
 	uint64_t done;
@@ -49,7 +49,7 @@ static int many_regions_peer(int socket, void *argument)
 	for (int i = 0; i < REGION_COUNT; i++)
 		if (regions[i])
 			fi_close(&regions[i]->fid);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	free(memory);
 	free(regions);
 	return ret;
@@ -62,7 +62,7 @@ Test(limits, ten_thousand_regions_on_thunderbolt)
 		.mr_mode = FI_MR_ENDPOINT | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR,
 		.software_device_only = true,
 	};
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	uint64_t *keys = calloc(REGION_COUNT, sizeof(*keys));
@@ -93,7 +93,7 @@ Test(limits, ten_thousand_regions_on_thunderbolt)
 Test(limits, queue_pair_budget_names_the_limit, .timeout = 60)
 {
 	struct rdm_options options = { .profile = "thunderbolt", .software_device_only = true };
-	struct rdm_endpoint first, others[3];
+	struct bolt_fixture_endpoint first, others[3];
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char name[64], buffer[8] = "x";
@@ -130,8 +130,8 @@ Test(limits, queue_pair_budget_names_the_limit, .timeout = 60)
 				  "connection %d past the limit: %d (error %d)", i, ret, error.err);
 	}
 	for (int i = 0; i < 3; i++)
-		rdm_close(&others[i]);
-	rdm_close(&first);
+		bolt_fixture_close(&others[i]);
+	bolt_fixture_close(&first);
 	rdm_environment_cleanup(&options);
 	unsetenv("FI_BOLT_SOFT_MAX_QP");
 }
@@ -140,7 +140,7 @@ Test(limits, queue_pair_budget_names_the_limit, .timeout = 60)
 Test(limits, full_transmit_queue_asks_for_progress)
 {
 	struct rdm_options options = { .profile = "thunderbolt", .tx_size = 4 };
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	char name[64], in[8] = { 0 }, out[8] = "payload";
 	size_t length = sizeof(name);
@@ -167,6 +167,6 @@ Test(limits, full_transmit_queue_asks_for_progress)
 		sched_yield();
 	}
 	cr_assert(posted, "the queue never emptied");
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	rdm_environment_cleanup(&options);
 }

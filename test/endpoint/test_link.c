@@ -26,7 +26,7 @@
 #define LINK_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_DIRECTED_RECV)
 
 struct link_pair {
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	char small_in[SMALL], small_out[SMALL];
 	char *large_in, *large_out;
 	char *region;                   /* written and read by the peer */
@@ -90,7 +90,7 @@ static void link_pair_close(struct link_pair *pair)
 {
 	if (pair->mr)
 		fi_close(&pair->mr->fid);
-	rdm_close(&pair->endpoint);
+	bolt_fixture_close(&pair->endpoint);
 	free(pair->large_in);
 	free(pair->large_out);
 	free(pair->region);
@@ -276,7 +276,7 @@ static void link_finish(struct link_test *test, struct link_side *side)
 static void link_end(struct link_test *test, struct link_side *side, pid_t peer)
 {
 	cr_assert_eq(link_barrier(side), 0);
-	cr_assert_eq(rdm_join(peer), 0, "the peer checked its end");
+	cr_assert_eq(bolt_fixture_process_status(peer), 0, "the peer checked its end");
 	link_finish(test, side);
 }
 
@@ -380,7 +380,7 @@ static void close_and_join(const char *profile)
 {
 	struct link_test test = link_test_of(profile, FEW_PAIRS, true);
 	struct link_side side;
-	struct rdm_endpoint *closed = &side.pairs[FEW_PAIRS - 1].endpoint;
+	struct bolt_fixture_endpoint *closed = &side.pairs[FEW_PAIRS - 1].endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char byte = 1;
@@ -469,14 +469,14 @@ static void peer_dies(const char *profile)
 	cr_assert(WIFSIGNALED(status), "the peer checked its end, then was killed");
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (int index = 0; index < FEW_PAIRS; index++) {
-		struct rdm_endpoint *endpoint = &side.pairs[index].endpoint;
+		struct bolt_fixture_endpoint *endpoint = &side.pairs[index].endpoint;
 
 		cr_assert_eq(rdm_wait(endpoint, &entry, &error), -FI_EAVAIL, "pair %d", index);
 		cr_assert_eq(error.op_context, side.pairs[index].large_in);
 		cr_assert_eq(fi_send(endpoint->ep, &byte, 1, NULL, endpoint->peer, &byte), 0);
 		cr_assert_eq(rdm_wait(endpoint, &entry, &error), -FI_EAVAIL, "pair %d", index);
 	}
-	cr_assert_lt(rdm_elapsed_ms(&start), 2000, "every pair failed within 2 seconds");
+	cr_assert_lt(bolt_fixture_elapsed_ms(&start), 2000, "every pair failed within 2 seconds");
 	link_finish(&test, &side);
 }
 

@@ -25,7 +25,7 @@
 static int sleeping_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char buffer[64];
@@ -53,7 +53,7 @@ static double seconds_since(const struct timespec *start)
 
 static void peer_dies(struct rdm_options *options, const char *tag)
 {
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *large = calloc(1, LARGE);
@@ -109,7 +109,7 @@ Test(liveness, rocev2_rc)
 static int striping_then_sleeping_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *buffer = malloc(LARGE);
@@ -139,7 +139,7 @@ Test(liveness, peer_dies_with_a_rail_on_another_cable_thunderbolt_uc)
 	struct rdm_options options = {
 		.profile = "thunderbolt", .software_device_only = true, .topology = "mesh:2x2",
 	};
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	struct bolt_endpoint *bolt;
@@ -182,19 +182,19 @@ Test(liveness, peer_dies_with_a_rail_on_another_cable_thunderbolt_uc)
 static int serving_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	uint64_t done;
 	int ret;
 
 	ret = rdm_open_connected(&endpoint, options, socket);
 	if (!ret)
 		ret = rdm_serve_until_told(&endpoint, socket, &done);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	return ret;
 }
 
 /* Starts operation (given the endpoint and context) and expects it to end with FI_EIO. */
-static void expect_lost(struct rdm_endpoint *endpoint, void *context, const char *what)
+static void expect_lost(struct bolt_fixture_endpoint *endpoint, void *context, const char *what)
 {
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
@@ -213,7 +213,7 @@ Test(liveness, every_packet_lost_thunderbolt_uc)
 {
 	/* Only the software device drops packets on request. */
 	struct rdm_options options = { .profile = "thunderbolt", .software_device_only = true };
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	char *large = calloc(1, LARGE), small[64];
 	int socket;
 	pid_t peer;
@@ -251,7 +251,7 @@ struct some_lost {
 static int receiving_peer(int socket, void *argument)
 {
 	const struct some_lost *setup = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *buffer = malloc(setup->length);
@@ -270,7 +270,7 @@ static int receiving_peer(int socket, void *argument)
 			     !rdm_check(buffer, setup->length, (uint32_t) i)))
 			ret = 3;        /* a receive that completed with wrong data */
 	}
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	free(buffer);
 	/* A loss found ends it early, and well; wrong data or another error does not. */
 	return ret == -FI_EAVAIL ? 0 : ret;
@@ -291,7 +291,7 @@ static void some_packets_lost(const char *topology, const char *drop_every, cons
 		.length = length,
 	};
 	struct rdm_options options;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	int socket, failed = 0;
@@ -341,7 +341,7 @@ Test(liveness, some_packets_lost_thunderbolt_uc_two_cables)
 static int region_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	char *region = malloc(SOME_LOST_LENGTH);
 	struct fid_mr *mr = NULL;
 	int ret;
@@ -360,7 +360,7 @@ Test(liveness, some_packets_lost_reads_thunderbolt_uc)
 		.profile = "thunderbolt", .software_device_only = true,
 		.mr_mode = FI_MR_ENDPOINT | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR,
 	};
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	uint64_t address, key;
@@ -420,7 +420,7 @@ static int low_listener(uint16_t *port)
 }
 
 /* A first message to address fails within 2 s; drop, if not -1, is closed after 50 ms. */
-static void expect_first_message_fails(struct rdm_endpoint *endpoint, const struct bolt_address *address,
+static void expect_first_message_fails(struct bolt_fixture_endpoint *endpoint, const struct bolt_address *address,
 				       int drop)
 {
 	struct fi_cq_tagged_entry entry;
@@ -452,7 +452,7 @@ static void expect_first_message_fails(struct rdm_endpoint *endpoint, const stru
 Test(liveness, first_message_to_a_peer_that_is_gone)
 {
 	struct rdm_options options = { .profile = "thunderbolt" };
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct bolt_address gone = {
 		.version = BOLT_ADDRESS_VERSION, .family = BOLT_ADDRESS_FAMILY_IPV4,
 		.port = htons(1), .ip = { 127, 0, 0, 1 },
@@ -466,7 +466,7 @@ Test(liveness, first_message_to_a_peer_that_is_gone)
 	listener = low_listener(&port);
 	gone.port = htons(port);
 	expect_first_message_fails(&endpoint, &gone, listener);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	rdm_environment_cleanup(&options);
 }
 
@@ -477,7 +477,7 @@ Test(liveness, first_message_to_a_peer_that_is_gone)
 Test(liveness, a_silent_side_channel_client_is_dropped)
 {
 	struct rdm_options options = { .profile = "thunderbolt" };
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct bolt_address name;
 	size_t length = sizeof(name);
 	struct sockaddr_in address = { .sin_family = AF_INET };
@@ -504,6 +504,6 @@ Test(liveness, a_silent_side_channel_client_is_dropped)
 	cr_expect_geq(liveness_elapsed_ms(&start), 1900.0, "dropped before its 2 s");
 	cr_assert_eq(recv(fd, &byte, 1, 0), 0, "its socket is still open");
 	close(fd);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	rdm_environment_cleanup(&options);
 }

@@ -22,7 +22,7 @@ static const size_t message_sizes[] = { 0, 1, 100, 4032, 4033, 65536, (1 << 20) 
 static int echo_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *buffer = malloc(LARGEST);
@@ -47,14 +47,14 @@ static int echo_peer(int socket, void *argument)
 			ret = rdm_wait(&endpoint, &entry, &error);
 	}
 	rdm_progress_for(&endpoint, 100);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	free(buffer);
 	return ret;
 }
 
 static void exchange_messages(struct rdm_options *options, const char *tag)
 {
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	/* Zeroed: another process writes it, which valgrind cannot see. */
@@ -116,7 +116,7 @@ Test(msg, rocev2)
 static int crossing_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *out = malloc(LARGEST), *in = calloc(1, LARGEST);
@@ -138,7 +138,7 @@ static int crossing_peer(int socket, void *argument)
 	if (!ret && !rdm_check(in, LARGEST, 12))
 		ret = 2;
 	rdm_progress_for(&endpoint, 100);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	free(out);
 	free(in);
 	return ret;
@@ -146,7 +146,7 @@ static int crossing_peer(int socket, void *argument)
 
 static void crossing_large_messages(struct rdm_options *options, const char *tag)
 {
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *out = malloc(LARGEST), *in = calloc(1, LARGEST);
@@ -195,7 +195,7 @@ static const size_t burst_sizes[] = { LARGEST, 100, 70000, 0, 300001, 4033, 6553
 static int burst_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *in[BURST_COUNT] = { 0 };
@@ -230,7 +230,7 @@ static int burst_peer(int socket, void *argument)
 	if (!ret)
 		ret = rdm_send_value(socket, 2);
 	rdm_progress_for(&endpoint, 100);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	for (size_t i = 0; i < BURST_COUNT; i++)
 		free(in[i]);
 	return ret;
@@ -238,7 +238,7 @@ static int burst_peer(int socket, void *argument)
 
 static void burst_of_messages(struct rdm_options *options, const char *tag)
 {
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *out[BURST_COUNT];
@@ -283,7 +283,7 @@ Test(msg, burst_rocev2_send_only)
 }
 
 /* Registrations the domain's cache has made or reused: one per rendezvous end, none for segments. */
-static uint64_t registrations_used(struct rdm_endpoint *endpoint)
+static uint64_t registrations_used(struct bolt_fixture_endpoint *endpoint)
 {
 	struct bolt_domain *domain = bolt_container_of(endpoint->domain, struct bolt_domain, domain_fid);
 	struct bolt_mr_cache_stats stats;
@@ -304,7 +304,7 @@ static uint64_t registrations_used(struct rdm_endpoint *endpoint)
 static int bounced_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *in = NULL;
@@ -333,7 +333,7 @@ static int bounced_peer(int socket, void *argument)
 	if (!ret)
 		ret = rdm_send_value(socket, 2);
 	rdm_progress_for(&endpoint, 100);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	free(in);
 	return ret;
 }
@@ -341,7 +341,7 @@ static int bounced_peer(int socket, void *argument)
 Test(msg, unexpected_messages_through_bounce_buffers)
 {
 	struct rdm_options options = { .profile = "thunderbolt", .software_device_only = true };
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *out = malloc((size_t) BOUNCED_COUNT * BOUNCED_SIZE);
@@ -373,7 +373,7 @@ Test(msg, unexpected_messages_through_bounce_buffers)
 static uint64_t registrations_for_32k_message(const struct rdm_options *options,
 					      const char *threshold, const char *bounce)
 {
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	size_t length = 32 * 1024;
@@ -394,7 +394,7 @@ static uint64_t registrations_for_32k_message(const struct rdm_options *options,
 		cr_assert_eq(rdm_wait(&endpoint, &entry, &error), 0, "error %d", error.err);
 	cr_assert(rdm_check(buffer + length, length, 3), "the message arrived damaged");
 	used = registrations_used(&endpoint);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	rdm_environment_cleanup(options);
 	unsetenv("FI_BOLT_RENDEZVOUS_THRESHOLD");
 	unsetenv("FI_BOLT_BOUNCE_SIZE");
@@ -447,7 +447,7 @@ Test(msg, bounce_buffers)
 /* What a peer can have sent beyond the limit: a message per receive of the link. */
 #define LIMIT_SLACK ((size_t) BOLT_LINK_RECEIVE_DEPTH * (LIMITED_SIZE + sizeof(struct bolt_unexpected)))
 
-static bool nothing_held(struct rdm_endpoint *endpoint)
+static bool nothing_held(struct bolt_fixture_endpoint *endpoint)
 {
 	struct bolt_domain *domain = bolt_container_of(endpoint->domain, struct bolt_domain, domain_fid);
 	struct bolt_link *link;
@@ -460,7 +460,7 @@ static bool nothing_held(struct rdm_endpoint *endpoint)
 }
 
 /* What the endpoint keeps of its peers' messages no receive has taken. */
-static size_t unexpected_kept(struct rdm_endpoint *endpoint)
+static size_t unexpected_kept(struct bolt_fixture_endpoint *endpoint)
 {
 	struct bolt_endpoint *bolt_endpoint = bolt_container_of(endpoint->ep, struct bolt_endpoint,
 								 ep_fid);
@@ -476,7 +476,7 @@ static size_t unexpected_kept(struct rdm_endpoint *endpoint)
 static int flooding_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *out = NULL, *large = NULL;
@@ -502,7 +502,7 @@ static int flooding_peer(int socket, void *argument)
 	}
 	if (!ret)
 		ret = rdm_serve_until_told(&endpoint, socket, &done);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	free(out);
 	free(large);
 	return ret;
@@ -512,7 +512,7 @@ static int flooding_peer(int socket, void *argument)
 static int second_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *out = malloc((size_t) SECOND_COUNT * LIMITED_SIZE);
@@ -530,13 +530,13 @@ static int second_peer(int socket, void *argument)
 	if (!ret)
 		ret = rdm_serve_until_told(&endpoint, socket, &done);
 	if (out)
-		rdm_close(&endpoint);
+		bolt_fixture_close(&endpoint);
 	free(out);
 	return ret;
 }
 
 /* The second peer's messages reach this end while it is over its limit for the first. */
-static void receive_from_second_peer(struct rdm_endpoint *endpoint, const struct rdm_options *options)
+static void receive_from_second_peer(struct bolt_fixture_endpoint *endpoint, const struct rdm_options *options)
 {
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
@@ -562,7 +562,7 @@ static void receive_from_second_peer(struct rdm_endpoint *endpoint, const struct
 			  "the second peer's message %zu arrived damaged", i);
 	}
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
-	cr_assert_eq(rdm_join(peer), 0, "the second peer failed");
+	cr_assert_eq(bolt_fixture_process_status(peer), 0, "the second peer failed");
 	close(socket);
 	free(in);
 }
@@ -570,7 +570,7 @@ static void receive_from_second_peer(struct rdm_endpoint *endpoint, const struct
 static void flooded_by_peer(const char *profile, const char *tag)
 {
 	struct rdm_options options = { .profile = profile };
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *in = calloc(LIMITED_COUNT, LIMITED_SIZE), *large = malloc(LARGE_SIZE);

@@ -12,7 +12,7 @@
 #include "rdm_fixture.h"
 
 
-static struct rdm_endpoint endpoint;
+static struct bolt_fixture_endpoint endpoint;
 static struct rdm_options options = {
 	.profile = "thunderbolt", .mr_mode = RDM_MR_MODE, .tx_op_flags = FI_INJECT,
 };
@@ -31,7 +31,7 @@ static void open_self(void)
 
 static void close_self(void)
 {
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	rdm_environment_cleanup(&options);
 }
 

@@ -44,7 +44,7 @@ static size_t message_length(enum message_kind kind)
 }
 
 /* The endpoint's connection to its peer at fi_addr. */
-static struct bolt_connection *connection_to(struct rdm_endpoint *endpoint, fi_addr_t peer)
+static struct bolt_connection *connection_to(struct bolt_fixture_endpoint *endpoint, fi_addr_t peer)
 {
 	struct bolt_endpoint *bolt = bolt_container_of(endpoint->ep, struct bolt_endpoint, ep_fid);
 	struct bolt_connection *connection, *next;
@@ -56,7 +56,7 @@ static struct bolt_connection *connection_to(struct rdm_endpoint *endpoint, fi_a
 }
 
 /* Progress until the peer has granted count receives; false if it did not within GRANT_WAIT_MS. */
-static bool wait_for_grants(struct rdm_endpoint *endpoint, uint32_t count)
+static bool wait_for_grants(struct bolt_fixture_endpoint *endpoint, uint32_t count)
 {
 	for (int waited = 0; waited < GRANT_WAIT_MS; waited += 10) {
 		struct bolt_connection *connection = connection_to(endpoint, endpoint->peer);
@@ -69,7 +69,7 @@ static bool wait_for_grants(struct rdm_endpoint *endpoint, uint32_t count)
 }
 
 /* Sends length bytes of buffer filled with seed (with remote CQ data if asked) and waits. */
-static int send_one(struct rdm_endpoint *endpoint, char *buffer, size_t length, uint32_t seed,
+static int send_one(struct bolt_fixture_endpoint *endpoint, char *buffer, size_t length, uint32_t seed,
 		    bool cq_data)
 {
 	struct fi_cq_tagged_entry entry;
@@ -83,14 +83,14 @@ static int send_one(struct rdm_endpoint *endpoint, char *buffer, size_t length, 
 }
 
 /* A sender's end: it serves the receiver until told, then closes (if it opened) and frees buffer. */
-static int sender_end(struct rdm_endpoint *endpoint, int socket, void *buffer, int ret)
+static int sender_end(struct bolt_fixture_endpoint *endpoint, int socket, void *buffer, int ret)
 {
 	uint64_t done;
 
 	if (!ret)
 		ret = rdm_serve_until_told(endpoint, socket, &done);
 	if (buffer)
-		rdm_close(endpoint);
+		bolt_fixture_close(endpoint);
 	free(buffer);
 	return ret;
 }
@@ -106,7 +106,7 @@ struct plan_setup {
  * pair exchanges a message, so that its connection is the link's first
  * (slot 0) and second's the next one. sends: this end sends that message.
  */
-static int open_second_pair(struct rdm_endpoint *first, struct rdm_endpoint *second,
+static int open_second_pair(struct bolt_fixture_endpoint *first, struct bolt_fixture_endpoint *second,
 			    const struct rdm_options *options, int socket, bool sends)
 {
 	struct fi_cq_tagged_entry entry;
@@ -128,8 +128,8 @@ static int open_second_pair(struct rdm_endpoint *first, struct rdm_endpoint *sec
 static int planned_sender(int socket, void *argument)
 {
 	const struct plan_setup *setup = argument;
-	struct rdm_endpoint first = { 0 }, endpoint = { 0 };
-	struct rdm_endpoint *planned = setup->second_slot ? &endpoint : &first;
+	struct bolt_fixture_endpoint first = { 0 }, endpoint = { 0 };
+	struct bolt_fixture_endpoint *planned = setup->second_slot ? &endpoint : &first;
 	char *buffer = malloc(2 * SIZE);
 	int ret = buffer ? rdm_open_connected(&first, &setup->options, socket) : 1;
 
@@ -145,12 +145,12 @@ static int planned_sender(int socket, void *argument)
 	}
 	ret = sender_end(planned, socket, buffer, ret);
 	if (setup->second_slot)
-		rdm_close(&first);
+		bolt_fixture_close(&first);
 	return ret;
 }
 
 /* Receive i of the plan completed as its message should have made it. */
-static void expect_planned(struct rdm_endpoint *endpoint, char *buffers, size_t i)
+static void expect_planned(struct bolt_fixture_endpoint *endpoint, char *buffers, size_t i)
 {
 	char *buffer = buffers + i * SIZE;
 	struct fi_cq_tagged_entry entry;
@@ -182,8 +182,8 @@ static void receive_plan(const char *profile, const char *tag, bool grants, bool
 {
 	struct plan_setup setup = { .options = { .profile = profile }, .grants = grants,
 				    .second_slot = second_slot };
-	struct rdm_endpoint first = { 0 }, endpoint = { 0 };
-	struct rdm_endpoint *planned = second_slot ? &endpoint : &first;
+	struct bolt_fixture_endpoint first = { 0 }, endpoint = { 0 };
+	struct bolt_fixture_endpoint *planned = second_slot ? &endpoint : &first;
 	bool by_immediate = grants && (strcmp(profile, "rocev2") || !second_slot);
 	char *buffers = calloc(MESSAGES, SIZE);
 	struct bolt_connection *connection;
@@ -216,7 +216,7 @@ static void receive_plan(const char *profile, const char *tag, bool grants, bool
 		     "%" PRIu64 " grant messages", bolt_peer_of(connection)->grant_messages);
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 	if (second_slot)
-		rdm_close(&endpoint);
+		bolt_fixture_close(&endpoint);
 	cr_assert_eq(rdm_pair_finish(&setup.options, &first, peer, socket), 0,
 		     "the sender failed (10: no grants came)");
 	unsetenv("FI_BOLT_RECEIVE_GRANTS");
@@ -261,7 +261,7 @@ Test(receive_grant, none_granted_when_turned_off)
  * A holder's start: two large messages seeded from seed, then it waits for
  * its grants, says it holds them, and waits to be told to go on.
  */
-static int hold_grants(struct rdm_endpoint *endpoint, int socket, char *buffer, uint32_t seed)
+static int hold_grants(struct bolt_fixture_endpoint *endpoint, int socket, char *buffer, uint32_t seed)
 {
 	uint64_t go;
 	int ret = 0;
@@ -278,7 +278,7 @@ static int hold_grants(struct rdm_endpoint *endpoint, int socket, char *buffer, 
 static int holding_sender(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	char *buffer = malloc(SIZE);
 	uint64_t go;
 	int ret = buffer ? rdm_open_connected(&endpoint, options, socket) : 1;
@@ -290,7 +290,7 @@ static int holding_sender(int socket, void *argument)
 	if (!ret)
 		ret = rdm_serve_until_told(&endpoint, socket, &go);
 	if (buffer)
-		rdm_close(&endpoint);
+		bolt_fixture_close(&endpoint);
 	free(buffer);
 	return ret;
 }
@@ -304,7 +304,7 @@ struct other_sender {
 static int other_sender(int socket, void *argument)
 {
 	const struct other_sender *setup = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	char *buffer = malloc(SIZE);
 	int ret = buffer ? rdm_open_connected(&endpoint, &setup->options, socket) : 1;
 
@@ -319,7 +319,7 @@ static int other_sender(int socket, void *argument)
  */
 static pid_t start_holder_with(struct rdm_options *options, const char *tag,
 			       int (*holder)(int socket, void *argument),
-			       struct rdm_endpoint *endpoint, int *socket, char *buffers)
+			       struct bolt_fixture_endpoint *endpoint, int *socket, char *buffers)
 {
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
@@ -340,14 +340,14 @@ static pid_t start_holder_with(struct rdm_options *options, const char *tag,
 	return peer;
 }
 
-static pid_t start_holder(struct rdm_options *options, const char *tag, struct rdm_endpoint *endpoint,
+static pid_t start_holder(struct rdm_options *options, const char *tag, struct bolt_fixture_endpoint *endpoint,
 			  int *socket, char *buffers)
 {
 	return start_holder_with(options, tag, holding_sender, endpoint, socket, buffers);
 }
 
 /* The next completion is receive index's, with a message seeded seed. */
-static void expect_receive(struct rdm_endpoint *endpoint, char *buffers, size_t index, uint32_t seed)
+static void expect_receive(struct bolt_fixture_endpoint *endpoint, char *buffers, size_t index, uint32_t seed)
 {
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
@@ -362,7 +362,7 @@ static void expect_receive(struct rdm_endpoint *endpoint, char *buffers, size_t 
 }
 
 /* Forks another sender of count messages and connects to it; its pid. */
-static pid_t start_other(struct rdm_endpoint *endpoint, struct other_sender *setup, int *socket)
+static pid_t start_other(struct bolt_fixture_endpoint *endpoint, struct other_sender *setup, int *socket)
 {
 	fi_addr_t holder = endpoint->peer;
 	pid_t peer = rdm_fork(other_sender, setup, socket);
@@ -376,7 +376,7 @@ static pid_t start_other(struct rdm_endpoint *endpoint, struct other_sender *set
 /* The receiver, the holder with its grants, and another sender: the tests of giving back. */
 struct two_senders {
 	struct other_sender other;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	char *buffers;
 	int socket, other_socket;
 	pid_t holder, other_peer;
@@ -403,7 +403,7 @@ static void two_senders_start(struct two_senders *test, const char *tag, uint32_
 static void two_senders_finish(struct two_senders *test, int holder_status)
 {
 	cr_assert_eq(rdm_send_value(test->other_socket, 1), 0);
-	cr_assert_eq(rdm_join(test->other_peer), 0, "the other sender failed");
+	cr_assert_eq(bolt_fixture_process_status(test->other_peer), 0, "the other sender failed");
 	close(test->other_socket);
 	cr_assert_eq(rdm_pair_finish(&test->other.options, &test->endpoint, test->holder, test->socket),
 		     holder_status, "the holder ended otherwise");
@@ -428,7 +428,7 @@ Test(receive_grant, another_peer_gets_them_back)
 Test(receive_grant, cancel_asks_it_back)
 {
 	struct rdm_options options = { .profile = "thunderbolt" };
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *buffers = calloc(HELD_RECEIVES, SIZE), zeros[SMALL] = { 0 };
@@ -457,7 +457,7 @@ Test(receive_grant, cancel_asks_it_back)
 static int losing_sender(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	char *buffer = malloc(SIZE);
 	int ret = buffer ? rdm_open_connected(&endpoint, options, socket) : 1;
 
@@ -477,7 +477,7 @@ static int losing_sender(int socket, void *argument)
 Test(receive_grant, lost_granted_write_found_by_the_next_message)
 {
 	struct rdm_options options = { .profile = "thunderbolt" };
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct bolt_connection *connection;
 	char *buffers = calloc(HELD_RECEIVES, SIZE);
 	int socket;
@@ -513,7 +513,7 @@ Test(receive_grant, lost_granted_write_found_by_the_next_message)
 static int second_pair_holder(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint first = { 0 }, second = { 0 };
+	struct bolt_fixture_endpoint first = { 0 }, second = { 0 };
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *buffer = malloc(SIZE);
@@ -533,8 +533,8 @@ static int second_pair_holder(int socket, void *argument)
 	}
 	if (!ret)
 		ret = rdm_serve_until_told(&second, socket, &go);
-	rdm_close(&second);
-	rdm_close(&first);
+	bolt_fixture_close(&second);
+	bolt_fixture_close(&first);
 	free(buffer);
 	return ret;
 }
@@ -542,7 +542,7 @@ static int second_pair_holder(int socket, void *argument)
 Test(receive_grant, failing_with_grants_fails_the_shared_link)
 {
 	struct rdm_options options = { .profile = "thunderbolt" };
-	struct rdm_endpoint first = { 0 }, endpoint = { 0 };
+	struct bolt_fixture_endpoint first = { 0 }, endpoint = { 0 };
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	struct bolt_connection *planned, *sibling;
@@ -579,7 +579,7 @@ Test(receive_grant, failing_with_grants_fails_the_shared_link)
 		cr_assert_eq(fi_cancel(&endpoint.ep->fid, buffers + i * SIZE), 0);
 	}
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	cr_assert_eq(rdm_pair_finish(&options, &first, peer, socket), 0, "the peer failed");
 	free(buffers);
 }
@@ -613,7 +613,7 @@ static int stream_sender(int socket, void *argument)
 	char *buffers = malloc((size_t) STREAM_MESSAGES * SIZE);
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	uint32_t sent = 0, completed = 0;
 	int ret = buffers ? rdm_open_connected(&endpoint, options, socket) : 1;
 
@@ -640,7 +640,7 @@ static int stream_sender(int socket, void *argument)
 }
 
 /* Posts the receive of buffer slot, which the next message, number posted, takes. */
-static void post_stream_receive(struct rdm_endpoint *endpoint, char *buffers, uint32_t slot,
+static void post_stream_receive(struct bolt_fixture_endpoint *endpoint, char *buffers, uint32_t slot,
 				uint32_t *slot_message, uint32_t *posted)
 {
 	char *buffer = buffers + (size_t) slot * SIZE;
@@ -660,7 +660,7 @@ static void receive_stream(const char *profile, const char *tag, uint32_t posted
 	struct bolt_connection *connection;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	int socket;
 	pid_t peer;
 

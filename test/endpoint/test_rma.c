@@ -25,7 +25,7 @@
 static int target_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *region = calloc(1, REGION_SIZE);
@@ -50,7 +50,7 @@ static int target_peer(int socket, void *argument)
 }
 
 /* Reads of this endpoint whose data a peer wrote back by RDMA, from every peer. */
-static uint64_t reads_written_back(struct rdm_endpoint *endpoint)
+static uint64_t reads_written_back(struct bolt_fixture_endpoint *endpoint)
 {
 	struct bolt_endpoint *bolt = bolt_container_of(endpoint->ep, struct bolt_endpoint, ep_fid);
 	struct bolt_connection *connection, *next;
@@ -63,7 +63,7 @@ static uint64_t reads_written_back(struct rdm_endpoint *endpoint)
 
 static void rma_between_processes(struct rdm_options *options, const char *tag)
 {
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	char *local = malloc(REGION_SIZE);
 	struct fid_mr *local_mr;
 	uint64_t remote_address, remote_key;
@@ -140,11 +140,11 @@ static void rma_between_processes(struct rdm_options *options, const char *tag)
 
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 	rdm_progress_for(&endpoint, 50);
-	cr_assert_eq(rdm_join(peer), 0, "the target failed");
+	cr_assert_eq(bolt_fixture_process_status(peer), 0, "the target failed");
 	/* FI_MR_ENDPOINT: regions close before their endpoint. */
 	cr_assert_eq(fi_close(&endpoint.ep->fid), -FI_EBUSY);
 	cr_assert_eq(fi_close(&local_mr->fid), 0);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	rdm_environment_cleanup(options);
 	close(socket);
 	free(local);
@@ -175,7 +175,7 @@ Test(rma, rocev2)
 Test(rma, mr_endpoint_misuse)
 {
 	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = RDM_MR_MODE };
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fid_mr *mr;
 	char buffer[256];
 
@@ -193,7 +193,7 @@ Test(rma, mr_endpoint_misuse)
 	cr_expect_neq(fi_mr_key(mr), FI_KEY_NOTAVAIL);
 	cr_expect_eq(fi_close(&endpoint.ep->fid), -FI_EBUSY, "endpoint closed before its region");
 	cr_assert_eq(fi_close(&mr->fid), 0);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	rdm_environment_cleanup(&options);
 }
 
@@ -206,7 +206,7 @@ Test(rma, mr_endpoint_misuse)
 static int basic_target_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	char *region = calloc(1, REGION_SIZE);
 	struct fid_mr *mr = NULL;
 	int ret;
@@ -219,7 +219,7 @@ static int basic_target_peer(int socket, void *argument)
 static void rma_with_basic_mr_mode(const char *profile, const char *tag)
 {
 	struct rdm_options options = { .profile = profile, .mr_mode = FI_MR_BASIC };
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	char *local = calloc(1, REGION_SIZE), *other = calloc(1, 4096);
 	struct fid_mr *local_mr, *other_mr;
 	uint64_t remote_address, remote_key;
@@ -259,10 +259,10 @@ static void rma_with_basic_mr_mode(const char *profile, const char *tag)
 	cr_assert(rdm_check(local + 200000, 64, 22), "the small write, read back");
 
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
-	cr_assert_eq(rdm_join(peer), 0, "the target failed");
+	cr_assert_eq(bolt_fixture_process_status(peer), 0, "the target failed");
 	cr_assert_eq(fi_close(&other_mr->fid), 0);
 	cr_assert_eq(fi_close(&local_mr->fid), 0);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	rdm_environment_cleanup(&options);
 	close(socket);
 	free(other);
@@ -288,7 +288,7 @@ Test(rma, basic_mr_mode_rocev2)
 Test(rma, mr_raw_keys_and_what_bolt_does_not_offer)
 {
 	struct rdm_options options = { .profile = "rocev2", .mr_mode = RDM_MR_MODE };
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
 	struct iovec iov;
 	struct fi_mr_attr attr = { .mr_iov = &iov, .iov_count = 1, .access = FI_REMOTE_WRITE };
@@ -330,7 +330,7 @@ Test(rma, mr_raw_keys_and_what_bolt_does_not_offer)
 
 	cr_assert_eq(fi_close(&mr->fid), 0);
 	cr_assert_eq(fi_close(&cntr->fid), 0);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	rdm_environment_cleanup(&options);
 }
 
@@ -339,7 +339,7 @@ Test(rma, requested_keys_without_provider_keys)
 {
 	struct rdm_options options = { .profile = "rocev2",
 				       .mr_mode = RDM_MR_MODE & ~(uint64_t) FI_MR_PROV_KEY };
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fid_mr *mr, *refused, *taken;
 	char buffer[256];
 
@@ -361,13 +361,13 @@ Test(rma, requested_keys_without_provider_keys)
 	cr_assert_eq(fi_close(&refused->fid), 0);
 	cr_assert_eq(fi_close(&taken->fid), 0);
 	cr_assert_eq(fi_close(&mr->fid), 0);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	rdm_environment_cleanup(&options);
 }
 
 /* Device MRs the domain's registration cache holds now. */
 /* Registrations the cache keeps for later transfers: not those held, as a link's bounce buffers. */
-static int cached_registrations(struct rdm_endpoint *endpoint)
+static int cached_registrations(struct bolt_fixture_endpoint *endpoint)
 {
 	struct bolt_domain *domain = bolt_container_of(endpoint->domain, struct bolt_domain, domain_fid);
 	struct bolt_mr_cache_stats stats;
@@ -377,7 +377,7 @@ static int cached_registrations(struct rdm_endpoint *endpoint)
 }
 
 /* Bytes this endpoint's writes sent as stripes on data rails, to every peer. */
-static uint64_t striped_bytes(struct rdm_endpoint *endpoint)
+static uint64_t striped_bytes(struct bolt_fixture_endpoint *endpoint)
 {
 	return rdm_striped_bytes(endpoint->ep, 0, BOLT_MAX_CONNECTION_RAILS);
 }
@@ -399,7 +399,7 @@ static size_t burst_write_length(int i)
 static int burst_target_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	char *region = calloc(1, BURST_REGION);
 	struct fid_mr *mr = NULL;
 	int ret;
@@ -415,7 +415,7 @@ static int burst_target_peer(int socket, void *argument)
 static void burst_of_writes(struct rdm_options *options, const char *tag, const char *data_rails,
 			    bool striped)
 {
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	char *local = malloc(BURST_REGION);
@@ -464,13 +464,13 @@ static void burst_of_writes(struct rdm_options *options, const char *tag, const 
 	cr_assert_eq(striped_bytes(&endpoint), striped ? large_bytes : 0,
 		     "%llu bytes went in stripes", (unsigned long long) striped_bytes(&endpoint));
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
-	cr_assert_eq(rdm_join(peer), 0, "the target found wrong data");
+	cr_assert_eq(bolt_fixture_process_status(peer), 0, "the target found wrong data");
 	/* Registrations of memory in an open MR stay for the next transfer; closing it drops them. */
 	if (!options->send_only)
 		cr_assert_gt(cached_registrations(&endpoint), 0);
 	cr_assert_eq(fi_close(&local_mr->fid), 0);
 	cr_assert_eq(cached_registrations(&endpoint), 0);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	rdm_environment_cleanup(options);
 	unsetenv("FI_BOLT_DATA_RAILS");
 	close(socket);
@@ -530,7 +530,7 @@ Test(rma, burst_thunderbolt_send_only)
 Test(rma, descriptor_of_another_endpoint_of_the_domain)
 {
 	struct rdm_options options = { .profile = "thunderbolt", .mr_mode = RDM_MR_MODE };
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
 	struct fid_ep *other;
@@ -565,6 +565,6 @@ Test(rma, descriptor_of_another_endpoint_of_the_domain)
 
 	cr_assert_eq(fi_close(&mr->fid), 0);
 	cr_assert_eq(fi_close(&other->fid), 0);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	rdm_environment_cleanup(&options);
 }

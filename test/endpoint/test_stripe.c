@@ -42,7 +42,7 @@ struct stripe_peer_argument {
 	bool striped;
 };
 
-static struct bolt_connection *only_connection(struct rdm_endpoint *endpoint)
+static struct bolt_connection *only_connection(struct bolt_fixture_endpoint *endpoint)
 {
 	struct bolt_endpoint *bolt = bolt_container_of(endpoint->ep, struct bolt_endpoint, ep_fid);
 
@@ -73,13 +73,13 @@ static bool rails_settled(const struct bolt_connection *connection)
 }
 
 /* Bytes this end's stripes carried on stripe rails (stripe true) or on the domain's port. */
-static uint64_t striped_bytes(struct rdm_endpoint *endpoint, bool stripe)
+static uint64_t striped_bytes(struct bolt_fixture_endpoint *endpoint, bool stripe)
 {
 	return stripe ? rdm_striped_bytes(endpoint->ep, BOLT_MAX_DATA_RAILS, BOLT_MAX_CONNECTION_RAILS) :
 			rdm_striped_bytes(endpoint->ep, 0, BOLT_MAX_DATA_RAILS);
 }
 
-static int send_message(struct rdm_endpoint *endpoint, char *buffer, uint32_t seed)
+static int send_message(struct bolt_fixture_endpoint *endpoint, char *buffer, uint32_t seed)
 {
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
@@ -91,7 +91,7 @@ static int send_message(struct rdm_endpoint *endpoint, char *buffer, uint32_t se
 }
 
 /* 0 when a message of seed arrives intact. */
-static int receive_message(struct rdm_endpoint *endpoint, char *buffer, uint32_t seed)
+static int receive_message(struct bolt_fixture_endpoint *endpoint, char *buffer, uint32_t seed)
 {
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
@@ -111,7 +111,7 @@ static int stripe_peer(int socket, void *argument)
 {
 	const struct stripe_peer_argument *peer = argument;
 	const struct rdm_options *options = peer->options;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	uint64_t done;
 	char *buffer;
 	int ret;
@@ -130,7 +130,7 @@ static int stripe_peer(int socket, void *argument)
 	if (!ret)
 		ret = rdm_serve_until_told(&endpoint, socket, &done);
 	free(buffer);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	return ret;
 }
 
@@ -143,7 +143,7 @@ static void striped_messages(const char *profile, const struct stripe_case *stri
 	struct stripe_peer_argument argument = {
 		.options = &options, .striped = stripe->ready_stripe_rails > 0,
 	};
-	struct rdm_endpoint endpoint, other = { 0 };
+	struct bolt_fixture_endpoint endpoint, other = { 0 };
 	struct bolt_connection *connection;
 	char *buffer;
 	int socket;
@@ -191,13 +191,13 @@ static void striped_messages(const char *profile, const struct stripe_case *stri
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 	free(buffer);
 	if (stripe->claimed_port)
-		rdm_close(&other);
+		bolt_fixture_close(&other);
 	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the peer failed");
 	unsetenv("FI_BOLT_DATA_RAILS");
 }
 
 /* Progress until the rails settle and the connection holds a grant; false after SETTLE_MS. */
-static bool wait_for_rails_and_grant(struct rdm_endpoint *endpoint)
+static bool wait_for_rails_and_grant(struct bolt_fixture_endpoint *endpoint)
 {
 	struct bolt_connection *connection = only_connection(endpoint);
 
@@ -218,7 +218,7 @@ static bool wait_for_rails_and_grant(struct rdm_endpoint *endpoint)
 static int region_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	char *region = calloc(1, REGION_SIZE);
 	struct fid_mr *mr = NULL;
 	int ret;
@@ -232,7 +232,7 @@ static int region_peer(int socket, void *argument)
 /* Host 0's side of a test against the peer's region, on mesh:2x2. */
 struct region_pair {
 	struct rdm_options options;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	int socket;
 	pid_t peer;
 	char *local;                    /* REGION_SIZE bytes, registered as mr */
@@ -315,7 +315,7 @@ Test(stripe, rocev2_large_granted_writes_stripe)
 static int read_region_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	char *region = malloc(REGION_SIZE);
 	struct fid_mr *mr = NULL;
 	int ret;
@@ -413,7 +413,7 @@ Test(stripe, thunderbolt_port_of_another_domain_is_left_alone)
 #define SMALL_TAG 2
 #define WARM_UP_TAG 3
 
-static int tagged_wait(struct rdm_endpoint *endpoint, char *buffer, size_t length, uint64_t tag)
+static int tagged_wait(struct bolt_fixture_endpoint *endpoint, char *buffer, size_t length, uint64_t tag)
 {
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
@@ -425,7 +425,7 @@ static int tagged_wait(struct rdm_endpoint *endpoint, char *buffer, size_t lengt
 static int pausing_peer(int socket, void *argument)
 {
 	const struct rdm_options *options = argument;
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	char *buffer = calloc(1, MESSAGE_SIZE), small[8];
 	uint64_t done;
 	int ret = buffer ? rdm_open_connected(&endpoint, options, socket) : -FI_ENOMEM;
@@ -442,7 +442,7 @@ static int pausing_peer(int socket, void *argument)
 		ret = -FI_EIO;
 	if (!ret)
 		ret = rdm_serve_until_told(&endpoint, socket, &done);
-	rdm_close(&endpoint);
+	bolt_fixture_close(&endpoint);
 	free(buffer);
 	return ret;
 }
@@ -453,7 +453,7 @@ Test(stripe, thunderbolt_peer_pausing_keeps_the_cable)
 		.profile = "thunderbolt", .mr_mode = MR_MODE, .software_device_only = true,
 		.topology = "mesh:2x2", .caps = FI_MSG | FI_TAGGED | FI_RMA,
 	};
-	struct rdm_endpoint endpoint;
+	struct bolt_fixture_endpoint endpoint;
 	struct bolt_connection *connection;
 	char *buffer, small[8] = "small";
 	int socket;
