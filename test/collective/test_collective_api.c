@@ -201,7 +201,7 @@ Test(collective_api, join_errors)
 Test(collective_api, join_without_collective_caps)
 {
 	struct rdm_options options = api_options;
-	struct rdm_endpoint plain;
+	struct bolt_fixture_endpoint plain;
 	struct fid_av_set *others = api_set(1, API_ADDRESSES - 1, 1, 0);
 	struct fid_mc *mc;
 	fi_addr_t address;
@@ -217,7 +217,7 @@ Test(collective_api, join_without_collective_caps)
 	cr_expect_eq(fi_allreduce(plain.ep, &context, 1, NULL, &context, NULL, address, FI_INT32,
 				  FI_SUM, 0, &context), -FI_EINVAL);
 	fi_close(&others->fid);
-	rdm_close(&plain);
+	bolt_fixture_close(&plain);
 }
 
 struct closing {

@@ -15,6 +15,7 @@
 #include <criterion/criterion.h>
 
 #include "bolt_endpoint.h"
+#include "protocol/bolt_rdma.h"
 #include "rdm_fixture.h"
 
 #define REGION_SIZE (1024 * 1024)

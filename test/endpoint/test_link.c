@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "bolt_endpoint.h"
+#include "protocol/bolt_rdma.h"
 #include "rdm_fixture.h"
 
 #define MOST_PAIRS 12

@@ -18,6 +18,7 @@
 #include <utlist.h>
 
 #include "bolt_endpoint.h"
+#include "protocol/bolt_rdma.h"
 #include "softrdma/softrdma.h"
 #include "rdm_fixture.h"
 

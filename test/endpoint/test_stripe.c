@@ -21,6 +21,7 @@
 #include <criterion/criterion.h>
 
 #include "bolt_endpoint.h"
+#include "protocol/bolt_rdma.h"
 #include "rdm_fixture.h"
 
 #define MR_MODE (FI_MR_ENDPOINT | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_LOCAL | FI_MR_ALLOCATED)
