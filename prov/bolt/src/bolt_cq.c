@@ -65,23 +65,22 @@ static const char *bolt_cq_provider_error_text(const struct bolt_cq *cq, int pro
 
 /*
  * The err_data of an error: what failed, in words, for logs and fi_cq_strerror
- * users. A probe that found nothing (FI_ENOMSG) is an answer, not a failure:
- * it carries none, as libfabric's own providers attach none, so callers that
- * pass an uninitialised entry (fabtests' fi_rdm_tagged_peek does) get nothing
- * written through their err_data.
+ * users. Only an error with provider data (a provider error code) carries
+ * any, as libfabric's own CQ code copies error data only where there is some:
+ * callers that pass an uninitialised entry (fabtests' fi_recv_cancel and
+ * fi_rdm_tagged_peek do) get nothing written through their garbage err_data
+ * for a cancel, a probe that found nothing or any other error of bolt's own.
  */
 static void bolt_cq_describe_error(const struct bolt_cq *cq, struct bolt_cq_error *error)
 {
 	const struct fi_cq_err_entry *entry = &error->entry;
 
-	if (entry->err == FI_ENOMSG)
+	if (!entry->prov_errno)
 		error->text[0] = '\0';
-	else if (entry->prov_errno)
+	else
 		snprintf(error->text, sizeof(error->text), "%s (provider error %d: %s)",
 			 fi_strerror(entry->err), entry->prov_errno,
 			 bolt_cq_provider_error_text(cq, entry->prov_errno));
-	else
-		snprintf(error->text, sizeof(error->text), "%s", fi_strerror(entry->err));
 }
 
 /* The error whose err_data the application was lent is freed by its next read. */
@@ -282,7 +281,8 @@ static void bolt_cq_copy_error(const struct bolt_cq *cq, struct bolt_cq_error *e
 	if (caller_data && caller_size) {
 		buf->err_data = caller_data;
 		buf->err_data_size = caller_size < text_size ? caller_size : text_size;
-		memcpy(caller_data, error->text, buf->err_data_size);
+		if (buf->err_data_size)
+			memcpy(caller_data, error->text, buf->err_data_size);
 	}
 }
 

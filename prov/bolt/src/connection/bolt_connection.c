@@ -13,6 +13,8 @@
  * on the connection ends with an error instead of hanging (UC reports
  * nothing when a peer dies).
  */
+#include <ifaddrs.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +36,18 @@
  * watch polls them all at once (bolt_connection_side_channels_quiet).
  */
 #define BOLT_CONNECTION_WATCH_INTERVAL_NS 1000000ULL
+/*
+ * Side channels accepted and waiting for their hello, at most: beyond, the
+ * kernel's backlog holds the rest. Per source address, fewer: one host that
+ * floods cannot keep the others out.
+ */
+#define BOLT_CONNECTION_PENDING_ACCEPTS 256
+#define BOLT_CONNECTION_PENDING_PER_SOURCE 32
+/* An accept that fails (EMFILE, ENOMEM) is tried again after this, doubling up to the most. */
+#define BOLT_CONNECTION_ACCEPT_BACKOFF_NS (10ULL * 1000000ULL)
+#define BOLT_CONNECTION_ACCEPT_BACKOFF_MAX_NS (1000ULL * 1000000ULL)
+/* And said at most this often. */
+#define BOLT_CONNECTION_ACCEPT_WARN_NS (10ULL * 1000000000ULL)
 
 uint64_t bolt_connection_now_ns(void)
 {
@@ -306,14 +320,14 @@ void bolt_connection_fail(struct bolt_connection *connection, int error, const c
 	events->failed(connection);
 }
 
-/* Undoes bolt_connection_create, the device side released first. */
-static void bolt_connection_destroy(struct bolt_connection *connection)
+/* Undoes bolt_connection_create, the device side released first; table: where it is kept. */
+static void bolt_connection_destroy(struct bolt_connection **table, struct bolt_connection *connection)
 {
 	struct bolt_connection_manager *manager = connection->manager;
 
 	bolt_connection_release_device(connection);
 	manager->events->destroyed(connection);
-	HASH_DEL(manager->connections, connection);
+	HASH_DEL(*table, connection);
 	free(connection);
 }
 
@@ -373,6 +387,19 @@ static void bolt_connection_answer(struct bolt_connection *connection, uint64_t 
 	connection->state = BOLT_CONNECTION_WAITING_READY;
 }
 
+/*
+ * A failed connection makes way for a new one to the same address. It is not
+ * freed: the protocol layer may still name it (unexpected messages, grants),
+ * and its buffers may still be posted; it is freed with the endpoint.
+ */
+static void bolt_connection_retire(struct bolt_connection *connection)
+{
+	struct bolt_connection_manager *manager = connection->manager;
+
+	HASH_DEL(manager->connections, connection);
+	HASH_ADD(hh, manager->retired, peer, sizeof(connection->peer), connection);
+}
+
 /* The peer said hello on a side channel we accepted: answer it, or drop it. */
 static void bolt_connection_answer_hello(struct bolt_connection_manager *manager,
 					 struct bolt_accepted *accepted,
@@ -384,8 +411,16 @@ static void bolt_connection_answer_hello(struct bolt_connection_manager *manager
 	if (connection && connection->state == BOLT_CONNECTION_CONNECTING &&
 	    memcmp(&hello->sender, &manager->address, sizeof(hello->sender)) > 0)
 		return;         /* both connect at once, and ours wins: the peer answers us */
-	if (connection && connection->state != BOLT_CONNECTION_CONNECTING)
-		return;         /* a second hello for a live or failed connection */
+	/* A peer that failed may be a process restarted at the same address: it starts anew. */
+	if (connection && connection->state == BOLT_CONNECTION_FAILED) {
+		bolt_connection_retire(connection);
+		connection = NULL;
+	}
+	if (connection && connection->state != BOLT_CONNECTION_CONNECTING) {
+		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
+			"refused a side channel: a second hello for a live connection\n");
+		return;
+	}
 	if (!connection) {
 		connection = bolt_connection_create(manager, &hello->sender);
 		if (!connection)
@@ -711,19 +746,148 @@ static void bolt_connection_progress_stream(struct bolt_connection *connection)
 		bolt_connection_fail(connection, FI_EPROTO, "malformed side channel message");
 }
 
+/* The IP of a socket address, as bolt_address keeps it (IPv4-mapped IPv6 as IPv4); false if neither. */
+static bool bolt_connection_socket_ip(const struct sockaddr *address, socklen_t length,
+				      int *family, uint8_t ip[16])
+{
+	static const uint8_t v4_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) address;
+
+	memset(ip, 0, 16);
+	if (address->sa_family == AF_INET && length >= sizeof(struct sockaddr_in)) {
+		*family = BOLT_ADDRESS_FAMILY_IPV4;
+		memcpy(ip, &((const struct sockaddr_in *) address)->sin_addr, 4);
+		return true;
+	}
+	if (address->sa_family != AF_INET6 || length < sizeof(struct sockaddr_in6))
+		return false;
+	if (!memcmp(in6->sin6_addr.s6_addr, v4_mapped, sizeof(v4_mapped))) {
+		*family = BOLT_ADDRESS_FAMILY_IPV4;
+		memcpy(ip, in6->sin6_addr.s6_addr + 12, 4);
+	} else {
+		*family = BOLT_ADDRESS_FAMILY_IPV6;
+		memcpy(ip, in6->sin6_addr.s6_addr, 16);
+	}
+	return true;
+}
+
+static bool bolt_connection_ip_is_loopback(int family, const uint8_t ip[16])
+{
+	static const uint8_t v6_loopback[16] = { [15] = 1 };
+
+	return family == BOLT_ADDRESS_FAMILY_IPV4 ? ip[0] == 127 : !memcmp(ip, v6_loopback, 16);
+}
+
+/* Whether address names this host: a loopback address or one of its interfaces'. */
+static bool bolt_connection_address_is_local(const struct bolt_address *address)
+{
+	struct ifaddrs *interfaces, *interface;
+	bool local = false;
+	uint8_t ip[16];
+	int family;
+
+	if (bolt_connection_ip_is_loopback(address->family, address->ip))
+		return true;
+	if (getifaddrs(&interfaces))
+		return false;
+	for (interface = interfaces; interface && !local; interface = interface->ifa_next)
+		local = interface->ifa_addr &&
+			bolt_connection_socket_ip(interface->ifa_addr, sizeof(struct sockaddr_storage),
+						  &family, ip) &&
+			family == address->family && !memcmp(ip, address->ip, 16);
+	freeifaddrs(interfaces);
+	return local;
+}
+
+bool bolt_connection_sender_matches_peer(const struct bolt_address *sender,
+					 const struct sockaddr *peer, socklen_t peer_length)
+{
+	uint8_t ip[16];
+	int family;
+
+	if (!bolt_connection_socket_ip(peer, peer_length, &family, ip))
+		return false;
+	/* The peer's port is the one it connected from, not its listener's: only IPs compare. */
+	if (family == sender->family && !memcmp(ip, sender->ip, 16))
+		return true;
+	/* A process of this host may connect over loopback and name its listener's own address. */
+	return bolt_connection_ip_is_loopback(family, ip) && bolt_connection_address_is_local(sender);
+}
+
+/* Side channels accepted from the same IP as stream's, still waiting for their hello. */
+static size_t bolt_connection_pending_from(const struct bolt_connection_manager *manager,
+					   const struct bolt_side_channel_stream *stream)
+{
+	const struct bolt_accepted *accepted;
+	uint8_t ip[16], other_ip[16];
+	int family, other_family;
+	size_t count = 0;
+
+	if (!bolt_connection_socket_ip((const struct sockaddr *) &stream->peer, stream->peer_length,
+				       &family, ip))
+		return 0;
+	DL_FOREACH(manager->accepted, accepted)
+		count += bolt_connection_socket_ip((const struct sockaddr *) &accepted->stream.peer,
+						   accepted->stream.peer_length, &other_family,
+						   other_ip) &&
+			 other_family == family && !memcmp(other_ip, ip, 16);
+	return count;
+}
+
+/* An accept that failed (out of descriptors, say): wait longer each time, and say so now and then. */
+static void bolt_connection_accept_back_off(struct bolt_connection_manager *manager, uint64_t now_ns,
+					    int error)
+{
+	uint64_t backoff = manager->accept_backoff_ns ? manager->accept_backoff_ns * 2 :
+			   BOLT_CONNECTION_ACCEPT_BACKOFF_NS;
+
+	manager->accept_backoff_ns = backoff < BOLT_CONNECTION_ACCEPT_BACKOFF_MAX_NS ?
+				     backoff : BOLT_CONNECTION_ACCEPT_BACKOFF_MAX_NS;
+	manager->accept_paused_until_ns = now_ns + manager->accept_backoff_ns;
+	manager->accept_failures++;
+	if (now_ns < manager->accept_warned_ns + BOLT_CONNECTION_ACCEPT_WARN_NS)
+		return;
+	FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
+		"accepting side channels fails (%s, %" PRIu64 " times so far): trying again in %" PRIu64 " ms\n",
+		fi_strerror(error < 0 ? -error : error), manager->accept_failures,
+		manager->accept_backoff_ns / 1000000);
+	manager->accept_warned_ns = now_ns;
+}
+
 /*
  * Runs every watch interval, and mostly finds no one: not zeroed, since an
  * accept initialises the whole stream and its buffers are filled before use.
+ * At most BOLT_CONNECTION_PENDING_ACCEPTS wait for their hello (the rest stay
+ * in the kernel's backlog), BOLT_CONNECTION_PENDING_PER_SOURCE of one IP.
  */
 static void bolt_connection_accept_all(struct bolt_connection_manager *manager, uint64_t now_ns)
 {
-	struct bolt_accepted *accepted = malloc(sizeof(*accepted));
+	struct bolt_accepted *accepted;
+	size_t pending = 0;
+	int ret;
 
-	while (accepted && !bolt_side_channel_accept(&manager->listener, &accepted->stream)) {
+	if (now_ns < manager->accept_paused_until_ns)
+		return;
+	DL_COUNT(manager->accepted, accepted, pending);
+	accepted = malloc(sizeof(*accepted));
+	while (accepted && pending < BOLT_CONNECTION_PENDING_ACCEPTS &&
+	       !(ret = bolt_side_channel_accept(&manager->listener, &accepted->stream))) {
+		manager->accept_backoff_ns = 0;
+		if (bolt_connection_pending_from(manager, &accepted->stream) >=
+		    BOLT_CONNECTION_PENDING_PER_SOURCE) {
+			FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
+				"closed a side channel: %d from its address already wait for their hello\n",
+				BOLT_CONNECTION_PENDING_PER_SOURCE);
+			bolt_side_channel_stream_close(&accepted->stream);
+			continue;
+		}
 		accepted->deadline_ns = now_ns + BOLT_CONNECTION_HELLO_NS;
 		DL_APPEND(manager->accepted, accepted);
+		pending++;
 		accepted = malloc(sizeof(*accepted));
 	}
+	if (accepted && pending < BOLT_CONNECTION_PENDING_ACCEPTS && ret != -FI_EAGAIN)
+		bolt_connection_accept_back_off(manager, now_ns, ret);
 	free(accepted);
 }
 
@@ -734,11 +898,37 @@ static void bolt_connection_free_accepted(struct bolt_connection_manager *manage
 	free(accepted);
 }
 
+/* Why what an accepted side channel said is no hello we answer, or NULL. */
+static const char *bolt_connection_hello_problem(const struct bolt_connection_manager *manager,
+						 const struct bolt_accepted *accepted, int ret,
+						 uint16_t type, const struct bolt_handshake *hello,
+						 uint32_t length)
+{
+	const char *problem;
+
+	if (ret == -FI_EAGAIN)
+		return "no hello within the deadline";
+	if (ret)
+		return "the side channel failed before its hello";
+	if (type != BOLT_HANDSHAKE_HELLO)
+		return "its first message is no hello";
+	problem = bolt_connection_handshake_check(manager, hello, length, false);
+	if (problem)
+		return problem;
+	/* Anyone may claim any sender: it must at least be where the connection comes from. */
+	if (!bolt_connection_sender_matches_peer(&hello->sender,
+						 (const struct sockaddr *) &accepted->stream.peer,
+						 accepted->stream.peer_length))
+		return "the hello's sender is not the address it comes from";
+	return NULL;
+}
+
 /* Side channels accepted but not yet attached to a connection: wait for their hello. */
 static void bolt_connection_progress_accepted(struct bolt_connection_manager *manager, uint64_t now_ns)
 {
 	struct bolt_accepted *accepted, *next;
 	struct bolt_handshake hello;
+	const char *problem;
 	uint32_t length;
 	uint16_t type;
 	int ret;
@@ -749,11 +939,11 @@ static void bolt_connection_progress_accepted(struct bolt_connection_manager *ma
 		/* A client that says nothing is no peer: it would hold a socket and memory for good. */
 		if (ret == -FI_EAGAIN && now_ns < accepted->deadline_ns)
 			continue;
-		if (!ret && type == BOLT_HANDSHAKE_HELLO &&
-		    !bolt_connection_handshake_check(manager, &hello, length, false))
+		problem = bolt_connection_hello_problem(manager, accepted, ret, type, &hello, length);
+		if (!problem)
 			bolt_connection_answer_hello(manager, accepted, &hello);
 		else
-			FI_INFO(&bolt_prov, FI_LOG_EP_CTRL, "dropped a side channel that did not say hello\n");
+			FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "refused a side channel: %s\n", problem);
 		bolt_connection_free_accepted(manager, accepted);
 	}
 }
@@ -820,6 +1010,18 @@ static bool bolt_connection_handshaking(const struct bolt_connection *connection
 	       connection->state != BOLT_CONNECTION_FAILED;
 }
 
+/* A failed connection's queue pair is gone and the CQ has been polled empty since: no
+ * completion can still name its buffers, which return to the pool. */
+static void bolt_connection_reclaim_when_polled(struct bolt_connection *connection)
+{
+	struct bolt_domain *domain = connection->manager->domain;
+
+	if (connection->reclaim_pending && domain->poll_generation > connection->failed_generation) {
+		bolt_control_buffer_reclaim(domain, connection);
+		connection->reclaim_pending = false;
+	}
+}
+
 void bolt_connection_progress_all(struct bolt_connection_manager *manager)
 {
 	struct bolt_domain *domain = manager->domain;
@@ -865,14 +1067,22 @@ void bolt_connection_progress_all(struct bolt_connection_manager *manager)
 		    connection->crossing_deadline_ns && now > connection->crossing_deadline_ns)
 			bolt_connection_fail(connection, FI_EIO,
 					     "the peer closed our side channel and never said hello: it is gone");
-		/* Its queue pair is gone and the CQ has been polled empty since: no
-		 * completion can still name its buffers. */
-		if (connection->reclaim_pending && domain->poll_generation > connection->failed_generation) {
-			bolt_control_buffer_reclaim(domain, connection);
-			connection->reclaim_pending = false;
-		}
+		bolt_connection_reclaim_when_polled(connection);
 		if (connection->state == BOLT_CONNECTION_ESTABLISHED)
 			manager->events->can_send(connection);
+	}
+	HASH_ITER(hh, manager->retired, connection, next)
+		bolt_connection_reclaim_when_polled(connection);
+}
+
+/* Every connection of table, their device side released and the CQ polled empty since. */
+static void bolt_connection_destroy_table(struct bolt_domain *domain, struct bolt_connection **table)
+{
+	struct bolt_connection *connection, *next;
+
+	HASH_ITER(hh, *table, connection, next) {
+		bolt_control_buffer_reclaim(domain, connection);
+		bolt_connection_destroy(table, connection);
 	}
 }
 
@@ -893,10 +1103,8 @@ void bolt_connection_destroy_all(struct bolt_connection_manager *manager)
 		bolt_connection_release_device(connection);
 	}
 	bolt_domain_poll_device(domain);
-	HASH_ITER(hh, manager->connections, connection, next) {
-		bolt_control_buffer_reclaim(domain, connection);
-		bolt_connection_destroy(connection);
-	}
+	bolt_connection_destroy_table(domain, &manager->connections);
+	bolt_connection_destroy_table(domain, &manager->retired);
 	DL_FOREACH_SAFE(manager->accepted, accepted, next_accepted)
 		bolt_connection_free_accepted(manager, accepted);
 	free(manager->side_channel_polls);

@@ -118,10 +118,16 @@ struct bolt_connection_manager {
 	struct bolt_side_channel_listener listener;
 	struct bolt_connection *connections;    /* hash by peer address */
 	struct bolt_accepted *accepted;
+	struct bolt_connection *retired;        /* failed, replaced by a new one to their peer:
+						 * kept until the endpoint closes */
 	bool handshakes_pending;                /* side channels need every progress call */
 	uint64_t side_channels_watched_ns;      /* else they are looked at this often */
 	struct pollfd *side_channel_polls;      /* one poll looks at them all */
 	size_t side_channel_poll_capacity;
+	uint64_t accept_paused_until_ns;        /* an accept failed: none until then */
+	uint64_t accept_backoff_ns;             /* the pause after the last failure */
+	uint64_t accept_warned_ns;              /* that failure was last said then */
+	uint64_t accept_failures;
 	struct bolt_connection_manager *prev, *next;    /* domain->connection_managers */
 };
 
@@ -164,6 +170,14 @@ struct bolt_accepted {
 };
 
 /* Connections (bolt_connection.c). */
+/*
+ * Whether a hello's claimed sender may come from the side channel's peer
+ * (the accepted socket's address): the same IP (the port is the peer's
+ * listener's, not the one it connects from), or, from a loopback peer, an
+ * address of this host.
+ */
+bool bolt_connection_sender_matches_peer(const struct bolt_address *sender,
+					 const struct sockaddr *peer, socklen_t peer_length);
 /* Starts an endpoint's connections: they tell events; the listener and address are set already. */
 void bolt_connection_manager_start(struct bolt_connection_manager *manager, struct bolt_domain *domain,
 				   const struct bolt_connection_events *events);

@@ -224,6 +224,8 @@ void bolt_transmit_progress(struct bolt_connection *connection);
  * Back under it (domain->release_held), links post them at the next progress.
  */
 bool bolt_receive_over_limit(const struct bolt_connection *connection);
+/* Why a message cannot be trusted by its connection (its bounds), or NULL. */
+const char *bolt_receive_check(const struct bolt_wire_header *header);
 /* A message the connection layer checked: handled by its op. */
 void bolt_receive_message(struct bolt_connection *connection, const struct bolt_wire_header *header,
 			  const char *payload, size_t payload_length);

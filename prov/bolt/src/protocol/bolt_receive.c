@@ -17,12 +17,17 @@ bool bolt_receive_over_limit(const struct bolt_connection *connection)
 	       (size_t) connection->manager->domain->fabric->params.unexpected_limit;
 }
 
-/* Why a message cannot be trusted by its connection, or NULL. */
-static const char *bolt_receive_check(const struct bolt_wire_header *header)
+/*
+ * Why a message cannot be trusted by its connection, or NULL. The segment's
+ * end is compared by subtraction: offset + payload_length wraps for an offset
+ * near 2^64, and would pass.
+ */
+const char *bolt_receive_check(const struct bolt_wire_header *header)
 {
 	if (header->total_length > BOLT_MAX_MSG_SIZE ||
 	    (bolt_wire_op_carries_data((enum bolt_wire_op) header->op) &&
-	     header->offset + header->payload_length > header->total_length))
+	     (header->offset > header->total_length ||
+	      header->payload_length > header->total_length - header->offset)))
 		return "segment outside its message";
 	return NULL;
 }
