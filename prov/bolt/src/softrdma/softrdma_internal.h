@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "bolt.h"
 #include "softrdma/softrdma.h"
@@ -448,7 +449,6 @@ void softrdma_receive_clear_locked(struct softrdma_shared_qp *shared);
 void softrdma_send_progress(struct softrdma_qp *qp);
 void softrdma_progress_all(void);
 void softrdma_send_discard(struct softrdma_qp *qp);
-uint64_t softrdma_now_ns(void);
 
 /* ---- softrdma_transfer.c ---- */
 enum softrdma_transfer_outcome {
@@ -533,6 +533,15 @@ void softrdma_service_poll(void);
 void softrdma_drop_reset_locked(struct softrdma_segment *segment, int every, int ppm,
 				unsigned int seed);
 bool softrdma_drop_message_locked(struct softrdma_segment *segment, uint64_t packets);
+
+/* The device's clock (retry and stall deadlines): inline, read on every send pass. */
+static inline uint64_t softrdma_now_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t) now.tv_sec * 1000000000ull + (uint64_t) now.tv_nsec;
+}
 
 /* Verbs' convention for calls returning int: the errno, also left in errno. */
 static inline int softrdma_fail(int error)

@@ -8,20 +8,11 @@
  */
 #include <stddef.h>
 #include <string.h>
-#include <time.h>
 
 #include "softrdma/softrdma_internal.h"
 
 #define SOFTRDMA_SEND_FLAGS (IBV_SEND_SIGNALED | IBV_SEND_INLINE | IBV_SEND_SOLICITED | \
 			     IBV_SEND_FENCE)
-
-uint64_t softrdma_now_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t) now.tv_sec * 1000000000ull + (uint64_t) now.tv_nsec;
-}
 
 static bool softrdma_opcode_is_rdma(enum ibv_wr_opcode opcode)
 {
