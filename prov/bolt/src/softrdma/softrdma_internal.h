@@ -421,12 +421,15 @@ void softrdma_cq_release_locked(struct softrdma_segment *segment, uint32_t index
 struct softrdma_shared_qp *softrdma_qp_shared(struct softrdma_qp *qp);
 uint32_t softrdma_qp_state(struct softrdma_qp *qp);
 void softrdma_qp_release_locked(struct softrdma_segment *segment, uint32_t index);
-void softrdma_qp_enter_error_locked(struct softrdma_segment *segment, uint32_t index);
+/* The send queue's bookkeeping that post_send, modify_qp and destroy_qp share. */
+void softrdma_qp_waiting_change(struct softrdma_qp *qp, uint32_t before);
+void softrdma_qp_send_discard(struct softrdma_qp *qp);
 
 /* ---- softrdma_modify.c ---- */
 /* (softrdma_modify_qp is public) */
 
 /* ---- softrdma_recv.c ---- */
+void softrdma_qp_enter_error_locked(struct softrdma_segment *segment, uint32_t index);
 void softrdma_receive_complete_locked(struct softrdma_segment *segment, uint32_t qp_index,
 				      struct ibv_wc *wc,
 				      const struct softrdma_completion_payload *payload);
@@ -448,7 +451,6 @@ void softrdma_receive_clear_locked(struct softrdma_shared_qp *shared);
 /* ---- softrdma_post.c ---- */
 void softrdma_send_progress(struct softrdma_qp *qp);
 void softrdma_progress_all(void);
-void softrdma_send_discard(struct softrdma_qp *qp);
 
 /* ---- softrdma_transfer.c ---- */
 enum softrdma_transfer_outcome {

@@ -72,14 +72,6 @@ static int softrdma_send_check(struct softrdma_qp *qp, const struct ibv_send_wr 
 	return 0;
 }
 
-static void softrdma_waiting_change(struct softrdma_qp *qp, uint32_t before)
-{
-	if (!before && qp->pending_count)
-		__atomic_add_fetch(&softrdma_process.waiting_qps, 1, __ATOMIC_ACQ_REL);
-	else if (before && !qp->pending_count)
-		__atomic_sub_fetch(&softrdma_process.waiting_qps, 1, __ATOMIC_ACQ_REL);
-}
-
 /* Inline data is copied now, so the caller may reuse its buffer at once. */
 static void softrdma_send_enqueue(struct softrdma_qp *qp, const struct ibv_send_wr *wr)
 {
@@ -109,7 +101,7 @@ static void softrdma_send_enqueue(struct softrdma_qp *qp, const struct ibv_send_
 			memcpy(entry->sge, wr->sg_list, (size_t) wr->num_sge * sizeof(*wr->sg_list));
 	}
 	qp->pending_count++;
-	softrdma_waiting_change(qp, before);
+	softrdma_qp_waiting_change(qp, before);
 }
 
 /* Processes the queue in order, up to a WR that must wait. Send lock held. */
@@ -133,17 +125,7 @@ void softrdma_send_progress(struct softrdma_qp *qp)
 		qp->pending_head = (qp->pending_head + 1) % qp->send_depth;
 		qp->pending_count--;
 	}
-	softrdma_waiting_change(qp, before);
-}
-
-/* Drops what is queued, with no completions (RESET, destroy). Send lock held. */
-void softrdma_send_discard(struct softrdma_qp *qp)
-{
-	uint32_t before = qp->pending_count;
-
-	qp->pending_head = 0;
-	qp->pending_count = 0;
-	softrdma_waiting_change(qp, before);
+	softrdma_qp_waiting_change(qp, before);
 }
 
 /* Retries the waiting WRs of every QP of this process; cheap when none waits. */
