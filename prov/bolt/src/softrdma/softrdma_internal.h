@@ -531,7 +531,7 @@ void softrdma_service_forget(void);
 /* From verbs calls, in shm mode: serves what waits for this process; cheap when nothing does. */
 void softrdma_service_poll(void);
 
-/* ---- softrdma_fault.c ---- */
+/* ---- softrdma_drop.c ---- */
 void softrdma_drop_reset_locked(struct softrdma_segment *segment, int every, int ppm,
 				unsigned int seed);
 bool softrdma_drop_message_locked(struct softrdma_segment *segment, uint64_t packets);
