@@ -317,6 +317,9 @@ struct softrdma_qp {
 	struct softrdma_qp *previous;
 };
 
+/* Gives back what process pid held in the segment (softrdma_reap.c). */
+typedef void (*softrdma_owner_release)(struct softrdma_segment *segment, pid_t pid);
+
 /* What this process knows of its attachment. */
 struct softrdma_process {
 	pthread_mutex_t lock;   /* attach count, devices, the QP list and index */
@@ -332,6 +335,7 @@ struct softrdma_process {
 	uint32_t service_seen;  /* our bell's rings at the last service by a verbs call (atomic) */
 	struct softrdma_segment *segment;
 	size_t segment_size;
+	softrdma_owner_release release_owner_locked; /* handed to the segment at open */
 	char segment_name[160];
 	struct softrdma_device *devices; /* this host's */
 	int device_count;
@@ -376,11 +380,13 @@ uint32_t softrdma_table_handle(const struct softrdma_table *table, const struct 
 void *softrdma_table_lookup(struct softrdma_segment *segment, const struct softrdma_table *table,
 			    uint32_t handle);
 
-/* ---- softrdma_shared.c ---- */
+/* ---- softrdma_segment.c ---- */
 void softrdma_lock(struct softrdma_segment *segment);
 void softrdma_unlock(struct softrdma_segment *segment);
 bool softrdma_process_exists(pid_t pid);
 bool softrdma_process_alive(pid_t pid);
+int softrdma_process_slot_locked(const struct softrdma_segment *segment, pid_t pid);
+void softrdma_process_forget_locked(struct softrdma_segment *segment, pid_t pid);
 /*
  * Frees what dead processes held, as the kernel does when a process exits:
  * a device full of QPs, MRs or channels may be full of the dead.
@@ -388,17 +394,23 @@ bool softrdma_process_alive(pid_t pid);
 void softrdma_reap_dead_locked(struct softrdma_segment *segment);
 /* Whether a device's count of QPs or MRs is at limit even once the dead are reaped. */
 bool softrdma_device_full_locked(struct softrdma_segment *segment, const int32_t *count, int limit);
+/*
+ * Creates or joins the config's segment and registers this process in it.
+ * release_owner_locked gives back what a dead or detaching process held.
+ */
+int softrdma_segment_open(const struct softrdma_config *config, int hosts, int cables,
+			  softrdma_owner_release release_owner_locked);
+void softrdma_segment_close(void);
+
+/* ---- softrdma_reap.c ---- */
+/* Frees every MR, QP, CQ and channel pid owns and forgets pid: it died or detached. */
+void softrdma_release_owner_locked(struct softrdma_segment *segment, pid_t pid);
 
 /* ---- softrdma_watch.c ---- */
 /* 1 if pid has exited (zombie or reaped), 0 if it runs, negative if this cannot tell. */
 int softrdma_watch_exited(pid_t pid);
 void softrdma_watch_close_all(void);
 void softrdma_watch_forget(void);
-int softrdma_process_slot_locked(const struct softrdma_segment *segment, pid_t pid);
-void softrdma_release_owner_locked(struct softrdma_segment *segment, pid_t pid);
-/* Creates or joins the config's segment and registers this process in it. */
-int softrdma_segment_open(const struct softrdma_config *config, int hosts, int cables);
-void softrdma_segment_close(void);
 
 /* ---- softrdma_device.c ---- */
 int softrdma_devices_create(void);
@@ -409,6 +421,8 @@ void softrdma_devices_destroy(void);
 struct softrdma_shared_mr *softrdma_mr_check_locked(struct softrdma_segment *segment,
 						    uint32_t key, uint32_t pd_id, int access,
 						    uint64_t addr, uint64_t length);
+
+void softrdma_mr_release_locked(struct softrdma_segment *segment, uint32_t index);
 
 /* ---- softrdma_cq.c ---- */
 /* payload: a receive completion's data for its poll to place, or NULL. */
