@@ -430,6 +430,8 @@ int softrdma_cq_push_locked(struct softrdma_segment *segment, int cq_index,
 			    const struct ibv_wc *wc, uint32_t qp_index, bool retires,
 			    uint64_t sequence, const struct softrdma_completion_payload *payload);
 void softrdma_cq_release_locked(struct softrdma_segment *segment, uint32_t index);
+/* poll_cq's last step (softrdma_poll.c): up to num_entries completions, or -EOVERFLOW. */
+int softrdma_cq_take(struct softrdma_cq *cq, int num_entries, struct ibv_wc *wc);
 
 /* ---- softrdma_qp.c ---- */
 struct softrdma_shared_qp *softrdma_qp_shared(struct softrdma_qp *qp);
