@@ -388,8 +388,9 @@ bool softrdma_process_alive(pid_t pid);
 int softrdma_process_slot_locked(const struct softrdma_segment *segment, pid_t pid);
 void softrdma_process_forget_locked(struct softrdma_segment *segment, pid_t pid);
 /*
- * Frees what dead processes held, as the kernel does when a process exits:
- * a device full of QPs, MRs or channels may be full of the dead.
+ * Has what dead processes held freed, through the release function handed
+ * to softrdma_segment_open, as the kernel does when a process exits: a
+ * device full of QPs, MRs or channels may be full of the dead.
  */
 void softrdma_reap_dead_locked(struct softrdma_segment *segment);
 /* Whether a device's count of QPs or MRs is at limit even once the dead are reaped. */
@@ -421,7 +422,7 @@ void softrdma_devices_destroy(void);
 struct softrdma_shared_mr *softrdma_mr_check_locked(struct softrdma_segment *segment,
 						    uint32_t key, uint32_t pd_id, int access,
 						    uint64_t addr, uint64_t length);
-
+/* Frees the MR at index and its device's count of MRs: dereg_mr, or its owner gone. */
 void softrdma_mr_release_locked(struct softrdma_segment *segment, uint32_t index);
 
 /* ---- softrdma_cq.c ---- */
