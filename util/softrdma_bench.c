@@ -11,38 +11,23 @@
  * moves is a copy).
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "softrdma/softrdma.h"
+#include "softrdma_peer.h"
 
 #define BENCH_MAX_SIZE (64u << 20)
 #define BENCH_IN_FLIGHT 16          /* within thunderbolt's 63, as MLX keeps to 32 */
 #define BENCH_BYTES_PER_SIZE (1ull << 30)
 #define BENCH_TIMEOUT_MS 10000
 
-struct bench_address {
-	uint32_t qpn;
-	uint32_t rkey;
-	uint64_t addr;
-	union ibv_gid gid;
-};
-
 /* One side: the device, a registered buffer, a QP connected to the other side. */
 struct bench_side {
-	struct ibv_context *context;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	char *buffer;
-	struct ibv_mr *mr;
-	struct bench_address self;
-	struct bench_address peer;
+	struct test_side end;
 	int to_peer;            /* pipe ends: the side channel */
 	int from_peer;
 };
@@ -55,10 +40,7 @@ struct bench_request {
 
 static double bench_now(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double) now.tv_sec + (double) now.tv_nsec * 1e-9;
+	return (double) test_now_ns() * 1e-9;
 }
 
 static int bench_fail(const char *call, int error)
@@ -69,130 +51,62 @@ static int bench_fail(const char *call, int error)
 
 static int bench_write_all(int fd, const void *data, size_t size)
 {
-	const char *bytes = data;
+	int ret = test_write_all(fd, data, size);
 
-	while (size) {
-		ssize_t written = write(fd, bytes, size);
-
-		if (written < 0 && errno == EINTR)
-			continue;
-		if (written <= 0)
-			return bench_fail("write to the side channel", errno ? errno : EIO);
-		bytes += written;
-		size -= (size_t) written;
-	}
-	return 0;
+	return ret ? bench_fail("write to the side channel", ret) : 0;
 }
 
 static int bench_read_all(int fd, void *data, size_t size)
 {
-	struct pollfd pollfd = { .fd = fd, .events = POLLIN };
-	char *bytes = data;
+	int ret = test_read_all(fd, data, size, BENCH_TIMEOUT_MS);
 
-	while (size) {
-		ssize_t got;
-
-		if (poll(&pollfd, 1, BENCH_TIMEOUT_MS) <= 0)
-			return bench_fail("read from the side channel", ETIMEDOUT);
-		got = read(fd, bytes, size);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return bench_fail("read from the side channel", got ? errno : EPIPE);
-		bytes += got;
-		size -= (size_t) got;
-	}
-	return 0;
-}
-
-static int bench_open_device(struct bench_side *side)
-{
-	struct ibv_device **list;
-	int count;
-
-	list = softrdma_get_device_list(&count);
-	if (!list)
-		return bench_fail("get_device_list", errno);
-	side->context = count ? softrdma_open_device(list[0]) : NULL;
-	softrdma_free_device_list(list);
-	if (!side->context)
-		return bench_fail("open_device", count ? errno : ENODEV);
-	side->pd = softrdma_alloc_pd(side->context);
-	if (!side->pd)
-		return bench_fail("alloc_pd", errno);
-	side->cq = softrdma_create_cq(side->context, 1024, NULL, NULL, 0);
-	if (!side->cq)
-		return bench_fail("create_cq", errno);
-	return 0;
+	return ret ? bench_fail("read from the side channel", ret) : 0;
 }
 
 static int bench_create_objects(struct bench_side *side, enum ibv_qp_type type)
 {
 	struct ibv_qp_init_attr attr = {
-		.send_cq = side->cq, .recv_cq = side->cq, .qp_type = type,
+		.send_cq = side->end.device.cq, .recv_cq = side->end.device.cq, .qp_type = type,
 		.cap = { .max_send_wr = 32, .max_recv_wr = 32, .max_send_sge = 1,
 			 .max_recv_sge = 1 },
 	};
 
-	side->buffer = malloc(BENCH_MAX_SIZE);
-	if (!side->buffer)
+	side->end.buffer = malloc(BENCH_MAX_SIZE);
+	if (!side->end.buffer)
 		return bench_fail("malloc", ENOMEM);
 	/*
 	 * Every page written now: an untouched buffer reads as the kernel's one
 	 * zero page, always in cache, and would make every copy look faster.
 	 */
 	for (size_t index = 0; index < BENCH_MAX_SIZE; index++)
-		side->buffer[index] = (char) (index * 7 + 1);
-	side->mr = softrdma_reg_mr(side->pd, side->buffer, BENCH_MAX_SIZE,
-				   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!side->mr)
+		side->end.buffer[index] = (char) (index * 7 + 1);
+	side->end.mr = softrdma_reg_mr(side->end.device.pd, side->end.buffer, BENCH_MAX_SIZE,
+				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!side->end.mr)
 		return bench_fail("reg_mr", errno);
-	side->qp = softrdma_create_qp(side->pd, &attr);
-	if (!side->qp)
+	side->end.qp = softrdma_create_qp(side->end.device.pd, &attr);
+	if (!side->end.qp)
 		return bench_fail("create_qp", errno);
-	side->self.qpn = side->qp->qp_num;
-	side->self.rkey = side->mr->rkey;
-	side->self.addr = (uintptr_t) side->buffer;
-	if (softrdma_query_gid(side->context, 1, 1, &side->self.gid))
+	if (test_address_of(&side->end.device, side->end.qp, side->end.mr, &side->end.self))
 		return bench_fail("query_gid", errno);
 	return 0;
 }
 
+/* As the tests connect, but at the port's MTU and with RC's longer timeout. */
 static int bench_connect(struct bench_side *side)
 {
-	bool rc = side->qp->qp_type == IBV_QPT_RC;
 	struct ibv_port_attr port;
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
-	};
 	int ret;
 
-	if (softrdma_query_port(side->context, 1, &port))
+	if (softrdma_query_port(side->end.device.context, 1, &port))
 		return bench_fail("query_port", errno);
-	ret = softrdma_modify_qp(side->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				 IBV_QP_ACCESS_FLAGS);
+	ret = test_qp_init(side->end.qp, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (ret)
 		return bench_fail("modify_qp to INIT", ret);
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTR;
-	attr.path_mtu = port.active_mtu;
-	attr.dest_qp_num = side->peer.qpn;
-	attr.max_dest_rd_atomic = 1;
-	attr.min_rnr_timer = 1;
-	attr.ah_attr = (struct ibv_ah_attr) { .is_global = 1, .port_num = 1,
-		.grh = { .dgid = side->peer.gid, .sgid_index = 1, .hop_limit = 1 } };
-	ret = softrdma_modify_qp(side->qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				 (rc ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0));
+	ret = test_qp_rtr(side->end.qp, &side->end.peer, TEST_GID_INDEX, port.active_mtu);
 	if (ret)
 		return bench_fail("modify_qp to RTR", ret);
-	memset(&attr, 0, sizeof(attr));
-	attr = (struct ibv_qp_attr) { .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
-				      .rnr_retry = 7, .max_rd_atomic = 1 };
-	ret = softrdma_modify_qp(side->qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN |
-				 (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				       IBV_QP_MAX_QP_RD_ATOMIC : 0));
+	ret = test_qp_rts(side->end.qp, 14, 7);
 	return ret ? bench_fail("modify_qp to RTS", ret) : 0;
 }
 
@@ -205,29 +119,16 @@ static int bench_side_open(struct bench_side *side, const struct softrdma_config
 
 	if (ret)
 		return bench_fail("softrdma_attach", -ret);
-	if (bench_open_device(side) || bench_create_objects(side, type) ||
-	    bench_write_all(side->to_peer, &side->self, sizeof(side->self)) ||
-	    bench_read_all(side->from_peer, &side->peer, sizeof(side->peer)) ||
+	ret = test_device_open(&side->end.device, 0);
+	if (ret)
+		return bench_fail("opening the device, a PD and a CQ", ret);
+	if (bench_create_objects(side, type) ||
+	    bench_write_all(side->to_peer, &side->end.self, sizeof(side->end.self)) ||
+	    bench_read_all(side->from_peer, &side->end.peer, sizeof(side->end.peer)) ||
 	    bench_connect(side) || bench_write_all(side->to_peer, &ready, 1) ||
 	    bench_read_all(side->from_peer, &ready, 1))
 		return -1;
 	return 0;
-}
-
-static void bench_side_close(struct bench_side *side)
-{
-	if (side->qp)
-		softrdma_destroy_qp(side->qp);
-	if (side->mr)
-		softrdma_dereg_mr(side->mr);
-	if (side->cq)
-		softrdma_destroy_cq(side->cq);
-	if (side->pd)
-		softrdma_dealloc_pd(side->pd);
-	if (side->context)
-		softrdma_close_device(side->context);
-	free(side->buffer);
-	softrdma_detach();
 }
 
 /* Polls until `receives` receive and `sends` send completions have arrived. */
@@ -237,7 +138,7 @@ static int bench_wait(struct bench_side *side, int receives, int sends)
 	struct ibv_wc wc;
 
 	while (receives > 0 || sends > 0) {
-		int got = softrdma_poll_cq(side->cq, 1, &wc);
+		int got = softrdma_poll_cq(side->end.device.cq, 1, &wc);
 
 		if (got < 0)
 			return bench_fail("poll_cq", -got);
@@ -258,21 +159,15 @@ static int bench_wait(struct bench_side *side, int receives, int sends)
 
 static int bench_post(struct bench_side *side, enum ibv_wr_opcode opcode, uint32_t size)
 {
-	struct ibv_sge sge = { (uintptr_t) side->buffer, size, side->mr->lkey };
-	struct ibv_send_wr wr = {
-		.sg_list = &sge, .num_sge = 1, .opcode = opcode, .send_flags = IBV_SEND_SIGNALED,
-		.wr.rdma = { .remote_addr = side->peer.addr, .rkey = side->peer.rkey },
-	}, *bad_wr;
-	int ret = softrdma_post_send(side->qp, &wr, &bad_wr);
+	int ret = test_post_send(side->end.qp, opcode, side->end.mr, 0, size, &side->end.peer,
+				 0, 0, IBV_SEND_SIGNALED, 0);
 
 	return ret ? bench_fail("post_send", ret) : 0;
 }
 
 static int bench_post_receive(struct bench_side *side, uint32_t size)
 {
-	struct ibv_sge sge = { (uintptr_t) side->buffer, size, side->mr->lkey };
-	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad_wr;
-	int ret = softrdma_post_recv(side->qp, &wr, &bad_wr);
+	int ret = test_post_recv(side->end.qp, side->end.mr, 0, size, 0);
 
 	return ret ? bench_fail("post_recv", ret) : 0;
 }
@@ -337,8 +232,8 @@ static int bench_bandwidth(struct bench_side *side)
 			free(destination);
 			return -1;
 		}
-		bench_memcpy_time(destination, side->buffer, size, iterations / 8);
-		memcpy_seconds = bench_memcpy_time(destination, side->buffer, size, iterations);
+		bench_memcpy_time(destination, side->end.buffer, size, iterations / 8);
+		memcpy_seconds = bench_memcpy_time(destination, side->end.buffer, size, iterations);
 		write_rate = (double) size * iterations / write_seconds / 1e9;
 		memcpy_rate = (double) size * iterations / memcpy_seconds / 1e9;
 		printf("  %10u %8u %12.2f %12.2f %8.2f\n", size, iterations, write_rate,
@@ -424,7 +319,7 @@ static int bench_target(const struct softrdma_config *config, enum ibv_qp_type t
 			break;
 		ret = bench_pong(&side, &request);
 	}
-	bench_side_close(&side);
+	test_side_close(&side.end);
 	return ret ? 1 : 0;
 }
 
@@ -435,8 +330,8 @@ static void bench_header(const struct softrdma_config *config, struct bench_side
 	softrdma_profile_limits(config->profile, &limits);
 	printf("# softrdma_bench: profile %s, device %s, topology %s, %s QP, path MTU %d, "
 	       "2 processes (fork), single copy by process_vm_writev\n",
-	       softrdma_profile_name(config->profile), side->context->device->name,
-	       config->topology, side->qp->qp_type == IBV_QPT_RC ? "RC" : "UC",
+	       softrdma_profile_name(config->profile), side->end.device.context->device->name,
+	       config->topology, side->end.qp->qp_type == IBV_QPT_RC ? "RC" : "UC",
 	       limits.path_mtu_bytes);
 }
 
@@ -452,7 +347,7 @@ static int bench_initiator(const struct softrdma_config *config, enum ibv_qp_typ
 	}
 	if (!ret)
 		ret = bench_latency(&side);
-	bench_side_close(&side);
+	test_side_close(&side.end);
 	return ret;
 }
 

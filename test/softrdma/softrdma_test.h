@@ -1,9 +1,10 @@
 /*
  * softrdma_test.h: helpers of the software device's tests: configs with a
- * namespace of their own, a device with its PD and CQ, QPs connected through
- * INIT/RTR/RTS, posting and polling, data patterns, and forked peers talking
- * over pipes. They return errors instead of asserting, so a forked child can
- * turn them into its exit status.
+ * namespace of their own, QPs connected with the tests' settings, polling,
+ * data patterns, and forked peers talking over pipes; with what they share
+ * with util/softrdma_bench (softrdma_peer.h: the device, addresses, the
+ * INIT/RTR/RTS steps, posting). They return errors instead of asserting, so
+ * a forked child can turn them into its exit status.
  */
 #ifndef SOFTRDMA_TEST_H
 #define SOFTRDMA_TEST_H
@@ -14,25 +15,12 @@
 #include <sys/types.h>
 
 #include "softrdma/softrdma.h"
+#include "softrdma_peer.h"
 
 /* Generous: a 16 MiB transfer through shared memory, sanitized, on two busy cores. */
 #define TEST_TIMEOUT_MS 30000
-#define TEST_GID_INDEX 1
+#define TEST_RC_TIMEOUT 12 /* RC gives up after 8 * 16.8 ms without an answer */
 #define TEST_ARRAY_LENGTH(array) (sizeof(array) / sizeof((array)[0]))
-
-struct test_device {
-	struct ibv_context *context;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-};
-
-/* Where a peer's QP and buffer are: what a side channel would carry. */
-struct test_address {
-	uint32_t qpn;
-	uint32_t rkey;
-	uint64_t addr;
-	union ibv_gid gid;
-};
 
 /*
  * A profile and topology in a namespace "<tag>-<pid>" no other test shares,
@@ -46,27 +34,17 @@ int test_attach(const struct softrdma_config *config);
 /* From now on process_vm_readv/writev fail with EPERM in this process (seccomp). */
 int test_forbid_cma(void);
 
-int test_device_open(struct test_device *device, int index);
-void test_device_close(struct test_device *device);
 /* Sends and receives complete into cq; capacities of depth WRs, 4 SGEs, 64 inline bytes. */
 struct ibv_qp *test_qp_create(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp_type type,
 			      uint32_t depth);
-int test_address_of(struct test_device *device, struct ibv_qp *qp, struct ibv_mr *mr,
-		    struct test_address *address);
-
-int test_qp_init(struct ibv_qp *qp);
-int test_qp_rtr(struct ibv_qp *qp, const struct test_address *remote, int sgid_index);
-int test_qp_rts(struct ibv_qp *qp, int rnr_retry);
-/* INIT, RTR (GID index 1) and RTS, RC retrying receiver-not-ready rnr_retry times. */
+/*
+ * INIT (all access), RTR (GID index 1, MTU 1024) and RTS (TEST_RC_TIMEOUT),
+ * RC retrying receiver-not-ready rnr_retry times.
+ */
 int test_qp_connect(struct ibv_qp *qp, const struct test_address *remote, int rnr_retry);
 
 /* 1: a completion; 0: none within timeout_ms; negative: poll_cq failed. */
 int test_poll(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
-int test_post_send(struct ibv_qp *qp, enum ibv_wr_opcode opcode, struct ibv_mr *mr,
-		   size_t offset, size_t length, const struct test_address *remote,
-		   size_t remote_offset, uint32_t imm, unsigned int flags, uint64_t wr_id);
-int test_post_recv(struct ibv_qp *qp, struct ibv_mr *mr, size_t offset, size_t length,
-		   uint64_t wr_id);
 
 void test_pattern_fill(void *buffer, size_t length, uint32_t seed);
 bool test_pattern_check(const void *buffer, size_t length, uint32_t seed);

@@ -297,9 +297,10 @@ static void check_rnr_exceeded(int rnr_retry)
 	/* RTS -> RTS cannot change rnr_retry: start again from RESET. */
 	attr.qp_state = IBV_QPS_RESET;
 	cr_assert_eq(softrdma_modify_qp(loopback.qp_a, &attr, IBV_QP_STATE), 0);
-	cr_assert_eq(test_qp_init(loopback.qp_a), 0);
-	cr_assert_eq(test_qp_rtr(loopback.qp_a, &loopback.address_b, 1), 0);
-	cr_assert_eq(test_qp_rts(loopback.qp_a, rnr_retry), 0);
+	cr_assert_eq(test_qp_init(loopback.qp_a, TEST_ACCESS_ALL), 0);
+	cr_assert_eq(test_qp_rtr(loopback.qp_a, &loopback.address_b, TEST_GID_INDEX, IBV_MTU_1024),
+		     0);
+	cr_assert_eq(test_qp_rts(loopback.qp_a, TEST_RC_TIMEOUT, rnr_retry), 0);
 	cr_assert_eq(test_post_send(loopback.qp_a, IBV_WR_SEND, loopback.mr_a, 0, 64, NULL, 0, 0,
 				    IBV_SEND_SIGNALED, 1), 0);
 	cr_assert_eq(test_poll(loopback.device.cq, &wc, TEST_TIMEOUT_MS), 1);

@@ -83,7 +83,7 @@ Test(modify, missing_and_extra_attributes)
 	cr_assert_eq(modify_state(IBV_QPS_RTR, RTR_UC_MASK | IBV_QP_MAX_DEST_RD_ATOMIC |
 				  IBV_QP_MIN_RNR_TIMER), 0);
 	cr_assert_eq(modify_state(IBV_QPS_RTS, IBV_QP_SQ_PSN), EINVAL);
-	cr_assert_eq(test_qp_rts(qp, 7), 0);
+	cr_assert_eq(test_qp_rts(qp, TEST_RC_TIMEOUT, 7), 0);
 	cr_assert_eq(modify_state(IBV_QPS_RTS, IBV_QP_MIN_RNR_TIMER), 0);
 	cr_assert_eq(modify_state(IBV_QPS_RTS, IBV_QP_RNR_RETRY), EINVAL);
 	close_qp();

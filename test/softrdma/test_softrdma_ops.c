@@ -411,11 +411,12 @@ Test(ops, post_send_needs_rts_and_post_recv_init)
 	qp = test_qp_create(device->pd, device->cq, IBV_QPT_RC, 8);
 	cr_assert_not_null(qp);
 	cr_assert_eq(test_post_recv(qp, loopback.mr_a, 0, 8, 1), EINVAL);
-	cr_assert_eq(test_qp_init(qp), 0);
+	cr_assert_eq(test_qp_init(qp, TEST_ACCESS_ALL), 0);
 	cr_assert_eq(test_post_recv(qp, loopback.mr_a, 0, 8, 1), 0);
 	cr_assert_eq(test_post_send(qp, IBV_WR_SEND, loopback.mr_a, 0, 8, NULL, 0, 0, 0, 1),
 		     EINVAL);
-	cr_assert_eq(test_qp_rtr(qp, &loopback.address_b, 1), 0);
+	cr_assert_eq(test_qp_rtr(qp, &loopback.address_b, TEST_GID_INDEX, IBV_MTU_1024),
+		     0);
 	cr_assert_eq(test_post_send(qp, IBV_WR_SEND, loopback.mr_a, 0, 8, NULL, 0, 0, 0, 1),
 		     EINVAL);
 	cr_assert_eq(softrdma_destroy_qp(qp), 0);
@@ -473,13 +474,14 @@ Test(ops, rc_retries_until_the_target_is_ready)
 
 	open_loopback(SOFTRDMA_PROFILE_ROCEV2, IBV_QPT_RC, "late-rtr");
 	cr_assert_eq(softrdma_modify_qp(loopback.qp_b, &reset, IBV_QP_STATE), 0);
-	cr_assert_eq(test_qp_init(loopback.qp_b), 0);
+	cr_assert_eq(test_qp_init(loopback.qp_b, TEST_ACCESS_ALL), 0);
 	cr_assert_eq(test_post_recv(loopback.qp_b, loopback.mr_b, 0, 64, 1), 0);
 	/* B cannot receive yet: A's SEND goes unanswered and is retried. */
 	cr_assert_eq(test_post_send(loopback.qp_a, IBV_WR_SEND, loopback.mr_a, 0, 64, NULL, 0, 0,
 				    IBV_SEND_SIGNALED, 1), 0);
 	expect_no_completion(loopback.device.cq);
-	cr_assert_eq(test_qp_rtr(loopback.qp_b, &loopback.address_a, 1), 0);
+	cr_assert_eq(test_qp_rtr(loopback.qp_b, &loopback.address_a, TEST_GID_INDEX, IBV_MTU_1024),
+		     0);
 	wc = expect_completion(loopback.device.cq);
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", softrdma_wc_status_str(wc.status));
 	wc = expect_completion(loopback.cq_b);

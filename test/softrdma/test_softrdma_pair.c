@@ -37,17 +37,7 @@ struct pair {
 	struct test_channel channel;
 };
 
-/* One side's objects. */
-struct side {
-	struct test_device device;
-	struct ibv_qp *qp;
-	char *buffer;
-	struct ibv_mr *mr;
-	struct test_address self;
-	struct test_address peer;
-};
-
-static int side_open(struct side *side, struct pair *pair, bool parent)
+static int side_open(struct test_side *side, struct pair *pair, bool parent)
 {
 	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 	int ret;
@@ -78,19 +68,8 @@ static int side_open(struct side *side, struct pair *pair, bool parent)
 	return ret;
 }
 
-static void side_close(struct side *side)
-{
-	if (side->qp)
-		softrdma_destroy_qp(side->qp);
-	if (side->mr)
-		softrdma_dereg_mr(side->mr);
-	test_device_close(&side->device);
-	free(side->buffer);
-	softrdma_detach();
-}
-
 /* Distinct codes, so a failed child says what failed. */
-static uint32_t target_expect(struct side *side, const struct command *command)
+static uint32_t target_expect(struct test_side *side, const struct command *command)
 {
 	struct ibv_wc wc;
 
@@ -108,7 +87,7 @@ static uint32_t target_expect(struct side *side, const struct command *command)
 	return 0;
 }
 
-static uint32_t target_execute(struct side *side, const struct command *command)
+static uint32_t target_execute(struct test_side *side, const struct command *command)
 {
 	switch (command->kind) {
 	case COMMAND_RECEIVE:
@@ -131,7 +110,7 @@ static int target_main(void *argument)
 {
 	struct pair *pair = argument;
 	struct command command;
-	struct side side;
+	struct test_side side;
 	int ret = side_open(&side, pair, false);
 
 	while (!ret) {
@@ -145,12 +124,12 @@ static int target_main(void *argument)
 		if (test_channel_send(&pair->channel, false, &reply, sizeof(reply)))
 			return 3;
 	}
-	side_close(&side);
+	test_side_close(&side);
 	return ret ? 1 : 0;
 }
 
 static struct pair pair;
-static struct side initiator;
+static struct test_side initiator;
 static pid_t target;
 
 static void pair_open(enum softrdma_profile profile, enum ibv_qp_type type, const char *tag)
@@ -169,7 +148,7 @@ static void pair_close(void)
 
 	cr_assert_eq(test_channel_send(&pair.channel, true, &quit, sizeof(quit)), 0);
 	cr_assert_eq(test_wait(target), 0);
-	side_close(&initiator);
+	test_side_close(&initiator);
 	test_channel_close(&pair.channel);
 	test_segment_remove(&pair.config);
 }

@@ -95,7 +95,7 @@ static int softrdma_attach_first(const struct softrdma_config *config)
 				    sizeof(process->segment_name));
 	if (ret)
 		return ret;
-	ret = softrdma_segment_open(&resolved, hosts, cables);
+	ret = softrdma_segment_open(&resolved, hosts, cables, softrdma_release_owner_locked);
 	if (ret) {
 		FI_WARN(&bolt_prov, FI_LOG_CORE, "software device: cannot attach to %s: %s\n",
 			process->segment_name, strerror(-ret));

@@ -8,7 +8,8 @@
  * its QP's send queue slots, which only this process counts: under its own
  * lock, against QPs destroyed meanwhile. Polling a receive completion that
  * carries a small SEND's data places that data in the receive's buffers
- * (softrdma_internal.h).
+ * (softrdma_internal.h). poll_cq, which also drives this process's
+ * send queues, is softrdma_poll.c.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -192,17 +193,12 @@ static int softrdma_cq_pop(struct softrdma_shared_cq *cq, int num_entries, struc
 	return count;
 }
 
-int softrdma_poll_cq(struct ibv_cq *ibv_cq, int num_entries, struct ibv_wc *wc)
+/* Takes up to num_entries completions; -EOVERFLOW once an overrun CQ is drained. */
+int softrdma_cq_take(struct softrdma_cq *cq, int num_entries, struct ibv_wc *wc)
 {
-	struct softrdma_cq *cq = (struct softrdma_cq *) ibv_cq;
-	struct softrdma_shared_cq *shared;
+	struct softrdma_shared_cq *shared = softrdma_cq_shared(cq);
 	int count;
 
-	if (!cq || num_entries < 0 || (num_entries && !wc))
-		return -EINVAL;
-	softrdma_service_poll();
-	softrdma_progress_all();
-	shared = softrdma_cq_shared(cq);
 	if (__atomic_load_n(&shared->produced, __ATOMIC_ACQUIRE) ==
 	    __atomic_load_n(&shared->consumed, __ATOMIC_ACQUIRE))
 		return __atomic_load_n(&shared->overflowed, __ATOMIC_RELAXED) ? -EOVERFLOW : 0;

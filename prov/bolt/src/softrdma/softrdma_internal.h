@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "bolt.h"
 #include "softrdma/softrdma.h"
@@ -316,6 +317,9 @@ struct softrdma_qp {
 	struct softrdma_qp *previous;
 };
 
+/* Gives back what process pid held in the segment (softrdma_reap.c). */
+typedef void (*softrdma_owner_release)(struct softrdma_segment *segment, pid_t pid);
+
 /* What this process knows of its attachment. */
 struct softrdma_process {
 	pthread_mutex_t lock;   /* attach count, devices, the QP list and index */
@@ -331,6 +335,7 @@ struct softrdma_process {
 	uint32_t service_seen;  /* our bell's rings at the last service by a verbs call (atomic) */
 	struct softrdma_segment *segment;
 	size_t segment_size;
+	softrdma_owner_release release_owner_locked; /* handed to the segment at open */
 	char segment_name[160];
 	struct softrdma_device *devices; /* this host's */
 	int device_count;
@@ -375,29 +380,38 @@ uint32_t softrdma_table_handle(const struct softrdma_table *table, const struct 
 void *softrdma_table_lookup(struct softrdma_segment *segment, const struct softrdma_table *table,
 			    uint32_t handle);
 
-/* ---- softrdma_shared.c ---- */
+/* ---- softrdma_segment.c ---- */
 void softrdma_lock(struct softrdma_segment *segment);
 void softrdma_unlock(struct softrdma_segment *segment);
 bool softrdma_process_exists(pid_t pid);
 bool softrdma_process_alive(pid_t pid);
+int softrdma_process_slot_locked(const struct softrdma_segment *segment, pid_t pid);
+void softrdma_process_forget_locked(struct softrdma_segment *segment, pid_t pid);
 /*
- * Frees what dead processes held, as the kernel does when a process exits:
- * a device full of QPs, MRs or channels may be full of the dead.
+ * Has what dead processes held freed, through the release function handed
+ * to softrdma_segment_open, as the kernel does when a process exits: a
+ * device full of QPs, MRs or channels may be full of the dead.
  */
 void softrdma_reap_dead_locked(struct softrdma_segment *segment);
 /* Whether a device's count of QPs or MRs is at limit even once the dead are reaped. */
 bool softrdma_device_full_locked(struct softrdma_segment *segment, const int32_t *count, int limit);
+/*
+ * Creates or joins the config's segment and registers this process in it.
+ * release_owner_locked gives back what a dead or detaching process held.
+ */
+int softrdma_segment_open(const struct softrdma_config *config, int hosts, int cables,
+			  softrdma_owner_release release_owner_locked);
+void softrdma_segment_close(void);
+
+/* ---- softrdma_reap.c ---- */
+/* Frees every MR, QP, CQ and channel pid owns and forgets pid: it died or detached. */
+void softrdma_release_owner_locked(struct softrdma_segment *segment, pid_t pid);
 
 /* ---- softrdma_watch.c ---- */
 /* 1 if pid has exited (zombie or reaped), 0 if it runs, negative if this cannot tell. */
 int softrdma_watch_exited(pid_t pid);
 void softrdma_watch_close_all(void);
 void softrdma_watch_forget(void);
-int softrdma_process_slot_locked(const struct softrdma_segment *segment, pid_t pid);
-void softrdma_release_owner_locked(struct softrdma_segment *segment, pid_t pid);
-/* Creates or joins the config's segment and registers this process in it. */
-int softrdma_segment_open(const struct softrdma_config *config, int hosts, int cables);
-void softrdma_segment_close(void);
 
 /* ---- softrdma_device.c ---- */
 int softrdma_devices_create(void);
@@ -408,6 +422,8 @@ void softrdma_devices_destroy(void);
 struct softrdma_shared_mr *softrdma_mr_check_locked(struct softrdma_segment *segment,
 						    uint32_t key, uint32_t pd_id, int access,
 						    uint64_t addr, uint64_t length);
+/* Frees the MR at index and its device's count of MRs: dereg_mr, or its owner gone. */
+void softrdma_mr_release_locked(struct softrdma_segment *segment, uint32_t index);
 
 /* ---- softrdma_cq.c ---- */
 /* payload: a receive completion's data for its poll to place, or NULL. */
@@ -415,17 +431,22 @@ int softrdma_cq_push_locked(struct softrdma_segment *segment, int cq_index,
 			    const struct ibv_wc *wc, uint32_t qp_index, bool retires,
 			    uint64_t sequence, const struct softrdma_completion_payload *payload);
 void softrdma_cq_release_locked(struct softrdma_segment *segment, uint32_t index);
+/* poll_cq's last step (softrdma_poll.c): up to num_entries completions, or -EOVERFLOW. */
+int softrdma_cq_take(struct softrdma_cq *cq, int num_entries, struct ibv_wc *wc);
 
 /* ---- softrdma_qp.c ---- */
 struct softrdma_shared_qp *softrdma_qp_shared(struct softrdma_qp *qp);
 uint32_t softrdma_qp_state(struct softrdma_qp *qp);
 void softrdma_qp_release_locked(struct softrdma_segment *segment, uint32_t index);
-void softrdma_qp_enter_error_locked(struct softrdma_segment *segment, uint32_t index);
+/* The send queue's bookkeeping that post_send, modify_qp and destroy_qp share. */
+void softrdma_qp_waiting_change(struct softrdma_qp *qp, uint32_t before);
+void softrdma_qp_send_discard(struct softrdma_qp *qp);
 
 /* ---- softrdma_modify.c ---- */
 /* (softrdma_modify_qp is public) */
 
 /* ---- softrdma_recv.c ---- */
+void softrdma_qp_enter_error_locked(struct softrdma_segment *segment, uint32_t index);
 void softrdma_receive_complete_locked(struct softrdma_segment *segment, uint32_t qp_index,
 				      struct ibv_wc *wc,
 				      const struct softrdma_completion_payload *payload);
@@ -447,8 +468,6 @@ void softrdma_receive_clear_locked(struct softrdma_shared_qp *shared);
 /* ---- softrdma_post.c ---- */
 void softrdma_send_progress(struct softrdma_qp *qp);
 void softrdma_progress_all(void);
-void softrdma_send_discard(struct softrdma_qp *qp);
-uint64_t softrdma_now_ns(void);
 
 /* ---- softrdma_transfer.c ---- */
 enum softrdma_transfer_outcome {
@@ -529,10 +548,19 @@ void softrdma_service_forget(void);
 /* From verbs calls, in shm mode: serves what waits for this process; cheap when nothing does. */
 void softrdma_service_poll(void);
 
-/* ---- softrdma_fault.c ---- */
+/* ---- softrdma_drop.c ---- */
 void softrdma_drop_reset_locked(struct softrdma_segment *segment, int every, int ppm,
 				unsigned int seed);
 bool softrdma_drop_message_locked(struct softrdma_segment *segment, uint64_t packets);
+
+/* The device's clock (retry and stall deadlines): inline, read on every send pass. */
+static inline uint64_t softrdma_now_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t) now.tv_sec * 1000000000ull + (uint64_t) now.tv_nsec;
+}
 
 /* Verbs' convention for calls returning int: the errno, also left in errno. */
 static inline int softrdma_fail(int error)

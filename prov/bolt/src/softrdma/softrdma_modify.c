@@ -171,7 +171,7 @@ static void softrdma_attr_record(struct ibv_qp_attr *record, const struct ibv_qp
 static void softrdma_qp_reset_locked(struct softrdma_qp *qp, struct softrdma_shared_qp *shared)
 {
 	softrdma_receive_clear_locked(shared);
-	softrdma_send_discard(qp);
+	softrdma_qp_send_discard(qp);
 	__atomic_store_n(&qp->send_retired, qp->send_posted, __ATOMIC_RELEASE);
 	shared->remote_device = -1;
 	shared->remote_qpn = 0;

@@ -92,20 +92,24 @@ struct ibv_mr *softrdma_reg_mr(struct ibv_pd *ibv_pd, void *addr, size_t length,
 	return &mr->ibv;
 }
 
+void softrdma_mr_release_locked(struct softrdma_segment *segment, uint32_t index)
+{
+	struct softrdma_shared_mr *shared = softrdma_table_slot(segment, &segment->mrs, index);
+
+	segment->devices[shared->device].mr_count--;
+	softrdma_table_free(segment, &segment->mrs, index);
+}
+
 int softrdma_dereg_mr(struct ibv_mr *ibv_mr)
 {
 	struct softrdma_mr *mr = (struct softrdma_mr *) ibv_mr;
 	struct softrdma_segment *segment = softrdma_process.segment;
-	struct softrdma_shared_mr *shared;
 
 	if (!mr)
 		return softrdma_fail(EINVAL);
 	softrdma_lock(segment);
-	shared = softrdma_table_lookup(segment, &segment->mrs, mr->ibv.lkey);
-	if (shared) {
-		segment->devices[shared->device].mr_count--;
-		softrdma_table_free(segment, &segment->mrs, mr->index);
-	}
+	if (softrdma_table_lookup(segment, &segment->mrs, mr->ibv.lkey))
+		softrdma_mr_release_locked(segment, mr->index);
 	softrdma_unlock(segment);
 	__atomic_sub_fetch(&mr->pd->children, 1, __ATOMIC_ACQ_REL);
 	free(mr);

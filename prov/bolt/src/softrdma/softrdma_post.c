@@ -8,20 +8,11 @@
  */
 #include <stddef.h>
 #include <string.h>
-#include <time.h>
 
 #include "softrdma/softrdma_internal.h"
 
 #define SOFTRDMA_SEND_FLAGS (IBV_SEND_SIGNALED | IBV_SEND_INLINE | IBV_SEND_SOLICITED | \
 			     IBV_SEND_FENCE)
-
-uint64_t softrdma_now_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t) now.tv_sec * 1000000000ull + (uint64_t) now.tv_nsec;
-}
 
 static bool softrdma_opcode_is_rdma(enum ibv_wr_opcode opcode)
 {
@@ -81,14 +72,6 @@ static int softrdma_send_check(struct softrdma_qp *qp, const struct ibv_send_wr 
 	return 0;
 }
 
-static void softrdma_waiting_change(struct softrdma_qp *qp, uint32_t before)
-{
-	if (!before && qp->pending_count)
-		__atomic_add_fetch(&softrdma_process.waiting_qps, 1, __ATOMIC_ACQ_REL);
-	else if (before && !qp->pending_count)
-		__atomic_sub_fetch(&softrdma_process.waiting_qps, 1, __ATOMIC_ACQ_REL);
-}
-
 /* Inline data is copied now, so the caller may reuse its buffer at once. */
 static void softrdma_send_enqueue(struct softrdma_qp *qp, const struct ibv_send_wr *wr)
 {
@@ -118,7 +101,7 @@ static void softrdma_send_enqueue(struct softrdma_qp *qp, const struct ibv_send_
 			memcpy(entry->sge, wr->sg_list, (size_t) wr->num_sge * sizeof(*wr->sg_list));
 	}
 	qp->pending_count++;
-	softrdma_waiting_change(qp, before);
+	softrdma_qp_waiting_change(qp, before);
 }
 
 /* Processes the queue in order, up to a WR that must wait. Send lock held. */
@@ -142,17 +125,7 @@ void softrdma_send_progress(struct softrdma_qp *qp)
 		qp->pending_head = (qp->pending_head + 1) % qp->send_depth;
 		qp->pending_count--;
 	}
-	softrdma_waiting_change(qp, before);
-}
-
-/* Drops what is queued, with no completions (RESET, destroy). Send lock held. */
-void softrdma_send_discard(struct softrdma_qp *qp)
-{
-	uint32_t before = qp->pending_count;
-
-	qp->pending_head = 0;
-	qp->pending_count = 0;
-	softrdma_waiting_change(qp, before);
+	softrdma_qp_waiting_change(qp, before);
 }
 
 /* Retries the waiting WRs of every QP of this process; cheap when none waits. */

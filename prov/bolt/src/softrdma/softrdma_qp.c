@@ -1,9 +1,11 @@
 /*
  * softrdma_qp.c: queue pairs: creation (types and limits the profile
- * offers), destruction, query, and the error state. A QP's shared slot holds
- * what other processes need (state, its connection, its posted receives); its
- * local object holds the send queue, which only its own process processes.
- * State changes are in softrdma_modify.c.
+ * offers), destruction, query, the process's list of its QPs and the count
+ * of those whose send queue waits. A QP's shared slot holds what other
+ * processes need (state, its connection, its posted receives); its local
+ * object holds the send queue, which only its own process processes
+ * (softrdma_post.c). State changes are in softrdma_modify.c, the error
+ * state in softrdma_recv.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +140,29 @@ static void softrdma_qp_fill(struct softrdma_qp *qp, const struct ibv_qp_init_at
 	qp->attr.port_num = SOFTRDMA_PORT;
 }
 
+/*
+ * How many of this process's QPs hold WRs not processed yet: progress_all
+ * looks at nothing while none does. before: the QP's pending count before a
+ * change to it. Send lock held.
+ */
+void softrdma_qp_waiting_change(struct softrdma_qp *qp, uint32_t before)
+{
+	if (!before && qp->pending_count)
+		__atomic_add_fetch(&softrdma_process.waiting_qps, 1, __ATOMIC_ACQ_REL);
+	else if (before && !qp->pending_count)
+		__atomic_sub_fetch(&softrdma_process.waiting_qps, 1, __ATOMIC_ACQ_REL);
+}
+
+/* Drops what is queued, with no completions (RESET, destroy). Send lock held. */
+void softrdma_qp_send_discard(struct softrdma_qp *qp)
+{
+	uint32_t before = qp->pending_count;
+
+	qp->pending_head = 0;
+	qp->pending_count = 0;
+	softrdma_qp_waiting_change(qp, before);
+}
+
 /* Capacities are reported as asked for, even past what posting accepts (as Apple's driver). */
 struct ibv_qp *softrdma_create_qp(struct ibv_pd *ibv_pd, struct ibv_qp_init_attr *attr)
 {
@@ -190,7 +215,7 @@ int softrdma_destroy_qp(struct ibv_qp *ibv_qp)
 		return softrdma_fail(EINVAL);
 	softrdma_qp_list_remove(qp);
 	pthread_mutex_lock(&qp->send_lock);
-	softrdma_send_discard(qp);
+	softrdma_qp_send_discard(qp);
 	pthread_mutex_unlock(&qp->send_lock);
 	softrdma_lock(segment);
 	softrdma_qp_release_locked(segment, qp->index);
@@ -204,17 +229,6 @@ int softrdma_destroy_qp(struct ibv_qp *ibv_qp)
 	free(qp->pending);
 	free(qp);
 	return 0;
-}
-
-/* Verbs' rule: an error completion moves the QP to ERR; its receives are flushed. */
-void softrdma_qp_enter_error_locked(struct softrdma_segment *segment, uint32_t index)
-{
-	struct softrdma_shared_qp *shared = softrdma_table_slot(segment, &segment->qps, index);
-
-	if (!shared->slot.in_use)
-		return;
-	__atomic_store_n(&shared->state, IBV_QPS_ERR, __ATOMIC_RELEASE);
-	softrdma_receive_flush_locked(segment, index);
 }
 
 int softrdma_query_qp(struct ibv_qp *ibv_qp, struct ibv_qp_attr *attr, int attr_mask,

@@ -1,7 +1,8 @@
 /*
- * softrdma_recv.c: the receive queue. Posted receives wait in a ring in the
- * QP's shared slot, where the sender's process, which does the delivery,
- * takes them; their completions go to the QP's receive CQ. "Outstanding" on
+ * softrdma_recv.c: the receive queue, and the error state that flushes it.
+ * Posted receives wait in a ring in the QP's shared slot, where the sender's
+ * process, which does the delivery, takes them; their completions go to the
+ * QP's receive CQ. "Outstanding" on
  * this queue means posted and not yet consumed: a receive a sender took
  * stays outstanding until its message completes, and goes back to the head
  * of the ring if the message is lost on the way (copy mode shm).
@@ -9,6 +10,21 @@
 #include <string.h>
 
 #include "softrdma/softrdma_internal.h"
+
+/*
+ * Verbs' rule: an error completion moves the QP to ERR; its receives are
+ * flushed. Here, not in softrdma_qp.c, since a flush completes receives in
+ * error, and completing a receive in error enters the error state.
+ */
+void softrdma_qp_enter_error_locked(struct softrdma_segment *segment, uint32_t index)
+{
+	struct softrdma_shared_qp *shared = softrdma_table_slot(segment, &segment->qps, index);
+
+	if (!shared->slot.in_use)
+		return;
+	__atomic_store_n(&shared->state, IBV_QPS_ERR, __ATOMIC_RELEASE);
+	softrdma_receive_flush_locked(segment, index);
+}
 
 /* Completes a receive of the QP at qp_index; an error moves the QP to ERR. */
 void softrdma_receive_complete_locked(struct softrdma_segment *segment, uint32_t qp_index,

@@ -1,8 +1,11 @@
 /*
- * softrdma_shared.c: the shared-memory segment every process of a profile
- * and namespace attaches to: its name and layout, creation (first process,
- * O_EXCL) and joining (wait until initialized), the robust lock, the table
- * of attached processes, and reaping the state of processes that died.
+ * softrdma_segment.c: the floor of the device: the shared-memory segment
+ * every process of a profile and namespace attaches to: its name and layout,
+ * creation (first process, O_EXCL) and joining (wait until initialized), the
+ * robust lock, and the table of attached processes, with which of them are
+ * dead. It knows no objects: what a dead or detaching process held is given
+ * back by the function the opener hands it (softrdma_reap.c), so it calls
+ * nothing above it.
  * The segment is sparse: pages are touched only as tables fill, and the
  * staging channels (128 rings of 512 KiB) only as transfers are staged
  * (copy mode shm).
@@ -108,15 +111,30 @@ int softrdma_process_slot_locked(const struct softrdma_segment *segment, pid_t p
 	return -1;
 }
 
-void softrdma_reap_dead_locked(struct softrdma_segment *segment)
+/* pid leaves the table of attached processes (it died or detached). */
+void softrdma_process_forget_locked(struct softrdma_segment *segment, pid_t pid)
 {
 	for (int index = 0; index < SOFTRDMA_MAX_PROCESSES; index++) {
+		if (segment->processes[index] == pid)
+			segment->processes[index] = 0;
+	}
+}
+
+/*
+ * What the dead held goes back through the function the opener handed over;
+ * without one (not open yet) they stay in the table, to be reaped later.
+ */
+void softrdma_reap_dead_locked(struct softrdma_segment *segment)
+{
+	softrdma_owner_release release = softrdma_process.release_owner_locked;
+
+	for (int index = 0; release && index < SOFTRDMA_MAX_PROCESSES; index++) {
 		pid_t pid = segment->processes[index];
 
 		if (pid && !softrdma_process_alive(pid)) {
 			FI_INFO(&bolt_prov, FI_LOG_CORE,
 				"software device: reclaiming the state of dead process %d\n", pid);
-			softrdma_release_owner_locked(segment, pid);
+			release(segment, pid);
 		}
 	}
 }
@@ -177,36 +195,6 @@ void softrdma_lock(struct softrdma_segment *segment)
 void softrdma_unlock(struct softrdma_segment *segment)
 {
 	pthread_mutex_unlock(&segment->lock);
-}
-
-/* Frees every MR, QP, CQ and channel pid owns and forgets pid: it died or detached. */
-void softrdma_release_owner_locked(struct softrdma_segment *segment, pid_t pid)
-{
-	for (uint32_t index = 0; index < segment->mrs.high_water; index++) {
-		struct softrdma_shared_mr *mr = softrdma_table_slot(segment, &segment->mrs, index);
-
-		if (mr->slot.in_use && mr->slot.owner == pid) {
-			segment->devices[mr->device].mr_count--;
-			softrdma_table_free(segment, &segment->mrs, index);
-		}
-	}
-	for (uint32_t index = 0; index < segment->qps.high_water; index++) {
-		struct softrdma_shared_qp *qp = softrdma_table_slot(segment, &segment->qps, index);
-
-		if (qp->slot.in_use && qp->slot.owner == pid)
-			softrdma_qp_release_locked(segment, index);
-	}
-	for (uint32_t index = 0; index < segment->cqs.high_water; index++) {
-		struct softrdma_shared_cq *cq = softrdma_table_slot(segment, &segment->cqs, index);
-
-		if (cq->slot.in_use && cq->slot.owner == pid)
-			softrdma_cq_release_locked(segment, index);
-	}
-	softrdma_channel_release_owner_locked(segment, pid);
-	for (int index = 0; index < SOFTRDMA_MAX_PROCESSES; index++) {
-		if (segment->processes[index] == pid)
-			segment->processes[index] = 0;
-	}
 }
 
 static int softrdma_live_process_count_locked(const struct softrdma_segment *segment)
@@ -425,12 +413,14 @@ static int softrdma_segment_enter(struct softrdma_segment *segment, bool created
 	return ret;
 }
 
-int softrdma_segment_open(const struct softrdma_config *config, int hosts, int cables)
+int softrdma_segment_open(const struct softrdma_config *config, int hosts, int cables,
+			  softrdma_owner_release release_owner_locked)
 {
 	struct softrdma_process *process = &softrdma_process;
 	struct softrdma_layout layout;
 	int ret;
 
+	process->release_owner_locked = release_owner_locked;
 	softrdma_layout_compute(&layout);
 	for (int attempt = 0; attempt < SOFTRDMA_OPEN_ATTEMPTS; attempt++) {
 		struct softrdma_segment *segment = NULL;
@@ -467,7 +457,7 @@ void softrdma_segment_close(void)
 	struct softrdma_segment *segment = process->segment;
 
 	softrdma_lock(segment);
-	softrdma_release_owner_locked(segment, getpid());
+	process->release_owner_locked(segment, getpid());
 	if (!softrdma_live_process_count_locked(segment)) {
 		segment->unlinked = 1;
 		shm_unlink(process->segment_name);
