@@ -144,9 +144,9 @@ run_package() {
 	mkdir -p build-package/source
 	tar -C "$top" --exclude=./.git --exclude='./build*' --exclude=./debian/build -cf - . |
 		tar -C build-package/source -xf -
-	(cd build-package/source && dpkg-buildpackage -us -uc -b) >build-package/build.log 2>&1 ||
+	(cd build-package/source && dpkg-buildpackage -us -uc -b -j"$jobs") >build-package/build.log 2>&1 ||
 		{ tail -n 40 build-package/build.log; return 1; }
-	for package in build-package/*.deb; do
+	for package in build-package/libbolt-fi_*.deb; do
 		echo "setup.sh: built $package; install it with: sudo apt-get install ./$package"
 	done
 }
