@@ -1,11 +1,11 @@
 #!/bin/sh
 # debian13_run.sh: runs a command in the Debian 13 root of debian13_root.sh
 # (built and cached on first use), as root, and exits with its status. The
-# command sees the host's /proc, /sys and /dev (so /dev/shm, where the software
-# device lives), a /tmp of its own, and each --share directory at the same
-# path as on the host; it starts in the current directory when that is shared,
-# else in /. The mounts live in a mount namespace of the command's own, so
-# nothing stays mounted when it ends, however it ends.
+# command sees the host's /proc, /sys, /dev (so /dev/shm, where the software
+# device lives) and /etc/hosts, a /tmp of its own, and each --share directory
+# at the same path as on the host; it starts in the current directory when
+# that is shared, else in /. The mounts live in a mount namespace of the
+# command's own, so nothing stays mounted when it ends, however it ends.
 #
 # Usage: debian13_run.sh [--share DIR]... [--] COMMAND [ARG...]
 set -eu
@@ -43,6 +43,9 @@ exec unshare --mount --propagation private sh -eu -c '
 	mount --rbind /sys "$root/sys"
 	mount --rbind /dev "$root/dev"
 	mount -t tmpfs tmpfs "$root/tmp"
+	# The host name resolves as on the host (bolt chooses its side channel address by it).
+	touch "$root/etc/hosts"
+	mount --bind /etc/hosts "$root/etc/hosts"
 	for share in $shares; do
 		mkdir -p "$root$share"
 		mount --bind "$share" "$root$share"
