@@ -64,7 +64,7 @@ if [ -n "$host_build" ]; then
 		FI_PROVIDER_PATH='$host_build/.libs' FI_BOLT_SOFT=rocev2 \
 		FI_BOLT_SOFT_NAMESPACE=debian13-$$ FI_LOG_LEVEL=info fi_info -p bolt" \
 		>"$directory/mismatch-fi_info.log" 2>&1
-	! grep -q 'provider: bolt' "$directory/mismatch-fi_info.log" &&
+	! grep -q '^provider: bolt' "$directory/mismatch-fi_info.log" &&
 		grep -q 'fi_version 1\.[0-9]* < requested' "$directory/mismatch-fi_info.log"
 	count $? "a bolt built against an older libfabric: fi_info of 2.x does not list it"
 	rm -f /dev/shm/bolt-softrdma-*-debian13-$$
