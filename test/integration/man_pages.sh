@@ -27,10 +27,11 @@ for parameter in $parameters; do
 	fi
 done
 
-# render PAGE: groff's warnings about the page, if groff is there to ask.
+# render PAGE: groff's warnings about the page, if groff is there to ask
+# (without the sanitizer runtimes, which are for the provider, not groff).
 render() {
 	command -v groff >/dev/null 2>&1 || return 0
-	LC_ALL=C.UTF-8 groff -man -Tutf8 -ww -z "$1" 2>&1
+	env -u LD_PRELOAD LC_ALL=C.UTF-8 groff -man -Tutf8 -ww -z "$1" 2>&1
 }
 for manual in "$page" "$top_srcdir/man/bolt_info.1"; do
 	warnings=$(render "$manual")
