@@ -1,10 +1,14 @@
 #!/bin/sh
-# setup.sh: the two commands of the README.
-#   ./setup.sh demo   installs the Debian packages, builds bolt, runs the demo
-#   ./setup.sh test   installs what is missing, builds, runs the whole test suite
-#                     (plain build, then AddressSanitizer/UBSan build, then the
-#                     reduced Soft-RoCE set in a virtual machine, which
-#                     BOLT_RXE=0 skips)
+# setup.sh: the commands of the README.
+#   ./setup.sh demo     installs the Debian packages, builds bolt, runs the demo
+#   ./setup.sh test     installs what is missing, builds, runs the whole test
+#                       suite (plain build, make distcheck, the suite against
+#                       Debian 13's libfabric 2.x in a Debian 13 root, which
+#                       BOLT_DEBIAN13=0 skips, the AddressSanitizer/UBSan
+#                       build, then the reduced Soft-RoCE set in a virtual
+#                       machine, which BOLT_RXE=0 skips)
+#   ./setup.sh package  installs what is missing, builds the Debian package
+#                       build-package/libbolt-fi_*.deb with dpkg-buildpackage
 set -eu
 top=$(cd "$(dirname "$0")" && pwd)
 cd "$top"
@@ -43,6 +47,7 @@ summarize() {
 	passed=0
 	failed=0
 	for directory in "$@"; do
+		[ -d "$directory/test" ] || continue
 		for log in $(find "$directory/test" -name '*.log'); do
 			synthesis=$(grep -a 'Synthesis: Tested:' "$log" | tail -n 1 || true)
 			rxe=$(grep -a '^rxe: [0-9]* passed, [0-9]* failed$' "$log" | tail -n 1 || true)
@@ -85,16 +90,65 @@ run_rxe() {
 	return $rxe_status
 }
 
+# stage NAME COMMAND...: runs COMMAND, then says how long it took.
+stage() {
+	stage_name=$1
+	shift
+	stage_start=$(date +%s)
+	stage_status=0
+	"$@" || stage_status=1
+	echo "setup.sh: $stage_name took $(($(date +%s) - stage_start)) s"
+	return $stage_status
+}
+
+# The tests distcheck's make check runs: the tarball's whole suite runs in the
+# Debian 13 stage; these check that the tarball's build loads and documents bolt.
+distcheck_tests="test/unit/test_params test/integration/provider_load.sh \
+	test/integration/man_pages.sh test/consumers/api_version.sh"
+
+# run_distcheck: make distcheck from build/ (the tarball builds, installs where
+# an unprivileged user can, uninstalls and cleans); leaves build/bolt-*.tar.gz.
+run_distcheck() {
+	(cd build && make -j"$jobs" distcheck TESTS="$distcheck_tests") >build/distcheck.log 2>&1 ||
+		{ tail -n 40 build/distcheck.log; return 1; }
+	grep -a -E '^(PASS|FAIL|ERROR):' build/distcheck.log
+	echo "distcheck: passed"
+}
+
+# run_debian13: the tarball's suite against Debian 13's libfabric 2.x in a
+# Debian 13 root (test/debian13), and build/ there, built against this host's.
+run_debian13() {
+	rm -rf build-debian13/build
+	[ "${BOLT_DEBIAN13:-1}" = 0 ] && return 0
+	test/debian13/check_debian13.sh "$(ls build/bolt-*.tar.gz | tail -n 1)" build-debian13 build
+}
+
 run_tests() {
 	status=0
 	build build
-	(cd build && make -j"$jobs" check) || status=1
+	stage "make check" sh -c "cd build && make -j$jobs check" || status=1
+	stage "make distcheck" run_distcheck || status=1
+	stage "Debian 13 (libfabric 2.x)" run_debian13 || status=1
 	build build-asan --enable-sanitizers
 	(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		make -j"$jobs" check) || status=1
-	run_rxe || status=1
-	summarize build build-asan || status=1
+	stage "Soft-RoCE" run_rxe || status=1
+	summarize build build-asan build-debian13/build || status=1
 	return $status
+}
+
+# run_package: the Debian package, built by dpkg-buildpackage from a copy of
+# the source tree (which it writes its packages next to) in build-package/.
+run_package() {
+	rm -rf build-package
+	mkdir -p build-package/source
+	tar -C "$top" --exclude=./.git --exclude='./build*' --exclude=./debian/build -cf - . |
+		tar -C build-package/source -xf -
+	(cd build-package/source && dpkg-buildpackage -us -uc -b -j"$jobs") >build-package/build.log 2>&1 ||
+		{ tail -n 40 build-package/build.log; return 1; }
+	for package in build-package/libbolt-fi_*.deb; do
+		echo "setup.sh: built $package; install it with: sudo apt-get install ./$package"
+	done
 }
 
 # demo_pingpong PROFILE: libfabric's fi_pingpong, server and client, over bolt
@@ -131,5 +185,6 @@ run_demo() {
 case "${1:-}" in
 demo) install_packages; run_demo ;;
 test) install_packages; run_tests ;;
-*) echo "usage: $0 demo|test" >&2; exit 2 ;;
+package) install_packages; run_package ;;
+*) echo "usage: $0 demo|test|package" >&2; exit 2 ;;
 esac

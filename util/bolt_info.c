@@ -180,10 +180,50 @@ static void bolt_info_json_device(const struct bolt_device_report *device, int d
 	printf("     ]}%s\n", last ? "" : ",");
 }
 
+/*
+ * libfabric offers a provider only to applications that ask for an API version
+ * no newer than the one the provider was built against, and a provider built
+ * against a newer libfabric may not load at all: bolt must be built against
+ * the libfabric it runs with. Empty when the two agree.
+ */
+static const char *bolt_info_version_warning(char *text, size_t size)
+{
+	uint32_t running = fi_version();
+
+	text[0] = '\0';
+	if (FI_VERSION_LT(BOLT_FI_VERSION, running))
+		snprintf(text, size, "applications that ask for FI_VERSION(%u,%u) do not see bolt: "
+			 "build bolt against libfabric %u.%u", FI_MAJOR(running), FI_MINOR(running),
+			 FI_MAJOR(running), FI_MINOR(running));
+	else if (FI_VERSION_LT(running, BOLT_FI_VERSION))
+		snprintf(text, size, "libfabric %u.%u may not load a bolt built against %u.%u: "
+			 "build bolt against libfabric %u.%u", FI_MAJOR(running), FI_MINOR(running),
+			 FI_MAJOR(BOLT_FI_VERSION), FI_MINOR(BOLT_FI_VERSION), FI_MAJOR(running),
+			 FI_MINOR(running));
+	return text;
+}
+
+static void bolt_info_print_versions(void)
+{
+	char warning[256];
+
+	printf("bolt_info: libfabric %u.%u at run time, bolt built against %u.%u\n",
+	       FI_MAJOR(fi_version()), FI_MINOR(fi_version()), FI_MAJOR(BOLT_FI_VERSION),
+	       FI_MINOR(BOLT_FI_VERSION));
+	if (bolt_info_version_warning(warning, sizeof(warning))[0])
+		printf("bolt_info: warning: %s\n", warning);
+}
+
 static void bolt_info_json(const struct bolt_verbs *verbs, const struct bolt_device_report *devices,
 			   int count, int data_rails)
 {
-	printf("{\n  \"verbs\": \"%s\",\n  \"devices\": [\n", verbs ? verbs->name : "");
+	char warning[256];
+
+	printf("{\n  \"libfabric\": \"%u.%u\", \"built_against\": \"%u.%u\",\n"
+	       "  \"version_warning\": \"%s\",\n",
+	       FI_MAJOR(fi_version()), FI_MINOR(fi_version()), FI_MAJOR(BOLT_FI_VERSION),
+	       FI_MINOR(BOLT_FI_VERSION), bolt_info_version_warning(warning, sizeof(warning)));
+	printf("  \"verbs\": \"%s\",\n  \"devices\": [\n", verbs ? verbs->name : "");
 	for (int i = 0; i < count; i++)
 		bolt_info_json_device(&devices[i], data_rails, i + 1 == count);
 	printf("  ]\n}\n");
@@ -232,6 +272,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bolt_info: a FI_BOLT_ parameter is invalid (FI_LOG_LEVEL=warn says which)\n");
 		return 1;
 	}
+	if (!json)
+		bolt_info_print_versions();
 	ret = bolt_verbs_open(&params, &verbs);
 	if (ret == -FI_ENODATA) {
 		if (json)

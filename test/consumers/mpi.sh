@@ -4,7 +4,7 @@
 # MPI_THREAD_MULTIPLE. Debian turns the ofi MTL off in
 # /etc/openmpi/openmpi-mca-params.conf; the --mca options on the command line
 # turn it back on. mtl_ofi_verbose makes the MTL name the provider it chose,
-# which must be bolt.
+# which must be bolt. Debian 12 has Open MPI 4.1, Debian 13 Open MPI 5.
 set -u
 FI_PROVIDER_PATH="$(pwd)/.libs"
 export FI_PROVIDER_PATH
@@ -42,7 +42,8 @@ mpi() {
 run() {
 	what="Open MPI over bolt, $1, $2 ranks${4:+, $4}$( [ "$3" != "-" ] && echo " ($3)")"
 	mpi "$@"
-	chosen=$(grep -c "mtl:ofi:prov: bolt" "$log")
+	# Open MPI 4 says "mtl:ofi:prov: bolt", Open MPI 5 "mtl:ofi:provider: bolt".
+	chosen=$(grep -c -E "mtl:ofi:prov(ider)?: bolt" "$log")
 	if [ $status -eq 0 ] && [ "$chosen" -eq "$2" ] &&
 	   grep -q "^mpi_consumer: $2 ranks: every check passed" "$log"; then
 		echo "ok: $what"

@@ -11,6 +11,7 @@
 
 #include "bolt_endpoint.h"
 #include "bolt_fabric.h"
+#include "bolt_fi_compat.h"
 #include "rdm_fixture.h"
 
 static struct bolt_fixture_endpoint endpoint;
@@ -379,7 +380,9 @@ Test(api, bind_takes_objects_of_its_own_domain_and_fabric)
 	cr_expect_eq(fi_ep_bind(endpoint.ep, &other_av->fid, 0), -FI_EINVAL);
 	cr_expect_eq(fi_ep_bind(endpoint.ep, &other_cntr->fid, FI_SEND), -FI_EINVAL);
 	cr_expect_eq(fi_ep_bind(endpoint.ep, &other_eq->fid, 0), -FI_EINVAL);
+	BOLT_DEPRECATED_CALLS_BEGIN
 	cr_expect_eq(fi_av_bind(other_av, &other_eq->fid, 0), -FI_EINVAL, "an EQ of another fabric");
+	BOLT_DEPRECATED_CALLS_END
 	cr_expect_eq(fi_ep_bind(endpoint.ep, &eq->fid, 0), 0, "an EQ of the domain's fabric");
 
 	cr_expect_eq(fi_close(&other_cntr->fid), 0);

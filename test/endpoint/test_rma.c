@@ -13,6 +13,7 @@
 #include <criterion/criterion.h>
 
 #include "bolt_endpoint.h"
+#include "bolt_fi_compat.h"
 #include "rails/bolt_mr_cache.h"
 #include "rdm_fixture.h"
 
@@ -218,7 +219,7 @@ static int basic_target_peer(int socket, void *argument)
 
 static void rma_with_basic_mr_mode(const char *profile, const char *tag)
 {
-	struct rdm_options options = { .profile = profile, .mr_mode = FI_MR_BASIC };
+	struct rdm_options options = { .profile = profile, .mr_mode = BOLT_MR_BASIC };
 	struct bolt_fixture_endpoint endpoint;
 	char *local = calloc(1, REGION_SIZE), *other = calloc(1, 4096);
 	struct fid_mr *local_mr, *other_mr;
@@ -229,7 +230,7 @@ static void rma_with_basic_mr_mode(const char *profile, const char *tag)
 	cr_assert(local && other);
 	peer = rdm_pair_start(&options, tag, basic_target_peer, &options, &endpoint, &socket);
 	cr_assert(peer > 0);
-	cr_assert_eq(endpoint.info->domain_attr->mr_mode, FI_MR_BASIC);
+	cr_assert_eq(endpoint.info->domain_attr->mr_mode, BOLT_MR_BASIC);
 	cr_assert_eq(fi_mr_reg(endpoint.domain, local, REGION_SIZE, FI_READ | FI_WRITE, 0, 0, 0,
 			       &local_mr, NULL), 0);
 	cr_assert_eq(fi_mr_reg(endpoint.domain, other, 4096, FI_READ | FI_WRITE, 0, 0, 0, &other_mr,

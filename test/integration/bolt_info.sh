@@ -1,8 +1,10 @@
 #!/bin/sh
 # bolt_info.sh: bolt_info reports the software device as the real devices
 # would be reported: the GID it chooses and why on each profile, the limits,
-# QP types and data path, data rails, the FI_BOLT_GID_INDEX override, and
-# JSON output; and where nothing is usable, why and what to try.
+# QP types and data path, data rails, the FI_BOLT_GID_INDEX override, the
+# libfabric version it runs against and the one bolt was built with (the same
+# here: the tests run with the libfabric bolt is built against), JSON output;
+# and where nothing is usable, why and what to try.
 set -u
 tool="$(pwd)/util/bolt_info"
 namespace="bolt-info-$$"
@@ -38,7 +40,12 @@ expect_not() {
 	fi
 }
 
+# The API version of the libfabric fi_info (and so bolt_info) runs with.
+running=$(fi_info --version | sed -n 's/^libfabric api: *//p')
+
 json=
+expect "libfabric versions: running and built against" \
+	"^bolt_info: libfabric $running at run time, bolt built against $running\$" FI_BOLT_SOFT=thunderbolt
 expect "thunderbolt transport" 'transport +Thunderbolt \(100\)' FI_BOLT_SOFT=thunderbolt
 expect "thunderbolt limits" 'max_mr 100, max_qp 10' FI_BOLT_SOFT=thunderbolt
 expect "thunderbolt refuses RC" 'UC only \(RC refused\)' FI_BOLT_SOFT=thunderbolt
@@ -80,5 +87,8 @@ expect "json: chosen index" '"chosen_gid_index": 1' FI_BOLT_SOFT=thunderbolt
 expect "json: gid kinds" '"kind": "link-local"' FI_BOLT_SOFT=thunderbolt
 expect "json: ends as an object" '^}$' FI_BOLT_SOFT=rocev2
 expect "json: data rails" '"data_rails": 1' FI_BOLT_SOFT=rocev2
+expect "json: libfabric versions, no warning" \
+	"\"libfabric\": \"$running\", \"built_against\": \"$running\"" FI_BOLT_SOFT=rocev2
+expect "json: no version warning" '"version_warning": ""' FI_BOLT_SOFT=rocev2
 rm -f "output.$$" /dev/shm/bolt-softrdma-*-"$namespace"
 [ $failures -eq 0 ]

@@ -10,9 +10,21 @@
 
 #include <rdma/fi_collective.h>
 
+#include "bolt_fi_compat.h"
 #include "objects_fixture.h"
 
 TestSuite(av, .init = objects_setup, .fini = objects_teardown);
+
+/* fi_av_bind, which libfabric 2.x deprecates and bolt offers to applications of API 1.x. */
+static int av_bind(struct fid_av *av, struct fid *fid, uint64_t flags)
+{
+	int ret;
+
+	BOLT_DEPRECATED_CALLS_BEGIN
+	ret = fi_av_bind(av, fid, flags);
+	BOLT_DEPRECATED_CALLS_END
+	return ret;
+}
 
 static struct fid_av *open_av(enum fi_av_type type, size_t count, uint64_t flags)
 {
@@ -282,7 +294,7 @@ Test(av, event_insertions_complete_on_the_bound_eq)
 
 	cr_assert_eq(fi_av_insert(av, addresses, 3, fi_addr, 0, NULL), -FI_ENOEQ,
 		     "no event queue bound yet");
-	cr_assert_eq(fi_av_bind(av, &eq->fid, 0), 0);
+	cr_assert_eq(av_bind(av, &eq->fid, 0), 0);
 	addresses[1].version = 0;
 	cr_assert_eq(fi_av_insert(av, addresses, 3, fi_addr, 0, (void *) 0xc0), 0);
 	cr_assert_eq(fi_addr[0], 0);
@@ -315,10 +327,10 @@ Test(av, bind_takes_one_event_queue_and_nothing_else)
 	struct fid_av *av = open_av(FI_AV_TABLE, 0, FI_EVENT);
 	struct fid_eq *eq = open_eq(), *other = open_eq();
 
-	cr_assert_eq(fi_av_bind(av, &av->fid, 0), -FI_EINVAL);
-	cr_assert_eq(fi_av_bind(av, &eq->fid, 1), -FI_EINVAL, "flags must be 0");
-	cr_assert_eq(fi_av_bind(av, &eq->fid, 0), 0);
-	cr_assert_eq(fi_av_bind(av, &other->fid, 0), -FI_EINVAL);
+	cr_assert_eq(av_bind(av, &av->fid, 0), -FI_EINVAL);
+	cr_assert_eq(av_bind(av, &eq->fid, 1), -FI_EINVAL, "flags must be 0");
+	cr_assert_eq(av_bind(av, &eq->fid, 0), 0);
+	cr_assert_eq(av_bind(av, &other->fid, 0), -FI_EINVAL);
 	cr_assert_eq(fi_close(&other->fid), 0);
 	cr_assert_eq(fi_close(&av->fid), 0);
 	cr_assert_eq(fi_close(&eq->fid), 0);

@@ -6,6 +6,7 @@
 #include "bolt.h"
 #include "bolt_address.h"
 #include "bolt_attr.h"
+#include "bolt_fi_compat.h"
 
 #define BOLT_TX_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_COLLECTIVE | \
 		      FI_SEND | FI_READ | FI_WRITE)
@@ -28,7 +29,7 @@ static struct fi_tx_attr bolt_tx_attr = {
 	.mode = 0,
 	.op_flags = BOLT_TX_OP_FLAGS,
 	.msg_order = BOLT_MSG_ORDER,
-	.comp_order = FI_ORDER_NONE,
+	.comp_order = BOLT_ORDER_NONE,
 	.inject_size = BOLT_INJECT_SIZE,
 	.size = BOLT_QUEUE_SIZE,
 	.iov_limit = BOLT_IOV_LIMIT,
@@ -40,7 +41,7 @@ static struct fi_rx_attr bolt_rx_attr = {
 	.mode = 0,
 	.op_flags = BOLT_RX_OP_FLAGS,
 	.msg_order = BOLT_MSG_ORDER,
-	.comp_order = FI_ORDER_NONE,
+	.comp_order = BOLT_ORDER_NONE,
 	.total_buffered_recv = 0,
 	.size = BOLT_QUEUE_SIZE,
 	.iov_limit = BOLT_IOV_LIMIT,

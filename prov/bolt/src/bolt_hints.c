@@ -16,6 +16,7 @@
 #include "bolt_address.h"
 #include "bolt_attr.h"
 #include "bolt_hints.h"
+#include "bolt_fi_compat.h"
 
 /*
  * Applications often copy their info caps into tx_attr and rx_attr; the bits
@@ -165,12 +166,12 @@ static unsigned int bolt_tag_bits(uint64_t mem_tag_format)
 /* Why requested, an mr_mode as fi_mr(3) defines it for version, cannot be met; NULL if it can. */
 static const char *bolt_mr_mode_problem(int requested, int offered, uint32_t version)
 {
-	if (requested == FI_MR_BASIC)
+	if (requested == BOLT_MR_BASIC)
 		return (offered & BOLT_MR_BASIC_MODES) == BOLT_MR_BASIC_MODES ? NULL :
 		       "FI_MR_BASIC needs virtual addresses, allocated memory and provider keys";
-	if (requested == FI_MR_SCALABLE)
+	if (requested == BOLT_MR_SCALABLE)
 		return NULL;
-	if (requested & (FI_MR_BASIC | FI_MR_SCALABLE))
+	if (requested & (BOLT_MR_BASIC | BOLT_MR_SCALABLE))
 		return "FI_MR_BASIC and FI_MR_SCALABLE must be set alone";
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
 		return "mr_mode bits other than FI_MR_BASIC and FI_MR_SCALABLE need API 1.5";
@@ -194,8 +195,8 @@ static int bolt_mr_mode_negotiate(int offered, const struct fi_info *hints, uint
 	char requested_text[BOLT_TEXT_SIZE], offered_text[BOLT_TEXT_SIZE];
 	const char *problem;
 
-	if (old_api && requested == FI_MR_UNSPEC)
-		requested = basic_offered ? FI_MR_BASIC : FI_MR_SCALABLE;
+	if (old_api && requested == BOLT_MR_UNSPEC)
+		requested = basic_offered ? BOLT_MR_BASIC : BOLT_MR_SCALABLE;
 	else if (!old_api && !hinted)
 		requested = offered;
 	problem = bolt_mr_mode_problem(requested, offered, version);
@@ -207,15 +208,15 @@ static int bolt_mr_mode_negotiate(int offered, const struct fi_info *hints, uint
 			bolt_text(offered_text, FI_TYPE_MR_MODE, &offered));
 		return -FI_ENODATA;
 	}
-	*mr_mode = (requested & (FI_MR_BASIC | FI_MR_SCALABLE)) ? requested : (requested & offered);
+	*mr_mode = (requested & (BOLT_MR_BASIC | BOLT_MR_SCALABLE)) ? requested : (requested & offered);
 	return 0;
 }
 
 int bolt_hints_mr_mode_bits(int mr_mode)
 {
-	int bits = mr_mode & ~(FI_MR_BASIC | FI_MR_SCALABLE);
+	int bits = mr_mode & ~(BOLT_MR_BASIC | BOLT_MR_SCALABLE);
 
-	return mr_mode & FI_MR_BASIC ? bits | BOLT_MR_BASIC_MODES : bits;
+	return mr_mode & BOLT_MR_BASIC ? bits | BOLT_MR_BASIC_MODES : bits;
 }
 
 /* The endpoint type rules out most infos, so it is checked first. */
