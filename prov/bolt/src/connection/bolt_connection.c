@@ -20,6 +20,7 @@
 #include <time.h>
 #include <utlist.h>
 
+#include "bolt_random.h"
 #include "connection/bolt_connection.h"
 #include "connection/bolt_handshake.h"
 
@@ -341,7 +342,7 @@ static void bolt_connection_reject(struct bolt_connection *connection, int error
 static void bolt_connection_answer(struct bolt_connection *connection, uint64_t peer_domain_id,
 				   bool new_link, int port)
 {
-	uint8_t slot_nonce = (uint8_t) (rand() % 255 + 1);
+	uint8_t slot_nonce = (uint8_t) (bolt_random_u32() % 255 + 1);
 	struct bolt_link *link = NULL;
 	int slot = -1, ret;
 
@@ -516,7 +517,7 @@ static void bolt_connection_handle_connected(struct bolt_connection *connection)
 		bolt_connection_established(connection);
 		return;
 	}
-	connection->probe_nonce = (uint32_t) rand() | 1u;
+	connection->probe_nonce = bolt_random_u32() | 1u;
 	connection->link->probing = true;
 	ret = bolt_link_send_probe(connection, connection->probe_nonce);
 	if (!ret)
