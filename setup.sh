@@ -89,6 +89,9 @@ run_tests() {
 	status=0
 	build build
 	(cd build && make -j"$jobs" check) || status=1
+	# Each fuzz target for 30 s (about 80 s in all); skipped where clang is missing.
+	(cd build && make check-fuzz >test/fuzz/check_fuzz.log 2>&1) ||
+		{ status=1; tail -n 40 build/test/fuzz/check_fuzz.log; }
 	build build-asan --enable-sanitizers
 	(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		make -j"$jobs" check) || status=1
