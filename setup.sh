@@ -90,6 +90,7 @@ run_tests() {
 	build build
 	(cd build && make -j"$jobs" check) || status=1
 	# Each fuzz target for 30 s (about 80 s in all); skipped where clang is missing.
+	mkdir -p build/test/fuzz
 	(cd build && make check-fuzz >test/fuzz/check_fuzz.log 2>&1) ||
 		{ status=1; tail -n 40 build/test/fuzz/check_fuzz.log; }
 	build build-asan --enable-sanitizers
