@@ -123,10 +123,19 @@ run_debian13() {
 	test/debian13/check_debian13.sh "$(ls build/bolt-*.tar.gz | tail -n 1)" build-debian13 build
 }
 
+# run_fuzz: make check-fuzz, its log kept; the tail shown when it fails.
+run_fuzz() {
+	mkdir -p build/test/fuzz
+	(cd build && make check-fuzz >test/fuzz/check_fuzz.log 2>&1) ||
+		{ tail -n 40 build/test/fuzz/check_fuzz.log; return 1; }
+}
+
 run_tests() {
 	status=0
 	build build
 	stage "make check" sh -c "cd build && make -j$jobs check" || status=1
+	# Each fuzz target for 30 s (about 80 s in all); skipped where clang is missing.
+	stage "fuzzing" run_fuzz || status=1
 	stage "make distcheck" run_distcheck || status=1
 	stage "Debian 13 (libfabric 2.x)" run_debian13 || status=1
 	build build-asan --enable-sanitizers

@@ -248,6 +248,19 @@ static void bolt_info_usage(FILE *stream)
 		"shows the software device instead of the system's verbs devices.\n");
 }
 
+/* Whether the side channel is authenticated: the job key's source, never the key. */
+static void bolt_info_print_side_channel(const struct bolt_params *params)
+{
+	if (params->job_key_file[0])
+		printf("side channel: authenticated, job key from the file %s\n",
+		       params->job_key_file);
+	else if (params->job_key[0])
+		printf("side channel: authenticated, job key from FI_BOLT_JOB_KEY\n");
+	else
+		printf("side channel: NOT authenticated (no FI_BOLT_JOB_KEY or FI_BOLT_JOB_KEY_FILE: "
+		       "only the user id keeps jobs apart, as with libfabric's tcp provider)\n");
+}
+
 int main(int argc, char **argv)
 {
 	struct bolt_device_report *devices = NULL;
@@ -299,6 +312,7 @@ int main(int argc, char **argv)
 	} else {
 		printf("bolt_info: verbs from %s, %d device%s\n", verbs.name, count,
 		       count == 1 ? "" : "s");
+		bolt_info_print_side_channel(&params);
 		for (int i = 0; i < count; i++)
 			bolt_info_print_device(&devices[i], params.data_rails);
 		bolt_info_print_advice(&verbs, 0, devices, count);

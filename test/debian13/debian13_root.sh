@@ -15,7 +15,7 @@ suite=trixie
 # What bolt needs to build and run its suite (as debian-packages.txt on the
 # host, less the Soft-RoCE machine, valgrind and the plot), and what building
 # and installing its Debian package needs (debhelper, man-db).
-packages=build-essential,autoconf,automake,libtool,pkgconf,libfabric-dev,libfabric-bin,libibverbs-dev,uthash-dev,libcriterion-dev,openmpi-bin,libopenmpi-dev,debhelper,man-db
+packages=build-essential,autoconf,automake,libtool,pkgconf,libfabric-dev,libfabric-bin,libibverbs-dev,uthash-dev,libcriterion-dev,libsodium-dev,openmpi-bin,libopenmpi-dev,debhelper,man-db
 digest=$(sha256sum <"$0" | cut -c1-12)
 root="$cache/root-$digest"
 

@@ -112,6 +112,22 @@ Test(msg, rocev2)
 	exchange_messages(&options, "msg-roce");
 }
 
+/* bolt takes its PSNs and nonces from the kernel: the application's rand() is its own. */
+Test(msg, the_applications_rand_sequence_is_untouched)
+{
+	struct rdm_options options = { .profile = "thunderbolt" };
+	int before[8], after[8];
+
+	srand(1234);
+	for (int i = 0; i < 8; i++)
+		before[i] = rand();
+	srand(1234);
+	exchange_messages(&options, "msg-rand");
+	for (int i = 0; i < 8; i++)
+		after[i] = rand();
+	cr_assert_arr_eq(after, before, sizeof(before), "opening bolt moved rand()'s sequence");
+}
+
 /* Both sides send a large message at the same moment: neither waits on the other. */
 static int crossing_peer(int socket, void *argument)
 {

@@ -45,7 +45,8 @@ struct bolt_params {
 	int soft_drop_ppm;          /* FI_BOLT_SOFT_DROP_PPM: drop UC packets at this rate */
 	int soft_seed;              /* FI_BOLT_SOFT_SEED: seed of the drop generator */
 	char soft_copy[8];          /* FI_BOLT_SOFT_COPY: "auto", "cma", "shm" */
-	char job_key[256];          /* FI_BOLT_JOB_KEY: "" is "uid:<user id>" */
+	char job_key[256];          /* FI_BOLT_JOB_KEY: "" is "uid:<user id>", unauthenticated */
+	char job_key_file[1024];    /* FI_BOLT_JOB_KEY_FILE: the key in a file instead */
 	char side_channel_address[64];  /* FI_BOLT_SIDE_CHANNEL_ADDRESS: "" chooses */
 	int data_rails;             /* FI_BOLT_DATA_RAILS: queue pairs per peer for bulk writes; -1 chooses */
 	int stripe_ports;           /* FI_BOLT_STRIPE_PORTS: other ports to stripe over; -1: all */

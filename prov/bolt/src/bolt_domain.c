@@ -244,6 +244,7 @@ static int bolt_domain_close(struct fid *fid)
 	free(domain->control_buffers);
 	bolt_slab_pool_destroy(&domain->control_pool);
 	bolt_domain_close_ports(domain);
+	bolt_job_key_clear(&domain->job_key);
 	fi_freeinfo(domain->info);
 	pthread_mutex_destroy(&domain->lock);
 	atomic_fetch_sub(&domain->fabric->child_count, 1);
@@ -353,15 +354,18 @@ int bolt_domain_open(struct fid_fabric *fabric_fid, struct fi_info *info,
 		return -FI_ENOMEM;
 	}
 	domain->mr_mode = bolt_hints_mr_mode_bits(domain->info->domain_attr->mr_mode);
-	ret = bolt_domain_open_device(domain);
+	ret = bolt_job_key_load(fabric->params.job_key, fabric->params.job_key_file,
+				&domain->job_key);
+	if (!ret)
+		ret = bolt_domain_open_device(domain);
 	if (ret) {
+		bolt_job_key_clear(&domain->job_key);
 		fi_freeinfo(domain->info);
 		free(domain);
 		return ret;
 	}
 	pthread_mutex_init(&domain->lock, NULL);
 	domain->domain_id = bolt_domain_new_id();
-	domain->job_key_digest = bolt_job_key_digest(fabric->params.job_key);
 	domain->data_rails = bolt_device_data_rails(&domain->primary.budget, fabric->params.data_rails);
 	bolt_data_rail_domain_init(domain);
 	domain->domain_fid.fid.fclass = FI_CLASS_DOMAIN;

@@ -368,7 +368,7 @@ static int bolt_endpoint_listen(struct bolt_endpoint *endpoint, const struct soc
 	struct bolt_side_channel_listener listener;
 	int ret;
 
-	ret = bolt_side_channel_listen(address, length, endpoint->domain->job_key_digest, &listener);
+	ret = bolt_side_channel_listen(address, length, &endpoint->domain->job_key, &listener);
 	if (ret)
 		return ret;
 	if (endpoint->connection_manager.listener.fd >= 0)

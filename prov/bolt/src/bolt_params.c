@@ -65,8 +65,14 @@ static const struct bolt_param bolt_param_table[] = {
 		"attach, one copy), shm (through shared memory, two copies) or auto (cma where "
 		"the system permits it, else shm) (default: auto)"),
 	BOLT_STRING_PARAM("job_key", job_key,
-		"Key shared by every process of a job; side channel peers that present another "
-		"key are refused (default: unset, uid:<user id>, which keeps users apart)"),
+		"Key shared by every process of a job, best random (32 bytes in hex): both ends of "
+		"every side channel prove they hold it, without sending it, and peers that cannot "
+		"are refused (default: unset, uid:<user id>, which keeps users apart but is not "
+		"authentication: the side channel is then unauthenticated)"),
+	BOLT_STRING_PARAM("job_key_file", job_key_file,
+		"File holding the job key instead of FI_BOLT_JOB_KEY, for keys that must not sit "
+		"in the environment; this user's own, mode 0600 or 0400; trailing white space is "
+		"ignored (default: unset)"),
 	BOLT_STRING_PARAM("side_channel_address", side_channel_address,
 		"IP address endpoints' side channels listen on (default: 127.0.0.1 on the "
 		"software device, else the address this host's name resolves to, or, where "

@@ -24,6 +24,7 @@
 
 #include "bolt.h"
 #include "bolt_address.h"
+#include "connection/bolt_job_key.h"
 #include "device/bolt_device.h"
 #include "device/bolt_device_probe.h"
 #include "rails/bolt_mr_cache.h"
@@ -73,7 +74,7 @@ struct bolt_domain {
 	int grants_held;                      /* primary.mr_cache entries held for peers' grants */
 	struct bolt_revoke *revokes;          /* closed regions' grants awaiting peers' answers */
 	uint64_t next_revoke_id;
-	uint64_t job_key_digest;
+	struct bolt_job_key job_key;          /* what side channels prove (bolt_job_key.h) */
 
 	uint64_t domain_id;                   /* random, never 0: how peers tell domains apart */
 	struct bolt_link *links;              /* control queue pairs to peer domains (bolt_link.c) */

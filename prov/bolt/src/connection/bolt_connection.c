@@ -22,6 +22,7 @@
 #include <time.h>
 #include <utlist.h>
 
+#include "bolt_random.h"
 #include "connection/bolt_connection.h"
 #include "connection/bolt_handshake.h"
 
@@ -243,7 +244,7 @@ static int bolt_connection_start_remote(struct bolt_connection *connection)
 		return ret;
 	ret = bolt_side_channel_connect((struct sockaddr *) &address, length,
 					bolt_side_channel_listener_scope(&manager->listener),
-					manager->domain->job_key_digest, &connection->stream);
+					&manager->domain->job_key, &connection->stream);
 	if (ret)
 		return ret;
 	connection->has_stream = true;
@@ -355,7 +356,7 @@ static void bolt_connection_reject(struct bolt_connection *connection, int error
 static void bolt_connection_answer(struct bolt_connection *connection, uint64_t peer_domain_id,
 				   bool new_link, int port)
 {
-	uint8_t slot_nonce = (uint8_t) (rand() % 255 + 1);
+	uint8_t slot_nonce = (uint8_t) (bolt_random_u32() % 255 + 1);
 	struct bolt_link *link = NULL;
 	int slot = -1, ret;
 
@@ -551,7 +552,7 @@ static void bolt_connection_handle_connected(struct bolt_connection *connection)
 		bolt_connection_established(connection);
 		return;
 	}
-	connection->probe_nonce = (uint32_t) rand() | 1u;
+	connection->probe_nonce = bolt_random_u32() | 1u;
 	connection->link->probing = true;
 	ret = bolt_link_send_probe(connection, connection->probe_nonce);
 	if (!ret)

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <utlist.h>
 
+#include "bolt_random.h"
 #include "connection/bolt_connection.h"
 #include "rails/bolt_qp.h"
 
@@ -93,7 +94,7 @@ static bool bolt_data_rail_create_qp(struct bolt_connection *connection, struct 
 	}
 	port->qp_count++;
 	rail->port = port;
-	rail->psn = (uint32_t) rand() & 0xffffff;
+	rail->psn = bolt_random_u32() & 0xffffff;
 	if (bolt_qp_init(verbs, rail->qp, port->qp_local.port_num)) {
 		verbs->destroy_qp(rail->qp);
 		rail->qp = NULL;
@@ -266,7 +267,7 @@ static int bolt_data_rail_await_probe(struct bolt_connection *connection, struct
 	struct ibv_recv_wr *bad_wr;
 
 	do
-		rail->probe_nonce = (uint32_t) rand();
+		rail->probe_nonce = bolt_random_u32();
 	while (!rail->probe_nonce);
 	rail->probe_deadline_ns = 0;    /* set by the asker's PROBE_SENT */
 	return domain->fabric->verbs.post_recv(rail->qp, &wr, &bad_wr);

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <utlist.h>
 
+#include "bolt_random.h"
 #include "connection/bolt_connection.h"
 
 /* A peer out of credits must find at least half of them posted, to be returned. */
@@ -105,7 +106,7 @@ static int bolt_link_create_qp(struct bolt_link *link)
 		return -FI_ENOSPC;
 	}
 	port->qp_count++;
-	link->psn = (uint32_t) rand() & 0xffffff;
+	link->psn = bolt_random_u32() & 0xffffff;
 	link->receive_depth = BOLT_LINK_RECEIVE_DEPTH;
 	ret = bolt_qp_init(verbs, link->qp, port->qp_local.port_num);
 	if (ret)

@@ -15,8 +15,6 @@
 
 struct bolt_connection;
 
-/* Bytes of payload one control buffer carries after the wire header. */
-#define BOLT_SEGMENT_PAYLOAD (4096 - sizeof(struct bolt_wire_header))
 /* Ports a link may be on: the domain's own, and each stripe port (bolt_link_port_index). */
 #define BOLT_LINK_PORTS_MAX (1 + BOLT_MAX_STRIPE_PORTS)
 /* Receives a link posts for its peer, which are also the peer's credits. */

@@ -123,23 +123,16 @@ int bolt_link_receive_post_initial(struct bolt_link *link)
 static const char *bolt_link_receive_check_credits(const struct bolt_link *link,
 						   const struct bolt_wire_header *header)
 {
-	if ((uint64_t) link->send_credits + header->credits > link->peer_receive_depth)
-		return "more credits than the peer has receives";
-	return NULL;
+	return bolt_wire_check_credits(header, (uint32_t) link->send_credits,
+				       (uint32_t) link->peer_receive_depth);
 }
 
 /* Why a message on link cannot be trusted, or NULL. */
 static const char *bolt_link_receive_check(const struct bolt_link *link,
 					   const struct bolt_wire_header *header, uint32_t length)
 {
-	if (length < sizeof(*header))
-		return "message shorter than its header";
-	if (header->op < BOLT_WIRE_MESSAGE || header->op > BOLT_WIRE_OP_LAST)
-		return "unknown operation";
-	if (header->payload_length != length - sizeof(*header) ||
-	    header->payload_length > BOLT_SEGMENT_PAYLOAD)
-		return "payload length does not match the message";
-	return bolt_link_receive_check_credits(link, header);
+	return bolt_wire_check(header, length, (uint32_t) link->send_credits,
+			       (uint32_t) link->peer_receive_depth);
 }
 
 /*

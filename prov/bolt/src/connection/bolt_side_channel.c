@@ -1,8 +1,9 @@
 /*
  * bolt_side_channel.c: the side channel's sockets, framing and validation:
  * listening and accepting, non-blocking connect, queued output that drains as
- * the socket takes it, and input checked frame by frame before any of it is
- * handed up. The wire format is described in bolt_side_channel.h.
+ * the socket takes it, input checked frame by frame before any of it is
+ * handed up, and the handshake that proves the job key before any message.
+ * The wire format and the handshake are described in bolt_side_channel.h.
  */
 #define _GNU_SOURCE     /* accept4 */
 #include <fcntl.h>
@@ -18,10 +19,16 @@
 #include <unistd.h>
 
 #include "bolt.h"
+#include "bolt_random.h"
 #include "connection/bolt_side_channel.h"
 
 #define BOLT_SIDE_CHANNEL_BACKLOG 128
 #define BOLT_SIDE_CHANNEL_ADDRESS_TEXT 96
+/* An address in the handshake's transcript: family, 16 bytes of address, port. */
+#define BOLT_SIDE_CHANNEL_TRANSCRIPT_ADDRESS 19
+#define BOLT_SIDE_CHANNEL_LABEL_SIZE 16
+#define BOLT_SIDE_CHANNEL_TRANSCRIPT_SIZE (BOLT_SIDE_CHANNEL_LABEL_SIZE + \
+	2 * BOLT_SIDE_CHANNEL_NONCE_SIZE + 2 * BOLT_SIDE_CHANNEL_TRANSCRIPT_ADDRESS)
 
 /* Linux creates sockets non-blocking and close-on-exec atomically (no window
  * in which a concurrent fork + exec inherits them); elsewhere (macOS) the
@@ -40,7 +47,6 @@ struct bolt_side_channel_header {
 	uint16_t version;
 	uint16_t type;
 	uint32_t length;
-	uint64_t job_key_digest;
 };
 
 static void bolt_store_big_endian(uint8_t *bytes, uint64_t value, size_t size)
@@ -65,7 +71,6 @@ static void bolt_side_channel_encode_header(const struct bolt_side_channel_heade
 	bolt_store_big_endian(bytes + 4, header->version, 2);
 	bolt_store_big_endian(bytes + 6, header->type, 2);
 	bolt_store_big_endian(bytes + 8, header->length, 4);
-	bolt_store_big_endian(bytes + 12, header->job_key_digest, 8);
 }
 
 static void bolt_side_channel_decode_header(const uint8_t *bytes,
@@ -75,7 +80,6 @@ static void bolt_side_channel_decode_header(const uint8_t *bytes,
 	header->version = (uint16_t) bolt_load_big_endian(bytes + 4, 2);
 	header->type = (uint16_t) bolt_load_big_endian(bytes + 6, 2);
 	header->length = (uint32_t) bolt_load_big_endian(bytes + 8, 4);
-	header->job_key_digest = bolt_load_big_endian(bytes + 12, 8);
 }
 
 /* "192.0.2.1:4000" or "[fe80::1%en0]:4000"; numeric only, so no name lookup can block. */
@@ -236,14 +240,22 @@ static int bolt_side_channel_set_nodelay(int fd)
 }
 
 static void bolt_side_channel_stream_init(struct bolt_side_channel_stream *stream, int fd,
-					  uint64_t job_key_digest, const struct sockaddr *peer,
-					  socklen_t peer_length)
+					  const struct bolt_job_key *key, bool answerer,
+					  const struct sockaddr *peer, socklen_t peer_length)
 {
 	stream->fd = fd;
 	stream->connecting = false;
 	stream->reached = true;
 	stream->error = 0;
-	stream->job_key_digest = job_key_digest;
+	stream->answerer = answerer;
+	stream->authenticated = false;
+	stream->proved = false;
+	stream->key = *key;
+	memset(stream->peer_nonce, 0, sizeof(stream->peer_nonce));
+	stream->handshake_length = 0;
+	/* The caller checks the generator once at the start; a failure here would be its own. */
+	if (bolt_random_bytes(stream->own_nonce, sizeof(stream->own_nonce)))
+		stream->error = -FI_EIO;
 	memcpy(&stream->peer, peer, peer_length);
 	stream->peer_length = peer_length;
 	stream->out_length = 0;
@@ -304,10 +316,6 @@ static int bolt_side_channel_check_header(struct bolt_side_channel_stream *strea
 	if (header->length > BOLT_SIDE_CHANNEL_MAX_BODY)
 		return bolt_side_channel_reject(stream, "body of %u bytes, above the maximum %u",
 			header->length, BOLT_SIDE_CHANNEL_MAX_BODY);
-	if (header->job_key_digest != stream->job_key_digest)
-		return bolt_side_channel_reject(stream,
-			"another job's key (every process of a job needs the same "
-			"FI_BOLT_JOB_KEY, or the same user when it is unset)");
 	return 0;
 }
 
@@ -327,6 +335,214 @@ static int bolt_side_channel_check_input(struct bolt_side_channel_stream *stream
 		stream->in_checked += BOLT_SIDE_CHANNEL_HEADER_SIZE + header.length;
 	}
 	return 0;
+}
+
+static int bolt_side_channel_flush(struct bolt_side_channel_stream *stream);
+
+/* Queues one handshake frame; it leaves before any message. */
+static int bolt_side_channel_queue_handshake(struct bolt_side_channel_stream *stream, uint16_t type,
+					     const void *body, uint32_t length)
+{
+	struct bolt_side_channel_header header = {
+		.magic = BOLT_SIDE_CHANNEL_MAGIC,
+		.version = BOLT_SIDE_CHANNEL_VERSION,
+		.type = type,
+		.length = length,
+	};
+	uint8_t *frame = stream->handshake_buffer + stream->handshake_length;
+
+	if (BOLT_SIDE_CHANNEL_HEADER_SIZE + length >
+	    sizeof(stream->handshake_buffer) - stream->handshake_length)
+		return -FI_EOVERFLOW;   /* never: each end queues at most two small frames */
+	bolt_side_channel_encode_header(&header, frame);
+	memcpy(frame + BOLT_SIDE_CHANNEL_HEADER_SIZE, body, length);
+	stream->handshake_length += BOLT_SIDE_CHANNEL_HEADER_SIZE + length;
+	return 0;
+}
+
+/* address as the transcript holds it; zeros for one that is neither IPv4 nor IPv6. */
+static void bolt_side_channel_transcript_address(const struct sockaddr_storage *address,
+						 uint8_t *bytes)
+{
+	const struct sockaddr_in6 *ipv6 = (const struct sockaddr_in6 *) address;
+	const struct sockaddr_in *ipv4 = (const struct sockaddr_in *) address;
+
+	memset(bytes, 0, BOLT_SIDE_CHANNEL_TRANSCRIPT_ADDRESS);
+	if (address->ss_family == AF_INET) {
+		bytes[0] = 4;
+		memcpy(bytes + 1, &ipv4->sin_addr, 4);
+		memcpy(bytes + 17, &ipv4->sin_port, 2);
+	} else if (address->ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&ipv6->sin6_addr)) {
+		bytes[0] = 4;
+		memcpy(bytes + 1, ipv6->sin6_addr.s6_addr + 12, 4);
+		memcpy(bytes + 17, &ipv6->sin6_port, 2);
+	} else if (address->ss_family == AF_INET6) {
+		bytes[0] = 6;
+		memcpy(bytes + 1, &ipv6->sin6_addr, 16);
+		memcpy(bytes + 17, &ipv6->sin6_port, 2);
+	}
+}
+
+/*
+ * What the MACs cover (bolt_side_channel.h): label ("clnt": the connecter's
+ * proof, "srvr": the answerer's), both nonces and both addresses, in the
+ * same order at both ends.
+ */
+static void bolt_side_channel_transcript(const struct bolt_side_channel_stream *stream,
+					 const char *label, uint8_t *transcript)
+{
+	struct sockaddr_storage local = { 0 };
+	socklen_t local_length = sizeof(local);
+	const struct sockaddr_storage *connecter = stream->answerer ? &stream->peer : &local;
+	const struct sockaddr_storage *answerer = stream->answerer ? &local : &stream->peer;
+	uint8_t *at = transcript;
+
+	if (stream->fd < 0 || getsockname(stream->fd, (struct sockaddr *) &local, &local_length))
+		local.ss_family = AF_UNSPEC;
+	memset(at, 0, BOLT_SIDE_CHANNEL_LABEL_SIZE);
+	memcpy(at, label, strlen(label));
+	at += BOLT_SIDE_CHANNEL_LABEL_SIZE;
+	memcpy(at, stream->answerer ? stream->own_nonce : stream->peer_nonce,
+	       BOLT_SIDE_CHANNEL_NONCE_SIZE);
+	at += BOLT_SIDE_CHANNEL_NONCE_SIZE;
+	memcpy(at, stream->answerer ? stream->peer_nonce : stream->own_nonce,
+	       BOLT_SIDE_CHANNEL_NONCE_SIZE);
+	at += BOLT_SIDE_CHANNEL_NONCE_SIZE;
+	bolt_side_channel_transcript_address(connecter, at);
+	bolt_side_channel_transcript_address(answerer, at + BOLT_SIDE_CHANNEL_TRANSCRIPT_ADDRESS);
+}
+
+#define BOLT_SIDE_CHANNEL_CONNECTER_LABEL "bolt-sc-v2-clnt"
+#define BOLT_SIDE_CHANNEL_ANSWERER_LABEL "bolt-sc-v2-srvr"
+
+/*
+ * Every way of failing the handshake is this one refusal, with one message:
+ * which check failed would tell a guesser what it got right.
+ */
+static int bolt_side_channel_refuse(struct bolt_side_channel_stream *stream)
+{
+	return bolt_side_channel_reject(stream,
+		"the peer did not prove this job's key (every process of a job needs the same "
+		"FI_BOLT_JOB_KEY or FI_BOLT_JOB_KEY_FILE, or, with neither, the same user)");
+}
+
+/*
+ * Checks that frame is the expected handshake frame: of type, with a MAC of
+ * the transcript under label at mac_offset of its body. Computed and compared
+ * (in constant time) whatever the type and length, so that every refusal
+ * costs the same.
+ */
+static bool bolt_side_channel_frame_proves(struct bolt_side_channel_stream *stream,
+					   const struct bolt_side_channel_header *header,
+					   const uint8_t *body, uint16_t type, uint32_t length,
+					   const char *label)
+{
+	uint8_t transcript[BOLT_SIDE_CHANNEL_TRANSCRIPT_SIZE];
+	uint8_t received[BOLT_SIDE_CHANNEL_PROOF_SIZE] = { 0 };
+	uint32_t mac_offset = length - BOLT_JOB_KEY_MAC_SIZE;
+	bool valid;
+
+	memcpy(received, body, header->length < length ? header->length : length);
+	if (stream->answerer)
+		memcpy(stream->peer_nonce, received, BOLT_SIDE_CHANNEL_NONCE_SIZE);
+	bolt_side_channel_transcript(stream, label, transcript);
+	valid = bolt_job_key_verify(&stream->key, transcript, sizeof(transcript),
+				    received + mac_offset);
+	return valid & (header->type == type) & (header->length == length);
+}
+
+/* The connecter answers the challenge with its nonce and proof. */
+static int bolt_side_channel_prove(struct bolt_side_channel_stream *stream,
+				   const struct bolt_side_channel_header *header,
+				   const uint8_t *body)
+{
+	uint8_t transcript[BOLT_SIDE_CHANNEL_TRANSCRIPT_SIZE], proof[BOLT_SIDE_CHANNEL_PROOF_SIZE];
+
+	if (header->type != BOLT_SIDE_CHANNEL_CHALLENGE ||
+	    header->length != BOLT_SIDE_CHANNEL_NONCE_SIZE)
+		return bolt_side_channel_refuse(stream);
+	memcpy(stream->peer_nonce, body, BOLT_SIDE_CHANNEL_NONCE_SIZE);
+	bolt_side_channel_transcript(stream, BOLT_SIDE_CHANNEL_CONNECTER_LABEL, transcript);
+	memcpy(proof, stream->own_nonce, BOLT_SIDE_CHANNEL_NONCE_SIZE);
+	bolt_job_key_mac(&stream->key, transcript, sizeof(transcript),
+			 proof + BOLT_SIDE_CHANNEL_NONCE_SIZE);
+	stream->proved = true;
+	return bolt_side_channel_queue_handshake(stream, BOLT_SIDE_CHANNEL_PROOF, proof,
+						 sizeof(proof));
+}
+
+/* The answerer checks the proof and confirms with its own. */
+static int bolt_side_channel_check_proof(struct bolt_side_channel_stream *stream,
+					 const struct bolt_side_channel_header *header,
+					 const uint8_t *body)
+{
+	uint8_t transcript[BOLT_SIDE_CHANNEL_TRANSCRIPT_SIZE], confirm[BOLT_JOB_KEY_MAC_SIZE];
+
+	if (!bolt_side_channel_frame_proves(stream, header, body, BOLT_SIDE_CHANNEL_PROOF,
+					    BOLT_SIDE_CHANNEL_PROOF_SIZE,
+					    BOLT_SIDE_CHANNEL_CONNECTER_LABEL))
+		return bolt_side_channel_refuse(stream);
+	bolt_side_channel_transcript(stream, BOLT_SIDE_CHANNEL_ANSWERER_LABEL, transcript);
+	bolt_job_key_mac(&stream->key, transcript, sizeof(transcript), confirm);
+	stream->authenticated = true;
+	return bolt_side_channel_queue_handshake(stream, BOLT_SIDE_CHANNEL_CONFIRM, confirm,
+						 sizeof(confirm));
+}
+
+/* The connecter checks the answerer's confirmation. */
+static int bolt_side_channel_check_confirm(struct bolt_side_channel_stream *stream,
+					   const struct bolt_side_channel_header *header,
+					   const uint8_t *body)
+{
+	if (!bolt_side_channel_frame_proves(stream, header, body, BOLT_SIDE_CHANNEL_CONFIRM,
+					    BOLT_JOB_KEY_MAC_SIZE,
+					    BOLT_SIDE_CHANNEL_ANSWERER_LABEL))
+		return bolt_side_channel_refuse(stream);
+	stream->authenticated = true;
+	return 0;
+}
+
+/* Whether a whole checked frame is at the head of the input; decodes its header. */
+static bool bolt_side_channel_head(const struct bolt_side_channel_stream *stream,
+				   struct bolt_side_channel_header *header)
+{
+	/* in_checked > 0: the header at offset 0 has been checked. */
+	if (!stream->in_checked)
+		return false;
+	bolt_side_channel_decode_header(stream->in_buffer, header);
+	return stream->in_length >= BOLT_SIDE_CHANNEL_HEADER_SIZE + header->length;
+}
+
+static void bolt_side_channel_consume(struct bolt_side_channel_stream *stream,
+				      const struct bolt_side_channel_header *header)
+{
+	uint32_t frame_length = BOLT_SIDE_CHANNEL_HEADER_SIZE + header->length;
+
+	memmove(stream->in_buffer, stream->in_buffer + frame_length,
+		stream->in_length - frame_length);
+	stream->in_length -= frame_length;
+	stream->in_checked -= frame_length;
+}
+
+/* Takes the handshake's frames as they come whole, until the peer is proven. */
+static int bolt_side_channel_handshake(struct bolt_side_channel_stream *stream)
+{
+	struct bolt_side_channel_header header;
+	const uint8_t *body = stream->in_buffer + BOLT_SIDE_CHANNEL_HEADER_SIZE;
+	int ret = 0;
+
+	while (!ret && !stream->authenticated && stream->error != -FI_EPROTO &&
+	       bolt_side_channel_head(stream, &header)) {
+		if (stream->answerer)
+			ret = bolt_side_channel_check_proof(stream, &header, body);
+		else if (!stream->proved)
+			ret = bolt_side_channel_prove(stream, &header, body);
+		else
+			ret = bolt_side_channel_check_confirm(stream, &header, body);
+		if (!ret)
+			bolt_side_channel_consume(stream, &header);
+	}
+	return ret;
 }
 
 /* Whether a connect() error comes from the network or the peer, not from this host. */
@@ -361,7 +577,8 @@ static bool bolt_side_channel_is_transient_accept_error(int error)
 }
 
 int bolt_side_channel_listen(const struct sockaddr *address, socklen_t length,
-			     uint64_t job_key_digest, struct bolt_side_channel_listener *listener)
+			     const struct bolt_job_key *key,
+			     struct bolt_side_channel_listener *listener)
 {
 	char text[BOLT_SIDE_CHANNEL_ADDRESS_TEXT];
 	struct sockaddr_storage scoped;
@@ -389,7 +606,7 @@ int bolt_side_channel_listen(const struct sockaddr *address, socklen_t length,
 		goto fail_errno;
 
 	listener->fd = fd;
-	listener->job_key_digest = job_key_digest;
+	listener->key = *key;
 	bolt_side_channel_format_address((struct sockaddr *) &listener->address,
 					 listener->address_length, text, sizeof(text));
 	FI_INFO(&bolt_prov, FI_LOG_EP_CTRL, "side channel: listening on %s\n", text);
@@ -416,6 +633,7 @@ void bolt_side_channel_listener_close(struct bolt_side_channel_listener *listene
 	if (listener->fd >= 0)
 		close(listener->fd);
 	listener->fd = -1;
+	bolt_job_key_clear(&listener->key);
 }
 
 int bolt_side_channel_accept(struct bolt_side_channel_listener *listener,
@@ -440,13 +658,18 @@ int bolt_side_channel_accept(struct bolt_side_channel_listener *listener,
 		close(fd);
 		return ret;
 	}
-	bolt_side_channel_stream_init(stream, fd, listener->job_key_digest,
+	bolt_side_channel_stream_init(stream, fd, &listener->key, true,
 				      (struct sockaddr *) &peer, peer_length);
+	ret = bolt_side_channel_queue_handshake(stream, BOLT_SIDE_CHANNEL_CHALLENGE,
+						stream->own_nonce, sizeof(stream->own_nonce));
+	/* A failure shows at the stream's first progress, where every other one does. */
+	if (!ret)
+		(void) bolt_side_channel_flush(stream);
 	return 0;
 }
 
 int bolt_side_channel_connect(const struct sockaddr *address, socklen_t length, uint32_t via_scope,
-			      uint64_t job_key_digest, struct bolt_side_channel_stream *stream)
+			      const struct bolt_job_key *key, struct bolt_side_channel_stream *stream)
 {
 	char text[BOLT_SIDE_CHANNEL_ADDRESS_TEXT];
 	struct sockaddr_storage scoped;
@@ -463,7 +686,7 @@ int bolt_side_channel_connect(const struct sockaddr *address, socklen_t length, 
 	if (ret)
 		goto fail_close;
 
-	bolt_side_channel_stream_init(stream, fd, job_key_digest, address, length);
+	bolt_side_channel_stream_init(stream, fd, key, false, address, length);
 	if (!connect(fd, address, length))
 		return 0;
 	/* A non-blocking connect that was interrupted carries on like one in progress. */
@@ -508,21 +731,16 @@ static int bolt_side_channel_finish_connect(struct bolt_side_channel_stream *str
 	return 0;
 }
 
-/* Writes queued output until the socket is full; output waits while connecting. */
-static int bolt_side_channel_flush(struct bolt_side_channel_stream *stream)
+/* Writes what the socket takes of the *length bytes at buffer, and drops them from it. */
+static int bolt_side_channel_write(struct bolt_side_channel_stream *stream, uint8_t *buffer,
+				   uint32_t *length)
 {
 	uint32_t sent = 0;
 	ssize_t written;
 	int ret = 0;
 
-	if (stream->connecting) {
-		ret = bolt_side_channel_finish_connect(stream);
-		if (ret || stream->connecting)
-			return ret;
-	}
-	while (!ret && sent < stream->out_length) {
-		written = send(stream->fd, stream->out_buffer + sent, stream->out_length - sent,
-			       MSG_NOSIGNAL);
+	while (!ret && sent < *length) {
+		written = send(stream->fd, buffer + sent, *length - sent, MSG_NOSIGNAL);
 		if (written > 0)
 			sent += (uint32_t) written;
 		else if (written == 0 || errno == EAGAIN || errno == EWOULDBLOCK)
@@ -530,9 +748,28 @@ static int bolt_side_channel_flush(struct bolt_side_channel_stream *stream)
 		else if (errno != EINTR)
 			ret = bolt_side_channel_fail(stream, errno, "send");
 	}
-	memmove(stream->out_buffer, stream->out_buffer + sent, stream->out_length - sent);
-	stream->out_length -= sent;
+	memmove(buffer, buffer + sent, *length - sent);
+	*length -= sent;
 	return ret;
+}
+
+/*
+ * Writes queued output until the socket is full: the handshake's first;
+ * messages only once the peer is proven; nothing while connecting.
+ */
+static int bolt_side_channel_flush(struct bolt_side_channel_stream *stream)
+{
+	int ret;
+
+	if (stream->connecting) {
+		ret = bolt_side_channel_finish_connect(stream);
+		if (ret || stream->connecting)
+			return ret;
+	}
+	ret = bolt_side_channel_write(stream, stream->handshake_buffer, &stream->handshake_length);
+	if (ret || stream->handshake_length || !stream->authenticated)
+		return ret;
+	return bolt_side_channel_write(stream, stream->out_buffer, &stream->out_length);
 }
 
 /*
@@ -558,6 +795,11 @@ static int bolt_side_channel_read(struct bolt_side_channel_stream *stream)
 	}
 	/* A malformed frame says more about the peer than the close that followed it. */
 	check = bolt_side_channel_check_input(stream);
+	if (!check)
+		check = bolt_side_channel_handshake(stream);
+	/* The handshake's answer leaves at once. */
+	if (!check && !ret && stream->handshake_length)
+		ret = bolt_side_channel_flush(stream);
 	return check ? check : ret;
 }
 
@@ -581,13 +823,13 @@ int bolt_side_channel_send(struct bolt_side_channel_stream *stream, uint16_t typ
 		.version = BOLT_SIDE_CHANNEL_VERSION,
 		.type = type,
 		.length = length,
-		.job_key_digest = stream->job_key_digest,
 	};
 	uint32_t frame_length;
 	uint8_t *frame;
 	int ret;
 
-	if (type == 0 || length > BOLT_SIDE_CHANNEL_MAX_BODY || (length && !body))
+	if (type == 0 || type >= BOLT_SIDE_CHANNEL_RESERVED_TYPE ||
+	    length > BOLT_SIDE_CHANNEL_MAX_BODY || (length && !body))
 		return -FI_EINVAL;
 	if (stream->error)
 		return stream->error;
@@ -611,25 +853,18 @@ int bolt_side_channel_receive(struct bolt_side_channel_stream *stream, uint16_t 
 			      void *body, uint32_t capacity, uint32_t *length)
 {
 	struct bolt_side_channel_header header;
-	uint32_t frame_length;
 
-	/* in_checked > 0: the header at offset 0 has been checked. */
-	if (!stream->in_checked)
+	if (!stream->authenticated || !bolt_side_channel_head(stream, &header))
 		return stream->error ? stream->error : -FI_EAGAIN;
-	bolt_side_channel_decode_header(stream->in_buffer, &header);
-	frame_length = BOLT_SIDE_CHANNEL_HEADER_SIZE + header.length;
-	if (stream->in_length < frame_length)
-		return stream->error ? stream->error : -FI_EAGAIN;
+	if (header.type >= BOLT_SIDE_CHANNEL_RESERVED_TYPE)
+		return bolt_side_channel_reject(stream, "a handshake frame after the handshake");
 	*length = header.length;
 	if (header.length > capacity)
 		return -FI_ETOOSMALL;
 	*type = header.type;
 	if (header.length)
 		memcpy(body, stream->in_buffer + BOLT_SIDE_CHANNEL_HEADER_SIZE, header.length);
-	memmove(stream->in_buffer, stream->in_buffer + frame_length,
-		stream->in_length - frame_length);
-	stream->in_length -= frame_length;
-	stream->in_checked -= frame_length;
+	bolt_side_channel_consume(stream, &header);
 	return 0;
 }
 
@@ -640,8 +875,10 @@ void bolt_side_channel_stream_close(struct bolt_side_channel_stream *stream)
 	stream->fd = -1;
 	stream->connecting = false;
 	stream->out_length = 0;
+	stream->handshake_length = 0;
 	stream->in_length = 0;
 	stream->in_checked = 0;
+	bolt_job_key_clear(&stream->key);
 }
 
 int bolt_side_channel_fd(const struct bolt_side_channel_stream *stream)
@@ -651,5 +888,30 @@ int bolt_side_channel_fd(const struct bolt_side_channel_stream *stream)
 
 short bolt_side_channel_poll_events(const struct bolt_side_channel_stream *stream)
 {
-	return (short) (POLLIN | (stream->connecting || stream->out_length ? POLLOUT : 0));
+	bool output = stream->handshake_length || (stream->authenticated && stream->out_length);
+
+	return (short) (POLLIN | (stream->connecting || output ? POLLOUT : 0));
+}
+
+void bolt_side_channel_stream_detached(struct bolt_side_channel_stream *stream,
+				       const struct bolt_job_key *key, bool authenticated)
+{
+	struct sockaddr_storage nowhere = { .ss_family = AF_UNSPEC };
+
+	bolt_side_channel_stream_init(stream, -1, key, true, (struct sockaddr *) &nowhere,
+				      sizeof(nowhere));
+	stream->authenticated = authenticated;
+}
+
+int bolt_side_channel_feed(struct bolt_side_channel_stream *stream, const void *bytes,
+			   uint32_t length, uint32_t *taken)
+{
+	uint32_t room = (uint32_t) sizeof(stream->in_buffer) - stream->in_length;
+	int ret;
+
+	*taken = length < room ? length : room;
+	memcpy(stream->in_buffer + stream->in_length, bytes, *taken);
+	stream->in_length += *taken;
+	ret = bolt_side_channel_check_input(stream);
+	return ret ? ret : bolt_side_channel_handshake(stream);
 }

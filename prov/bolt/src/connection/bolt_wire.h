@@ -115,6 +115,37 @@ struct bolt_wire_header {
 
 _Static_assert(sizeof(struct bolt_wire_header) == 64, "the wire header has no padding");
 
+/* Bytes of payload one control buffer carries after the wire header. */
+#define BOLT_SEGMENT_PAYLOAD (4096 - sizeof(struct bolt_wire_header))
+
+/*
+ * Why a received message of length bytes whose first bytes are header cannot
+ * be trusted, or NULL: short, an unknown operation, a payload length that is
+ * not what arrived, or more credits than the peer has receives (send_credits
+ * already held, peer_receive_depth). Inline and pure, so that the fuzz target
+ * (test/fuzz/fuzz_wire_header.c) checks the very code.
+ */
+static inline const char *bolt_wire_check_credits(const struct bolt_wire_header *header,
+						  uint32_t send_credits, uint32_t peer_receive_depth)
+{
+	if ((uint64_t) send_credits + header->credits > peer_receive_depth)
+		return "more credits than the peer has receives";
+	return NULL;
+}
+
+static inline const char *bolt_wire_check(const struct bolt_wire_header *header, uint32_t length,
+					  uint32_t send_credits, uint32_t peer_receive_depth)
+{
+	if (length < sizeof(*header))
+		return "message shorter than its header";
+	if (header->op < BOLT_WIRE_MESSAGE || header->op > BOLT_WIRE_OP_LAST)
+		return "unknown operation";
+	if (header->payload_length != length - sizeof(*header) ||
+	    header->payload_length > BOLT_SEGMENT_PAYLOAD)
+		return "payload length does not match the message";
+	return bolt_wire_check_credits(header, send_credits, peer_receive_depth);
+}
+
 /*
  * One receive granted ahead: its bytes, and their device rkey. A grant
  * message carries up to BOLT_WIRE_RECEIVE_GRANT_BATCH of them: with its

@@ -1,0 +1,34 @@
+/*
+ * fuzz_wire_header.c: a libFuzzer target for the check every message on a
+ * queue pair passes before anything reads it (bolt_wire_check in
+ * connection/bolt_wire.h). The first 8 bytes are the link's state (credits
+ * held, the peer's receive depth), the rest the received message. A message
+ * the check passes must be whole: its payload inside the bytes received.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "connection/bolt_wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct bolt_wire_header header = { 0 };
+	uint32_t send_credits, peer_receive_depth, length;
+
+	if (size < 8 || size - 8 > BOLT_SEGMENT_PAYLOAD + sizeof(header))
+		return 0;
+	memcpy(&send_credits, data, 4);
+	memcpy(&peer_receive_depth, data + 4, 4);
+	data += 8;
+	length = (uint32_t) (size - 8);
+	memcpy(&header, data, length < sizeof(header) ? length : sizeof(header));
+	if (bolt_wire_check(&header, length, send_credits, peer_receive_depth))
+		return 0;
+	if (length < sizeof(header) || sizeof(header) + header.payload_length != length ||
+	    header.op < BOLT_WIRE_MESSAGE || header.op > BOLT_WIRE_OP_LAST ||
+	    (uint64_t) send_credits + header.credits > peer_receive_depth)
+		__builtin_trap();
+	return 0;
+}
