@@ -85,8 +85,7 @@ struct bolt_transmit {
 	uint64_t message_number;        /* an untagged message's, as the peer counts them: the
 					 * receive it grants ahead for it (header tag) */
 	char *inject_copy;              /* FI_INJECT: the data, owned */
-	/* Its owner's own completion, instead of the application's CQ entry and
-	 * counters (an upper layer's transfers); NULL for the application's. */
+	/* An upper layer's own completion instead of the CQ and counters; NULL: the application's. */
 	void (*complete)(struct bolt_transmit *transmit);
 	struct bolt_transmit *prev, *next;
 };
@@ -105,8 +104,7 @@ struct bolt_receive {
 	uint64_t ignore;
 	uint64_t sequence;              /* posting order: a granted receive given back keeps its place */
 	bool cancelled;                 /* fi_cancel while granted: ends when given back */
-	/* As a transmit's, told the message's whole length and the status (0 or a
-	 * positive FI_E*); NULL for the application's receives. */
+	/* As a transmit's, told the message's length and status (0 or positive FI_E*). */
 	void (*complete)(struct bolt_receive *receive, size_t message_length, int status);
 	struct bolt_receive *prev, *next;
 };
@@ -212,7 +210,6 @@ fi_addr_t bolt_peer_fi_addr(struct bolt_connection *connection);
 bool bolt_peer_busy(const struct bolt_connection *connection);
 
 /* Sending (bolt_transmit.c) and receiving (bolt_receive.c). */
-
 /* Queues a transmit on its connection and sends what credits allow. */
 void bolt_transmit_start(struct bolt_transmit *transmit);
 /* Sends queued segments while the connection has credits, buffers and queue room. */
