@@ -20,7 +20,7 @@ suite=bookworm
 # tools, ip and rdma (iproute2), modprobe (kmod), and what bolt's programs link.
 # busybox-static is for the initramfs, taken from the guest's root, so that the
 # host needs no busybox package (busybox-static replaces a host's busybox).
-guest_packages=iproute2,kmod,procps,ibverbs-providers,ibverbs-utils,perftest,libfabric1,libfabric-bin,libcriterion3,busybox-static
+guest_packages=iproute2,kmod,procps,ibverbs-providers,ibverbs-utils,perftest,libfabric1,libfabric-bin,libcriterion3,libsodium23,busybox-static
 # Modules the initramfs loads to reach the root disk and the shares.
 boot_modules="virtio_pci virtio_blk ext4 9pnet_virtio 9p"
 # Modules the guest loads: Soft-RoCE, its user verbs, a veth pair.
