@@ -50,9 +50,10 @@ summarize() {
 		[ -d "$directory/test" ] || continue
 		for log in $(find "$directory/test" -name '*.log'); do
 			synthesis=$(grep -a 'Synthesis: Tested:' "$log" | tail -n 1 || true)
-			rxe=$(grep -a '^rxe: [0-9]* passed, [0-9]* failed$' "$log" | tail -n 1 || true)
+			# Scripts that are no Criterion program close with "NAME: N passed, N failed".
+			rxe=$(grep -a -E '^(rxe|fuzz): [0-9]* passed, [0-9]* failed$' "$log" | tail -n 1 || true)
 			if [ -n "$rxe" ]; then
-				passed=$((passed + $(echo "$rxe" | sed 's/^rxe: \([0-9]*\) passed.*/\1/')))
+				passed=$((passed + $(echo "$rxe" | sed 's/^[a-z]*: \([0-9]*\) passed.*/\1/')))
 				failed=$((failed + $(echo "$rxe" | sed 's/.* \([0-9]*\) failed$/\1/')))
 			elif [ -n "$synthesis" ]; then
 				passed=$((passed + $(synthesis_count Passing "$synthesis")))
