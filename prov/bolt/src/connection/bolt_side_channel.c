@@ -451,21 +451,30 @@ static bool bolt_side_channel_frame_proves(struct bolt_side_channel_stream *stre
 	return valid & (header->type == type) & (header->length == length);
 }
 
+/* This end's MAC, under the job key, of the transcript with label. */
+static void bolt_side_channel_sign(const struct bolt_side_channel_stream *stream, const char *label,
+				   uint8_t *mac)
+{
+	uint8_t transcript[BOLT_SIDE_CHANNEL_TRANSCRIPT_SIZE];
+
+	bolt_side_channel_transcript(stream, label, transcript);
+	bolt_job_key_mac(&stream->key, transcript, sizeof(transcript), mac);
+}
+
 /* The connecter answers the challenge with its nonce and proof. */
 static int bolt_side_channel_prove(struct bolt_side_channel_stream *stream,
 				   const struct bolt_side_channel_header *header,
 				   const uint8_t *body)
 {
-	uint8_t transcript[BOLT_SIDE_CHANNEL_TRANSCRIPT_SIZE], proof[BOLT_SIDE_CHANNEL_PROOF_SIZE];
+	uint8_t proof[BOLT_SIDE_CHANNEL_PROOF_SIZE];
 
 	if (header->type != BOLT_SIDE_CHANNEL_CHALLENGE ||
 	    header->length != BOLT_SIDE_CHANNEL_NONCE_SIZE)
 		return bolt_side_channel_refuse(stream);
 	memcpy(stream->peer_nonce, body, BOLT_SIDE_CHANNEL_NONCE_SIZE);
-	bolt_side_channel_transcript(stream, BOLT_SIDE_CHANNEL_CONNECTER_LABEL, transcript);
 	memcpy(proof, stream->own_nonce, BOLT_SIDE_CHANNEL_NONCE_SIZE);
-	bolt_job_key_mac(&stream->key, transcript, sizeof(transcript),
-			 proof + BOLT_SIDE_CHANNEL_NONCE_SIZE);
+	bolt_side_channel_sign(stream, BOLT_SIDE_CHANNEL_CONNECTER_LABEL,
+			       proof + BOLT_SIDE_CHANNEL_NONCE_SIZE);
 	stream->proved = true;
 	return bolt_side_channel_queue_handshake(stream, BOLT_SIDE_CHANNEL_PROOF, proof,
 						 sizeof(proof));
@@ -476,14 +485,13 @@ static int bolt_side_channel_check_proof(struct bolt_side_channel_stream *stream
 					 const struct bolt_side_channel_header *header,
 					 const uint8_t *body)
 {
-	uint8_t transcript[BOLT_SIDE_CHANNEL_TRANSCRIPT_SIZE], confirm[BOLT_JOB_KEY_MAC_SIZE];
+	uint8_t confirm[BOLT_JOB_KEY_MAC_SIZE];
 
 	if (!bolt_side_channel_frame_proves(stream, header, body, BOLT_SIDE_CHANNEL_PROOF,
 					    BOLT_SIDE_CHANNEL_PROOF_SIZE,
 					    BOLT_SIDE_CHANNEL_CONNECTER_LABEL))
 		return bolt_side_channel_refuse(stream);
-	bolt_side_channel_transcript(stream, BOLT_SIDE_CHANNEL_ANSWERER_LABEL, transcript);
-	bolt_job_key_mac(&stream->key, transcript, sizeof(transcript), confirm);
+	bolt_side_channel_sign(stream, BOLT_SIDE_CHANNEL_ANSWERER_LABEL, confirm);
 	stream->authenticated = true;
 	return bolt_side_channel_queue_handshake(stream, BOLT_SIDE_CHANNEL_CONFIRM, confirm,
 						 sizeof(confirm));
