@@ -79,7 +79,7 @@ enum bolt_connection_state {
 struct bolt_connection_events {
 	/* A connection was made (the owner's state to set up); 0 or a negative error. */
 	int (*created)(struct bolt_connection *connection);
-	/* It failed (error: positive FI_E*): what waits on it ends with that error. */
+	/* It failed: what waits on it ends with connection->error (a positive FI_E*). */
 	void (*failed)(struct bolt_connection *connection);
 	/* It goes: the owner's state is released, nothing reported. */
 	void (*destroyed)(struct bolt_connection *connection);

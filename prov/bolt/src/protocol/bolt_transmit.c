@@ -45,7 +45,6 @@ static void bolt_transmit_send_completed(struct bolt_work_completion *work, cons
  * message at a time).
  */
 struct bolt_protocol {
-	const char *name;
 	bool streams;
 	/* Puts transmit's next message or write on the wire, in record. */
 	void (*post)(struct bolt_connection *connection, struct bolt_transmit *transmit,
@@ -326,11 +325,11 @@ static void bolt_transmit_post_rendezvous(struct bolt_connection *connection,
 }
 
 static const struct bolt_protocol bolt_protocols[BOLT_PROTOCOL_KINDS] = {
-	[BOLT_PROTOCOL_EAGER] = { "eager", true, bolt_transmit_post_eager },
-	[BOLT_PROTOCOL_BOUNCE] = { "bounce", true, bolt_transmit_post_bounce },
-	[BOLT_PROTOCOL_DIRECT_WRITE] = { "direct write", false, bolt_transmit_direct_write },
-	[BOLT_PROTOCOL_GRANTED_RECEIVE] = { "granted receive", false, bolt_transmit_post_rendezvous },
-	[BOLT_PROTOCOL_RENDEZVOUS] = { "rendezvous", false, bolt_transmit_post_rendezvous },
+	[BOLT_PROTOCOL_EAGER] = { true, bolt_transmit_post_eager },
+	[BOLT_PROTOCOL_BOUNCE] = { true, bolt_transmit_post_bounce },
+	[BOLT_PROTOCOL_DIRECT_WRITE] = { false, bolt_transmit_direct_write },
+	[BOLT_PROTOCOL_GRANTED_RECEIVE] = { false, bolt_transmit_post_rendezvous },
+	[BOLT_PROTOCOL_RENDEZVOUS] = { false, bolt_transmit_post_rendezvous },
 };
 
 /* Puts transmit's next message on the wire by its protocol; false when no buffer is free. */
