@@ -33,6 +33,8 @@
 #define TEST_JOB_KEY "test-job"
 #define DEADLINE_MS 2000
 #define TEST_TYPE 7
+/* Odd on purpose, so that a default cannot pass for it. */
+#define TEST_LIVENESS_MS 7321
 
 TestSuite(side_channel, .timeout = 20);
 
@@ -89,7 +91,7 @@ static void listen_on_loopback(void)
 	struct sockaddr_in address = loopback_address(0);
 
 	cr_assert_eq(bolt_side_channel_listen((struct sockaddr *) &address, sizeof(address),
-					      test_key(), &listener), 0);
+					      test_key(), TEST_LIVENESS_MS, &listener), 0);
 }
 
 static int connect_to_listener(const struct bolt_job_key *key,
@@ -98,7 +100,7 @@ static int connect_to_listener(const struct bolt_job_key *key,
 	struct sockaddr_in address = loopback_address(listener_port());
 
 	return bolt_side_channel_connect((struct sockaddr *) &address, sizeof(address), 0, key,
-					 stream);
+					 TEST_LIVENESS_MS, stream);
 }
 
 /* Sleeps until fd has one of events or the deadline passes. */
@@ -451,6 +453,28 @@ static bool fd_has_flag(int fd, int get_command, int flag)
 	return fcntl(fd, get_command) & flag;
 }
 
+/* The socket option a stream's liveness watch rests on, as the kernel reports it. */
+static int socket_option(const struct bolt_side_channel_stream *stream, int level, int name)
+{
+	socklen_t length = sizeof(int);
+	int value = -1;
+
+	cr_assert_eq(getsockopt(bolt_side_channel_fd(stream), level, name, &value, &length), 0);
+	return value;
+}
+
+/* Both ends have the kernel watch the peer's host: probes when idle, the verdict at the limit. */
+Test(side_channel, both_ends_watch_liveness)
+{
+	connect_pair();
+	cr_assert_eq(socket_option(&client, IPPROTO_TCP, TCP_USER_TIMEOUT), TEST_LIVENESS_MS);
+	cr_assert_eq(socket_option(&server, IPPROTO_TCP, TCP_USER_TIMEOUT), TEST_LIVENESS_MS);
+	cr_assert_eq(socket_option(&client, SOL_SOCKET, SO_KEEPALIVE), 1);
+	cr_assert_eq(socket_option(&server, SOL_SOCKET, SO_KEEPALIVE), 1);
+	cr_assert_eq(socket_option(&server, IPPROTO_TCP, TCP_KEEPIDLE), 1);
+	close_pair();
+}
+
 Test(side_channel, listen_reports_the_bound_port)
 {
 	struct sockaddr_in *bound;
@@ -612,9 +636,9 @@ Test(side_channel, only_ipv4_and_ipv6_addresses_are_accepted)
 	struct sockaddr unix_address = { .sa_family = AF_UNIX };
 
 	cr_assert_eq(bolt_side_channel_listen(&unix_address, sizeof(unix_address), test_key(),
-					      &listener), -FI_EINVAL);
+					      TEST_LIVENESS_MS, &listener), -FI_EINVAL);
 	cr_assert_eq(bolt_side_channel_connect((struct sockaddr *) &address, sizeof(address) - 1,
-					       0, test_key(), &client), -FI_EINVAL);
+					       0, test_key(), TEST_LIVENESS_MS, &client), -FI_EINVAL);
 	cr_assert_eq(client.fd, -1);
 	bolt_side_channel_stream_close(&client);
 }
@@ -747,7 +771,7 @@ Test(side_channel, a_connect_to_a_closed_port_fails_in_progress)
 	struct sockaddr_in address = loopback_address(port);
 
 	cr_assert_eq(bolt_side_channel_connect((struct sockaddr *) &address, sizeof(address), 0,
-					       test_key(), &client), 0);
+					       test_key(), TEST_LIVENESS_MS, &client), 0);
 	cr_assert_geq(bolt_side_channel_fd(&client), 0);
 	cr_assert_eq(progress_until_error(&client, now_ms() + DEADLINE_MS), -FI_ECONNRESET);
 	cr_assert_eq(bolt_side_channel_send(&client, TEST_TYPE, NULL, 0), -FI_ECONNRESET);
@@ -866,7 +890,8 @@ Test(side_channel, no_file_descriptor_outlives_its_object)
 
 		bolt_side_channel_listener_close(&listener);
 		cr_assert_eq(bolt_side_channel_connect((struct sockaddr *) &address,
-						       sizeof(address), 0, test_key(), &client), 0);
+						       sizeof(address), 0, test_key(), TEST_LIVENESS_MS,
+						       &client), 0);
 		cr_assert_eq(progress_until_error(&client, now_ms() + DEADLINE_MS),
 			     -FI_ECONNRESET);
 		close_pair();

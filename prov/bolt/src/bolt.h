@@ -48,6 +48,7 @@ struct bolt_params {
 	char job_key[256];          /* FI_BOLT_JOB_KEY: "" is "uid:<user id>", unauthenticated */
 	char job_key_file[1024];    /* FI_BOLT_JOB_KEY_FILE: the key in a file instead */
 	char side_channel_address[64];  /* FI_BOLT_SIDE_CHANNEL_ADDRESS: "" chooses */
+	int liveness_timeout;       /* FI_BOLT_LIVENESS_TIMEOUT: milliseconds a silent peer host is given */
 	int data_rails;             /* FI_BOLT_DATA_RAILS: queue pairs per peer for bulk writes; -1 chooses */
 	int stripe_ports;           /* FI_BOLT_STRIPE_PORTS: other ports to stripe over; -1: all */
 	int rail_probe_timeout;     /* FI_BOLT_RAIL_PROBE_TIMEOUT: milliseconds */

@@ -9,11 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 #include <utlist.h>
-#include <sys/random.h>
 
 #include "bolt_endpoint.h"
 #include "protocol/bolt_rdma.h"
 #include "bolt_getinfo.h"
+#include "bolt_random.h"
 #include "bolt_hints.h"
 #include "bolt_unsupported.h"
 #include "collective/bolt_collective.h"
@@ -79,8 +79,7 @@ static uint64_t bolt_domain_new_id(void)
 	uint64_t id = 0;
 
 	while (!id)
-		if (getrandom(&id, sizeof(id), 0) != sizeof(id))
-			id = (uint64_t) getpid() << 32 ^ bolt_connection_now_ns();
+		id = (uint64_t) bolt_random_u32() << 32 | bolt_random_u32();
 	return id;
 }
 

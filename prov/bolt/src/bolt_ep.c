@@ -14,6 +14,7 @@
 
 #include "bolt_endpoint.h"
 #include "bolt_getinfo.h"
+#include "bolt_random.h"
 #include "bolt_unsupported.h"
 
 extern struct fi_ops_msg bolt_msg_ops;
@@ -351,14 +352,10 @@ static int bolt_endpoint_default_sockaddr(const struct bolt_endpoint *endpoint,
 	return ret ? ret : bolt_address_to_sockaddr(&source, address, length);
 }
 
+/* Random, so that an address kept from an earlier job never names an endpoint of this one. */
 static uint32_t bolt_endpoint_new_id(void)
 {
-	static atomic_uint counter;
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	return (uint32_t) getpid() * 2654435761u ^ (uint32_t) now.tv_nsec ^
-	       atomic_fetch_add(&counter, 1) * 40503u;
+	return bolt_random_u32();
 }
 
 /* Listens at address (port 0: any) and takes the name that results. */
@@ -368,7 +365,9 @@ static int bolt_endpoint_listen(struct bolt_endpoint *endpoint, const struct soc
 	struct bolt_side_channel_listener listener;
 	int ret;
 
-	ret = bolt_side_channel_listen(address, length, &endpoint->domain->job_key, &listener);
+	ret = bolt_side_channel_listen(address, length, &endpoint->domain->job_key,
+				       (unsigned int) endpoint->domain->fabric->params.liveness_timeout,
+				       &listener);
 	if (ret)
 		return ret;
 	if (endpoint->connection_manager.listener.fd >= 0)

@@ -78,6 +78,14 @@ static const struct bolt_param bolt_param_table[] = {
 		"software device, else the address this host's name resolves to, or, where "
 		"that is loopback only, an interface's); an IPv6 link-local address names its "
 		"interface, as fe80::1%thunderbolt0"),
+	BOLT_INT_PARAM("liveness_timeout", liveness_timeout, 2000, 3600000,
+		"Milliseconds a peer's host may stay silent before its connections fail and their "
+		"operations end with errors: a host that lost power or its cable, or was stopped. "
+		"The kernel keeps each side channel alive by itself, whether or not the application "
+		"calls progress, so a peer process that is only paused (a debugger, a starved CPU) "
+		"is never declared dead, nor a host stopped for less than this minus one second; "
+		"one gone is found within this plus one second. A peer process that exits or is "
+		"killed is found at once (default: 10000)"),
 	BOLT_INT_PARAM("data_rails", data_rails, -1, BOLT_MAX_DATA_RAILS,
 		"Queue pairs to each peer that carry large RDMA writes, striped across them, "
 		"apart from the control rail's headers; made on the first large transfer while the "
@@ -145,6 +153,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.soft_namespace = "default",
 	.soft_seed = 1,
 	.soft_copy = "auto",
+	.liveness_timeout = 10000,
 	.data_rails = -1,
 	.stripe_ports = -1,
 	.rail_probe_timeout = 200,

@@ -1,42 +1,22 @@
 /*
- * bolt_random.c: the one place that asks the operating system for random
- * bytes, so that a port swaps only this file's calls: getrandom() on Linux,
- * arc4random_buf() on macOS and the BSDs.
+ * bolt_random.c: random values for PSNs, nonces and identities, from the
+ * operating system's generator (platform/), with a fallback that still
+ * differs between processes should it ever fail.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/random.h>
-#endif
 
 #include "bolt.h"
 #include "bolt_random.h"
+#include "platform/bolt_platform.h"
 
-#ifdef __linux__
 int bolt_random_bytes(void *bytes, size_t length)
 {
-	size_t filled = 0;
-	ssize_t got;
-
-	while (filled < length) {
-		got = getrandom((char *) bytes + filled, length - filled, 0);
-		if (got > 0)
-			filled += (size_t) got;
-		else if (got < 0 && errno != EINTR)
-			return -errno;
-	}
-	return 0;
+	return bolt_platform_random_bytes(bytes, length);
 }
-#else
-int bolt_random_bytes(void *bytes, size_t length)
-{
-	arc4random_buf(bytes, length);
-	return 0;
-}
-#endif
 
 uint32_t bolt_random_u32(void)
 {

@@ -244,7 +244,9 @@ static int bolt_connection_start_remote(struct bolt_connection *connection)
 		return ret;
 	ret = bolt_side_channel_connect((struct sockaddr *) &address, length,
 					bolt_side_channel_listener_scope(&manager->listener),
-					&manager->domain->job_key, &connection->stream);
+					&manager->domain->job_key,
+					(unsigned int) manager->domain->fabric->params.liveness_timeout,
+					&connection->stream);
 	if (ret)
 		return ret;
 	connection->has_stream = true;

@@ -21,6 +21,7 @@
 #include "bolt.h"
 #include "bolt_random.h"
 #include "connection/bolt_side_channel.h"
+#include "platform/bolt_platform.h"
 
 #define BOLT_SIDE_CHANNEL_BACKLOG 128
 #define BOLT_SIDE_CHANNEL_ADDRESS_TEXT 96
@@ -229,14 +230,22 @@ static int bolt_side_channel_accept_socket(int listen_fd, struct sockaddr_storag
 	return fd;
 }
 
-/* Messages are small and latency matters more than packet count. */
-static int bolt_side_channel_set_nodelay(int fd)
+/*
+ * Sets up a stream's socket: no delay, as messages are small and latency
+ * matters more than packet count; and the kernel's watch for a peer host
+ * gone silent, which runs whether or not the application calls progress
+ * (a closed or reset socket shows a dead process at once). 0, or a negative
+ * error code with what failed in *what.
+ */
+static int bolt_side_channel_tune(int fd, unsigned int liveness_ms, const char **what)
 {
 	int one = 1;
 
+	*what = "TCP_NODELAY";
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
 		return -errno;
-	return 0;
+	*what = "TCP keepalive";
+	return bolt_platform_socket_liveness(fd, liveness_ms);
 }
 
 static void bolt_side_channel_stream_init(struct bolt_side_channel_stream *stream, int fd,
@@ -585,7 +594,7 @@ static bool bolt_side_channel_is_transient_accept_error(int error)
 }
 
 int bolt_side_channel_listen(const struct sockaddr *address, socklen_t length,
-			     const struct bolt_job_key *key,
+			     const struct bolt_job_key *key, unsigned int liveness_ms,
 			     struct bolt_side_channel_listener *listener)
 {
 	char text[BOLT_SIDE_CHANNEL_ADDRESS_TEXT];
@@ -615,6 +624,7 @@ int bolt_side_channel_listen(const struct sockaddr *address, socklen_t length,
 
 	listener->fd = fd;
 	listener->key = *key;
+	listener->liveness_ms = liveness_ms;
 	bolt_side_channel_format_address((struct sockaddr *) &listener->address,
 					 listener->address_length, text, sizeof(text));
 	FI_INFO(&bolt_prov, FI_LOG_EP_CTRL, "side channel: listening on %s\n", text);
@@ -649,6 +659,7 @@ int bolt_side_channel_accept(struct bolt_side_channel_listener *listener,
 {
 	struct sockaddr_storage peer;
 	socklen_t peer_length = sizeof(peer);
+	const char *what;
 	int fd, ret;
 
 	stream->fd = -1;
@@ -659,9 +670,9 @@ int bolt_side_channel_accept(struct bolt_side_channel_listener *listener,
 		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "side channel: accept: %s\n", strerror(-fd));
 		return fd;
 	}
-	ret = bolt_side_channel_set_nodelay(fd);
+	ret = bolt_side_channel_tune(fd, listener->liveness_ms, &what);
 	if (ret) {
-		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "side channel: TCP_NODELAY: %s\n",
+		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "side channel: accepted: %s: %s\n", what,
 			strerror(-ret));
 		close(fd);
 		return ret;
@@ -677,7 +688,8 @@ int bolt_side_channel_accept(struct bolt_side_channel_listener *listener,
 }
 
 int bolt_side_channel_connect(const struct sockaddr *address, socklen_t length, uint32_t via_scope,
-			      const struct bolt_job_key *key, struct bolt_side_channel_stream *stream)
+			      const struct bolt_job_key *key, unsigned int liveness_ms,
+			      struct bolt_side_channel_stream *stream)
 {
 	char text[BOLT_SIDE_CHANNEL_ADDRESS_TEXT];
 	struct sockaddr_storage scoped;
@@ -689,8 +701,7 @@ int bolt_side_channel_connect(const struct sockaddr *address, socklen_t length, 
 	if (fd < 0)
 		return fd;
 	address = bolt_side_channel_scoped(address, length, via_scope, &scoped);
-	what = "TCP_NODELAY";
-	ret = bolt_side_channel_set_nodelay(fd);
+	ret = bolt_side_channel_tune(fd, liveness_ms, &what);
 	if (ret)
 		goto fail_close;
 

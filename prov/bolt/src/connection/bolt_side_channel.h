@@ -66,6 +66,7 @@
 struct bolt_side_channel_listener {
 	int fd;                             /* -1 when closed */
 	struct bolt_job_key key;            /* given to every accepted stream */
+	unsigned int liveness_ms;           /* every accepted stream's silence limit */
 	struct sockaddr_storage address;    /* as bound: port 0 replaced by the real one */
 	socklen_t address_length;
 };
@@ -98,10 +99,12 @@ struct bolt_side_channel_stream {
  * Binds address (IPv4 or IPv6; port 0 picks an ephemeral port, reported in
  * listener->address) and listens, non-blocking and close-on-exec. An IPv6
  * link-local address without a scope takes the one of the interface that
- * holds it. Accepted streams require key (copied). 0 or a negative error code.
+ * holds it. Accepted streams require key (copied) and fail when the peer's
+ * host stays silent for liveness_ms (bolt_platform_socket_liveness). 0 or a
+ * negative error code.
  */
 int bolt_side_channel_listen(const struct sockaddr *address, socklen_t length,
-			     const struct bolt_job_key *key,
+			     const struct bolt_job_key *key, unsigned int liveness_ms,
 			     struct bolt_side_channel_listener *listener);
 /* The interface of a listener on an IPv6 link-local address (its scope id); 0 for others. */
 uint32_t bolt_side_channel_listener_scope(const struct bolt_side_channel_listener *listener);
@@ -119,10 +122,12 @@ int bolt_side_channel_accept(struct bolt_side_channel_listener *listener,
  * link-local address without a scope is reached through the interface that
  * holds it, else through via_scope (the interface of the caller's own
  * link-local listener, on the link the peers share; 0 for none), else through
- * the host's only interface with a link-local address.
+ * the host's only interface with a link-local address. The stream fails
+ * (-FI_ECONNRESET) when the peer's host stays silent for liveness_ms.
  */
 int bolt_side_channel_connect(const struct sockaddr *address, socklen_t length, uint32_t via_scope,
-			      const struct bolt_job_key *key, struct bolt_side_channel_stream *stream);
+			      const struct bolt_job_key *key, unsigned int liveness_ms,
+			      struct bolt_side_channel_stream *stream);
 
 /*
  * Queues one message and writes what the socket takes once the peer is

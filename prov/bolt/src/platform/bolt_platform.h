@@ -1,0 +1,28 @@
+/*
+ * bolt_platform.h: what bolt needs from the operating system beyond POSIX.
+ * Each platform implements these in its own folder (linux/; a macOS port
+ * adds darwin/), so that a port touches one folder. The software RDMA
+ * device (softrdma/) is Linux's only and keeps its own system calls.
+ */
+#ifndef BOLT_PLATFORM_H
+#define BOLT_PLATFORM_H
+
+#include <stddef.h>
+
+/*
+ * Makes the kernel watch a connected TCP socket for a peer that vanished
+ * without closing it (power lost, cable pulled, host stopped): probes while
+ * the socket is idle, and, once nothing has come from the peer for
+ * liveness_ms (idle, or sent data unacknowledged), the socket fails with
+ * ETIMEDOUT. The kernel answers the probes, so a peer whose process is
+ * paused (a debugger, a starved CPU) stays alive. Probes go every second
+ * of idleness, so a host that stops for less than liveness_ms minus one
+ * second stays alive, and one gone is found within liveness_ms plus one
+ * second. 0 or a negative errno.
+ */
+int bolt_platform_socket_liveness(int fd, unsigned int liveness_ms);
+
+/* Fills bytes with length bytes of the kernel's random generator; 0 or a negative errno. */
+int bolt_platform_random_bytes(void *bytes, size_t length);
+
+#endif /* BOLT_PLATFORM_H */
