@@ -8,6 +8,8 @@
  * are free, and a failed connection keeps no side channel buffers.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -196,4 +198,158 @@ Test(hello_confirm, a_hello_flood_leaves_nothing_behind)
 	cr_assert_eq(connection_count(bolt), 1);
 	free(streams);
 	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the client failed");
+}
+
+#define FLOOD_SOCKETS 64
+#define ROOM_FDS 4
+
+/* The highest file descriptor open in this process. */
+static int highest_fd(void)
+{
+	DIR *directory = opendir("/proc/self/fd");
+	struct dirent *entry;
+	int highest = 2;
+
+	if (!directory)
+		return 1023;
+	while ((entry = readdir(directory)))
+		if (atoi(entry->d_name) > highest)
+			highest = atoi(entry->d_name);
+	closedir(directory);
+	return highest;
+}
+
+/*
+ * The endpoint under test, with ROOM_FDS file descriptors to spare: serves
+ * while the test floods its listener, tells how often accepting failed, then
+ * takes the test's message once the flood's descriptors are free again.
+ */
+static int fd_limited_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct bolt_fixture_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	struct rlimit limit;
+	uint64_t message = 0, told;
+	int ret = rdm_open_connected(&endpoint, options, socket);
+
+	if (!ret)
+		ret = getrlimit(RLIMIT_NOFILE, &limit);
+	if (!ret) {
+		limit.rlim_cur = (rlim_t) (highest_fd() + 1 + ROOM_FDS);
+		ret = setrlimit(RLIMIT_NOFILE, &limit);
+	}
+	if (!ret)
+		ret = rdm_send_value(socket, 1);
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &told);
+	if (!ret)
+		ret = rdm_send_value(socket, bolt_of(&endpoint)->connection_manager.accept_failures);
+	if (!ret)
+		ret = (int) fi_recv(endpoint.ep, &message, sizeof(message), NULL, FI_ADDR_UNSPEC, &message);
+	if (!ret)
+		ret = rdm_wait(&endpoint, &entry, &error);
+	if (!ret && message != 0xc0ffee)
+		ret = 3;
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &told);
+	bolt_fixture_close(&endpoint);
+	return ret;
+}
+
+/* Connects without waiting: the kernel completes it into the listener's backlog. */
+static int flood_connect(const struct bolt_address *target)
+{
+	struct sockaddr_storage address;
+	socklen_t length;
+	int fd;
+
+	cr_assert_eq(bolt_address_to_sockaddr(target, &address, &length), 0);
+	fd = socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	cr_assert_geq(fd, 0);
+	connect(fd, (struct sockaddr *) &address, length);
+	return fd;
+}
+
+/*
+ * An endpoint out of file descriptors (RLIMIT_NOFILE low, in a forked child)
+ * while connections flood its listener: accepting backs off instead of
+ * spinning (a few failures in 1.5 s, and their warning said at most every
+ * 10 s), and once the flood's sockets close, a real client connects and
+ * sends.
+ */
+Test(hello_confirm, out_of_file_descriptors_the_endpoint_backs_off_then_serves)
+{
+	struct rdm_options options = { .profile = "thunderbolt" };
+	struct bolt_fixture_endpoint endpoint;
+	struct bolt_address target;
+	size_t length = sizeof(target);
+	int socket, flood[FLOOD_SOCKETS];
+	uint64_t ready, failures, message = 0xc0ffee;
+	pid_t peer = rdm_pair_start(&options, "emfile", fd_limited_peer, &options, &endpoint, &socket);
+
+	cr_assert_gt(peer, 0);
+	cr_assert_eq(rdm_receive_value(socket, &ready), 0);
+	cr_assert_eq(fi_av_lookup(endpoint.av, endpoint.peer, &target, &length), 0);
+	for (int i = 0; i < FLOOD_SOCKETS; i++)
+		flood[i] = flood_connect(&target);
+	usleep(1500 * 1000);
+	for (int i = 0; i < FLOOD_SOCKETS; i++)
+		close(flood[i]);
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(rdm_receive_value(socket, &failures), 0);
+	cr_assert_geq(failures, 1, "accepting never ran out of file descriptors");
+	cr_assert_leq(failures, 15, "accepting failed %lu times in 1.5 s: it spins", (unsigned long) failures);
+	cr_assert_eq(fi_send(endpoint.ep, &message, sizeof(message), NULL, endpoint.peer, &message), 0);
+	rdm_expect_completion(&endpoint, &message, 0);
+	cr_assert_eq(rdm_send_value(socket, 2), 0);
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the endpoint out of descriptors failed");
+}
+
+/*
+ * A failed connection stays while the protocols may name it (unexpected
+ * messages, directed receives, collective groups), but its side channel's
+ * buffers, most of its memory, go with the failure.
+ */
+static int leaving_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct bolt_fixture_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	uint64_t message = 0xc0ffee;
+	int ret = rdm_open_connected(&endpoint, options, socket);
+
+	if (!ret)
+		ret = (int) fi_send(endpoint.ep, &message, sizeof(message), NULL, endpoint.peer, &message);
+	if (!ret)
+		ret = rdm_wait(&endpoint, &entry, &error);
+	bolt_fixture_close(&endpoint);
+	return ret;
+}
+
+Test(hello_confirm, a_failed_connection_keeps_no_side_channel_buffers)
+{
+	struct rdm_options options = { .profile = "thunderbolt" };
+	struct bolt_fixture_endpoint endpoint;
+	struct bolt_connection *connection;
+	struct bolt_address client;
+	size_t length = sizeof(client);
+	uint64_t message = 0;
+	int socket;
+	pid_t peer = rdm_pair_start(&options, "leaving", leaving_peer, &options, &endpoint, &socket);
+
+	cr_assert_gt(peer, 0);
+	cr_assert_eq(fi_av_lookup(endpoint.av, endpoint.peer, &client, &length), 0);
+	cr_assert_eq(fi_recv(endpoint.ep, &message, sizeof(message), NULL, FI_ADDR_UNSPEC, &message), 0);
+	rdm_expect_completion(&endpoint, &message, 0);
+	connection = connection_to(bolt_of(&endpoint), &client);
+	cr_assert_not_null(connection);
+	cr_assert_not_null(connection->stream);
+	for (int waited = 0; connection->state != BOLT_CONNECTION_FAILED && waited < 5000; waited += 50)
+		rdm_progress_for(&endpoint, 50);
+	cr_assert_eq(connection->state, BOLT_CONNECTION_FAILED, "the peer left and its connection lives on");
+	cr_assert_null(connection->stream, "a failed connection keeps its side channel");
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the peer failed");
 }
