@@ -401,7 +401,10 @@ static void bolt_connection_answer(struct bolt_connection *connection, uint64_t 
 /*
  * A failed connection makes way for a new one to the same address. It is not
  * freed: the protocol layer may still name it (unexpected messages, grants),
- * and its buffers may still be posted; it is freed with the endpoint.
+ * and so may collective groups, which count no references; it is freed with
+ * the endpoint. Its side channel went with its failure, and its control
+ * buffers return at the next full poll: about 2 KB stay, with its protocol
+ * state. Only a peer whose listener confirmed its hello gets this far.
  */
 static void bolt_connection_retire(struct bolt_connection *connection)
 {
