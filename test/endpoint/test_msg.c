@@ -644,3 +644,83 @@ Test(msg, unexpected_limit_rocev2)
 {
 	flooded_by_peer("rocev2", "msg-limit-roce");
 }
+
+/*
+ * A header only claims its message's length: an unexpected message's copy is
+ * allocated as its data arrives, within the limits. The sender sends in
+ * segments however long its messages (FI_BOLT_RENDEZVOUS_THRESHOLD at its
+ * most) and sends one of 24 MiB before this end has a receive for it. This
+ * end keeps no more than the limit (per peer, or the endpoint's) and a link's
+ * receives' worth, holding the sender back; once the receive is posted the
+ * whole message arrives intact and nothing is left kept or held.
+ */
+#define HUGE_SIZE (24 << 20)
+#define HUGE_SLACK ((size_t) BOLT_LINK_RECEIVE_DEPTH * BOLT_SEGMENT_PAYLOAD + sizeof(struct bolt_unexpected))
+
+static int huge_sender(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct bolt_fixture_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	char *out = malloc(HUGE_SIZE);
+	uint64_t done;
+	int ret;
+
+	if (!out)
+		return 1;
+	setenv("FI_BOLT_RENDEZVOUS_THRESHOLD", "1073741824", 1);
+	ret = rdm_open_connected(&endpoint, options, socket);
+	rdm_fill(out, HUGE_SIZE, 4242);
+	if (!ret)
+		ret = (int) fi_send(endpoint.ep, out, HUGE_SIZE, NULL, endpoint.peer, out);
+	if (!ret)
+		ret = rdm_wait(&endpoint, &entry, &error);
+	if (!ret)
+		ret = rdm_serve_until_told(&endpoint, socket, &done);
+	bolt_fixture_close(&endpoint);
+	free(out);
+	return ret;
+}
+
+static void huge_unexpected_message(const char *endpoint_limit, size_t limit, const char *tag)
+{
+	struct rdm_options options = { .profile = "thunderbolt" };
+	struct bolt_fixture_endpoint endpoint;
+	char *in = malloc(HUGE_SIZE);
+	size_t kept;
+	int socket;
+	pid_t peer;
+
+	cr_assert(in);
+	if (endpoint_limit)
+		setenv("FI_BOLT_UNEXPECTED_ENDPOINT_LIMIT", endpoint_limit, 1);
+	peer = rdm_pair_start(&options, tag, huge_sender, &options, &endpoint, &socket);
+	cr_assert(peer > 0);
+	for (int waited = 0; unexpected_kept(&endpoint) <= limit && waited < 5000; waited += 100)
+		rdm_progress_for(&endpoint, 100);
+	rdm_progress_for(&endpoint, 200);
+	kept = unexpected_kept(&endpoint);
+	cr_assert_gt(kept, limit, "the message did not reach the limit: %zu bytes kept", kept);
+	cr_assert_leq(kept, limit + HUGE_SLACK, "%zu bytes kept of a message no receive has taken", kept);
+	cr_assert(!nothing_held(&endpoint), "the sender is not held back");
+	cr_assert_eq(fi_recv(endpoint.ep, in, HUGE_SIZE, NULL, FI_ADDR_UNSPEC, in), 0);
+	rdm_expect_completion(&endpoint, in, 0);
+	cr_assert(rdm_check(in, HUGE_SIZE, 4242), "the message arrived damaged");
+	cr_assert_eq(unexpected_kept(&endpoint), 0);
+	cr_assert(nothing_held(&endpoint), "receives still held back");
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the sender failed");
+	unsetenv("FI_BOLT_UNEXPECTED_ENDPOINT_LIMIT");
+	free(in);
+}
+
+Test(msg, a_huge_unexpected_message_is_kept_within_the_peer_limit)
+{
+	huge_unexpected_message(NULL, BOLT_UNEXPECTED_LIMIT, "msg-huge-peer");
+}
+
+Test(msg, a_huge_unexpected_message_is_kept_within_the_endpoint_limit)
+{
+	huge_unexpected_message("1048576", 1 << 20, "msg-huge-endpoint");
+}

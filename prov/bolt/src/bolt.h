@@ -49,6 +49,9 @@ struct bolt_params {
 	char job_key_file[1024];    /* FI_BOLT_JOB_KEY_FILE: the key in a file instead */
 	char side_channel_address[64];  /* FI_BOLT_SIDE_CHANNEL_ADDRESS: "" chooses */
 	int liveness_timeout;       /* FI_BOLT_LIVENESS_TIMEOUT: milliseconds a silent peer host is given */
+	int side_channel_pending;   /* FI_BOLT_SIDE_CHANNEL_PENDING: side channels accepted and
+				     * not yet confirmed, at most */
+	int side_channel_pending_per_source;    /* FI_BOLT_SIDE_CHANNEL_PENDING_PER_SOURCE: of one IP */
 	int data_rails;             /* FI_BOLT_DATA_RAILS: queue pairs per peer for bulk writes; -1 chooses */
 	int stripe_ports;           /* FI_BOLT_STRIPE_PORTS: other ports to stripe over; -1: all */
 	int rail_probe_timeout;     /* FI_BOLT_RAIL_PROBE_TIMEOUT: milliseconds */
@@ -57,6 +60,7 @@ struct bolt_params {
 	int bounce_size;            /* FI_BOLT_BOUNCE_SIZE: most bytes of a message written whole */
 	int unexpected_limit;       /* FI_BOLT_UNEXPECTED_LIMIT: bytes an endpoint keeps of a peer's
 				     * messages no receive has taken, before that peer must wait */
+	int unexpected_endpoint_limit;  /* FI_BOLT_UNEXPECTED_ENDPOINT_LIMIT: the same of every peer */
 	int receive_grants;         /* FI_BOLT_RECEIVE_GRANTS: receives granted a peer ahead, at most */
 	int collective_ring_threshold;  /* FI_BOLT_COLLECTIVE_RING_THRESHOLD: bytes */
 	int collective_doubling_members; /* FI_BOLT_COLLECTIVE_DOUBLING_MEMBERS: group size */
@@ -82,6 +86,16 @@ struct bolt_params {
  * 32 KiB messages in flight, small against a process's memory.
  */
 #define BOLT_UNEXPECTED_LIMIT (8 << 20)
+/* FI_BOLT_UNEXPECTED_ENDPOINT_LIMIT's default: eight peers at their own limit. */
+#define BOLT_UNEXPECTED_ENDPOINT_LIMIT (64 << 20)
+/*
+ * FI_BOLT_SIDE_CHANNEL_PENDING and _PER_SOURCE's defaults: each side channel
+ * waiting to be confirmed holds about 25 KB (its stream, and the one that asks
+ * its claimed sender), so at most about 6 MB in all; a job's peers connect
+ * from many hosts, a few endpoints each.
+ */
+#define BOLT_SIDE_CHANNEL_PENDING 256
+#define BOLT_SIDE_CHANNEL_PENDING_PER_SOURCE 32
 /*
  * FI_BOLT_RECEIVE_GRANTS: its default, and the most a peer keeps of them at
  * once. Grants are topped up in batches once the peer holds half or fewer

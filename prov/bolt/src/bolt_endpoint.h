@@ -94,6 +94,8 @@ struct bolt_endpoint {
 	struct bolt_receive *posted_tagged;     /* fi_trecv, in order */
 	struct bolt_unexpected *unexpected;
 	struct bolt_unexpected *unexpected_tagged;
+	size_t unexpected_bytes;                /* kept of every peer's unexpected messages
+						 * (FI_BOLT_UNEXPECTED_ENDPOINT_LIMIT) */
 
 	struct bolt_mr *mrs;                    /* FI_MR_ENDPOINT: enabled on it, by key */
 	int bound_mr_count;                     /* bound, enabled or not: must close first */

@@ -86,6 +86,13 @@ static const struct bolt_param bolt_param_table[] = {
 		"is never declared dead, nor a host stopped for less than this minus one second; "
 		"one gone is found within this plus one second. A peer process that exits or is "
 		"killed is found at once (default: 10000)"),
+	BOLT_INT_PARAM("side_channel_pending", side_channel_pending, 1, 1 << 16,
+		"Side channels an endpoint keeps accepted before their peer is confirmed (waiting "
+		"for its hello, or for the answer of the listener it claims to be), at most; "
+		"beyond, the kernel's backlog holds the rest (default: 256)"),
+	BOLT_INT_PARAM("side_channel_pending_per_source", side_channel_pending_per_source, 1, 1 << 16,
+		"Of those, at most this many from one IP address, so that one host that floods "
+		"cannot keep the others out; more from it are closed at once (default: 32)"),
 	BOLT_INT_PARAM("data_rails", data_rails, -1, BOLT_MAX_DATA_RAILS,
 		"Queue pairs to each peer that carry large RDMA writes, striped across them, "
 		"apart from the control rail's headers; made on the first large transfer while the "
@@ -120,6 +127,10 @@ static const struct bolt_param bolt_param_table[] = {
 		"(their data and bookkeeping); beyond it the endpoint takes no more such data from "
 		"that peer, which waits until the application's receives take some, instead of "
 		"growing without bound (default: 8388608; 0: no more than the peer has already sent)"),
+	BOLT_INT_PARAM("unexpected_endpoint_limit", unexpected_endpoint_limit, 0, 1 << 30,
+		"Bytes of every peer's messages that arrived before their receive an endpoint keeps "
+		"in all; beyond it, every peer whose next message has no receive waits, as with "
+		"FI_BOLT_UNEXPECTED_LIMIT (default: 67108864)"),
 	BOLT_INT_PARAM("receive_grants", receive_grants, 0, BOLT_RECEIVE_GRANTS_MAX,
 		"Untagged receives of at least FI_BOLT_RENDEZVOUS_THRESHOLD bytes an endpoint "
 		"grants ahead to the peer whose messages will take them, at most, so that the peer "
@@ -161,6 +172,9 @@ static const struct bolt_params bolt_param_defaults = {
 	.rendezvous_threshold = BOLT_RENDEZVOUS_THRESHOLD,
 	.bounce_size = BOLT_BOUNCE_SIZE,
 	.unexpected_limit = BOLT_UNEXPECTED_LIMIT,
+	.unexpected_endpoint_limit = BOLT_UNEXPECTED_ENDPOINT_LIMIT,
+	.side_channel_pending = BOLT_SIDE_CHANNEL_PENDING,
+	.side_channel_pending_per_source = BOLT_SIDE_CHANNEL_PENDING_PER_SOURCE,
 	.receive_grants = BOLT_RECEIVE_GRANTS,
 	.collective_ring_threshold = 131072,
 	.collective_doubling_members = 4,

@@ -37,13 +37,6 @@
  * watch polls them all at once (bolt_connection_side_channels_quiet).
  */
 #define BOLT_CONNECTION_WATCH_INTERVAL_NS 1000000ULL
-/*
- * Side channels accepted and waiting for their hello, at most: beyond, the
- * kernel's backlog holds the rest. Per source address, fewer: one host that
- * floods cannot keep the others out.
- */
-#define BOLT_CONNECTION_PENDING_ACCEPTS 256
-#define BOLT_CONNECTION_PENDING_PER_SOURCE 32
 /* An accept that fails (EMFILE, ENOMEM) is tried again after this, doubling up to the most. */
 #define BOLT_CONNECTION_ACCEPT_BACKOFF_NS (10ULL * 1000000ULL)
 #define BOLT_CONNECTION_ACCEPT_BACKOFF_MAX_NS (1000ULL * 1000000ULL)
@@ -171,7 +164,7 @@ static int bolt_connection_send_handshake(struct bolt_connection *connection, ui
 	struct bolt_handshake handshake;
 
 	bolt_connection_handshake_fill(connection, &handshake);
-	return bolt_side_channel_send(&connection->stream, type, &handshake, sizeof(handshake));
+	return bolt_side_channel_send(connection->stream, type, &handshake, sizeof(handshake));
 }
 
 /* A connection to peer, with its owner's state; NULL when out of memory. */
@@ -185,7 +178,6 @@ static struct bolt_connection *bolt_connection_create(struct bolt_connection_man
 	connection->manager = manager;
 	connection->peer = *peer;
 	connection->started_ns = bolt_connection_now_ns();
-	connection->stream.fd = -1;
 	if (manager->events->created(connection)) {
 		free(connection);
 		return NULL;
@@ -232,24 +224,40 @@ static int bolt_connection_start_loopback(struct bolt_connection *connection)
 	return 0;
 }
 
-static int bolt_connection_start_remote(struct bolt_connection *connection)
+int bolt_connection_manager_connect(struct bolt_connection_manager *manager,
+				    const struct bolt_address *peer,
+				    struct bolt_side_channel_stream **stream)
 {
-	struct bolt_connection_manager *manager = connection->manager;
 	struct sockaddr_storage address;
 	socklen_t length;
 	int ret;
 
-	ret = bolt_address_to_sockaddr(&connection->peer, &address, &length);
+	ret = bolt_address_to_sockaddr(peer, &address, &length);
 	if (ret)
 		return ret;
+	*stream = malloc(sizeof(**stream));
+	if (!*stream)
+		return -FI_ENOMEM;
 	ret = bolt_side_channel_connect((struct sockaddr *) &address, length,
 					bolt_side_channel_listener_scope(&manager->listener),
 					&manager->domain->job_key,
 					(unsigned int) manager->domain->fabric->params.liveness_timeout,
-					&connection->stream);
+					*stream);
+	if (ret) {
+		free(*stream);
+		*stream = NULL;
+	}
+	return ret;
+}
+
+static int bolt_connection_start_remote(struct bolt_connection *connection)
+{
+	int ret;
+
+	ret = bolt_connection_manager_connect(connection->manager, &connection->peer,
+					      &connection->stream);
 	if (ret)
 		return ret;
-	connection->has_stream = true;
 	connection->state = BOLT_CONNECTION_CONNECTING;
 	return bolt_connection_send_handshake(connection, BOLT_HANDSHAKE_HELLO);
 }
@@ -274,15 +282,26 @@ struct bolt_connection *bolt_connection_get(struct bolt_connection_manager *mana
 	return connection;
 }
 
+/*
+ * Closes the side channel and frees it: its buffers are most of what a
+ * connection holds, and a failed one is kept (the protocol layer may still
+ * name it) with only its small rest.
+ */
+static void bolt_connection_drop_stream(struct bolt_connection *connection)
+{
+	if (!connection->stream)
+		return;
+	bolt_side_channel_stream_close(connection->stream);
+	free(connection->stream);
+	connection->stream = NULL;
+}
+
 /* Tears down the device side of a connection; its buffers wait for the next full poll. */
 static void bolt_connection_release_device(struct bolt_connection *connection)
 {
 	bolt_data_rail_destroy_all(connection);
 	bolt_link_leave(connection);
-	if (connection->has_stream) {
-		bolt_side_channel_stream_close(&connection->stream);
-		connection->has_stream = false;
-	}
+	bolt_connection_drop_stream(connection);
 }
 
 void bolt_connection_fail(struct bolt_connection *connection, int error, const char *why)
@@ -337,14 +356,14 @@ static void bolt_connection_destroy(struct bolt_connection **table, struct bolt_
 /* A side channel message whose body is one word: a nonce, a status. */
 static int bolt_connection_send_word(struct bolt_connection *connection, uint16_t type, uint32_t word)
 {
-	return bolt_side_channel_send(&connection->stream, type, &word, sizeof(word));
+	return bolt_side_channel_send(connection->stream, type, &word, sizeof(word));
 }
 
 /* Tells the peer why it gets no connection; best effort, the side channel closes next. */
 static void bolt_connection_reject(struct bolt_connection *connection, int error)
 {
 	if (!bolt_connection_send_word(connection, BOLT_HANDSHAKE_REJECT, (uint32_t) error))
-		bolt_side_channel_progress(&connection->stream);
+		bolt_side_channel_progress(connection->stream);
 }
 
 /*
@@ -393,7 +412,10 @@ static void bolt_connection_answer(struct bolt_connection *connection, uint64_t 
 /*
  * A failed connection makes way for a new one to the same address. It is not
  * freed: the protocol layer may still name it (unexpected messages, grants),
- * and its buffers may still be posted; it is freed with the endpoint.
+ * and so may collective groups, which count no references; it is freed with
+ * the endpoint. Its side channel went with its failure, and its control
+ * buffers return at the next full poll: about 2 KB stay, with its protocol
+ * state. Only a peer whose listener confirmed its hello gets this far.
  */
 static void bolt_connection_retire(struct bolt_connection *connection)
 {
@@ -403,6 +425,17 @@ static void bolt_connection_retire(struct bolt_connection *connection)
 	HASH_ADD(hh, manager->retired, peer, sizeof(connection->peer), connection);
 }
 
+/* Whether both ends connect at once and ours wins: the peer answers us, its hello goes unanswered. */
+static bool bolt_connection_hello_loses_crossing(struct bolt_connection_manager *manager,
+						 const struct bolt_handshake *hello)
+{
+	struct bolt_connection *connection;
+
+	HASH_FIND(hh, manager->connections, &hello->sender, sizeof(hello->sender), connection);
+	return connection && connection->state == BOLT_CONNECTION_CONNECTING &&
+	       memcmp(&hello->sender, &manager->address, sizeof(hello->sender)) > 0;
+}
+
 /* The peer said hello on a side channel we accepted: answer it, or drop it. */
 static void bolt_connection_answer_hello(struct bolt_connection_manager *manager,
 					 struct bolt_accepted *accepted,
@@ -410,10 +443,10 @@ static void bolt_connection_answer_hello(struct bolt_connection_manager *manager
 {
 	struct bolt_connection *connection;
 
+	/* Both connect at once, and ours wins (meanwhile, if the hello was being confirmed). */
+	if (bolt_connection_hello_loses_crossing(manager, hello))
+		return;
 	HASH_FIND(hh, manager->connections, &hello->sender, sizeof(hello->sender), connection);
-	if (connection && connection->state == BOLT_CONNECTION_CONNECTING &&
-	    memcmp(&hello->sender, &manager->address, sizeof(hello->sender)) > 0)
-		return;         /* both connect at once, and ours wins: the peer answers us */
 	/* A peer that failed may be a process restarted at the same address: it starts anew. */
 	if (connection && connection->state == BOLT_CONNECTION_FAILED) {
 		bolt_connection_retire(connection);
@@ -430,10 +463,14 @@ static void bolt_connection_answer_hello(struct bolt_connection_manager *manager
 			return;
 	} else {
 		/* Both connect at once and the peer's side channel wins: take it. */
-		bolt_side_channel_stream_close(&connection->stream);
+		bolt_connection_drop_stream(connection);
 	}
-	connection->stream = accepted->stream;
-	connection->has_stream = true;
+	connection->stream = malloc(sizeof(*connection->stream));
+	if (!connection->stream) {
+		bolt_connection_fail(connection, FI_ENOMEM, "no memory for the peer's side channel");
+		return;
+	}
+	*connection->stream = accepted->stream;
 	accepted->stream.fd = -1;
 	connection->peer_port_count = hello->port_count;
 	bolt_connection_answer(connection, hello->domain_id, hello->new_link, hello->peer_port);
@@ -470,7 +507,7 @@ static void bolt_connection_ask_new_link(struct bolt_connection *connection)
 
 	bolt_connection_handshake_fill(connection, &hello);
 	hello.new_link = 1;
-	ret = bolt_side_channel_send(&connection->stream, BOLT_HANDSHAKE_HELLO, &hello, sizeof(hello));
+	ret = bolt_side_channel_send(connection->stream, BOLT_HANDSHAKE_HELLO, &hello, sizeof(hello));
 	if (ret) {
 		bolt_connection_fail(connection, -ret, "asking for a new link failed");
 		return;
@@ -533,7 +570,7 @@ static void bolt_connection_handle_reply(struct bolt_connection *connection,
 	}
 	link = bolt_link_find(domain, reply->domain_id, reply->peer_qpn, reply->qpn);
 	if (link && !bolt_link_join(link, connection, reply->slot, reply->slot_nonce)) {
-		ret = bolt_side_channel_send(&connection->stream, BOLT_HANDSHAKE_READY, NULL, 0);
+		ret = bolt_side_channel_send(connection->stream, BOLT_HANDSHAKE_READY, NULL, 0);
 		if (ret)
 			bolt_connection_fail(connection, -ret, "saying ready failed");
 		else
@@ -585,7 +622,7 @@ static const char *bolt_connection_handle_ready(struct bolt_connection *connecti
 	connection->link->probing = bolt_connection_probes(connection);
 	ret = bolt_connection_connect_link(connection, ready);
 	if (!ret)
-		ret = bolt_side_channel_send(&connection->stream, BOLT_HANDSHAKE_CONNECTED, NULL, 0);
+		ret = bolt_side_channel_send(connection->stream, BOLT_HANDSHAKE_CONNECTED, NULL, 0);
 	if (ret)
 		bolt_connection_fail(connection, -ret, "connecting to the peer's queue pair failed");
 	else if (connection->link->probing)
@@ -715,7 +752,7 @@ static void bolt_connection_handle(struct bolt_connection *connection, uint16_t 
  */
 static bool bolt_connection_lost_crossing(const struct bolt_connection *connection)
 {
-	return connection->state == BOLT_CONNECTION_CONNECTING && connection->stream.reached &&
+	return connection->state == BOLT_CONNECTION_CONNECTING && connection->stream->reached &&
 	       memcmp(&connection->manager->address, &connection->peer, sizeof(connection->peer)) > 0;
 }
 
@@ -726,17 +763,16 @@ static void bolt_connection_progress_stream(struct bolt_connection *connection)
 	uint16_t type;
 	int ret;
 
-	bolt_side_channel_progress(&connection->stream);
-	while (connection->has_stream &&
-	       !(ret = bolt_side_channel_receive(&connection->stream, &type, &handshake,
+	bolt_side_channel_progress(connection->stream);
+	while (connection->stream &&
+	       !(ret = bolt_side_channel_receive(connection->stream, &type, &handshake,
 						 sizeof(handshake), &length)))
 		bolt_connection_handle(connection, type, &handshake, length);
-	if (!connection->has_stream || ret == -FI_EAGAIN)
+	if (!connection->stream || ret == -FI_EAGAIN)
 		return;
 	if (ret == -FI_ECONNRESET && bolt_connection_lost_crossing(connection)) {
 		/* The peer dropped our side channel to keep its own: its hello follows. */
-		bolt_side_channel_stream_close(&connection->stream);
-		connection->has_stream = false;
+		bolt_connection_drop_stream(connection);
 		connection->crossing_deadline_ns = bolt_connection_now_ns() + BOLT_CONNECTION_CROSSING_NS;
 		return;
 	}
@@ -860,11 +896,15 @@ static void bolt_connection_accept_back_off(struct bolt_connection_manager *mana
 /*
  * Runs every watch interval, and mostly finds no one: not zeroed, since an
  * accept initialises the whole stream and its buffers are filled before use.
- * At most BOLT_CONNECTION_PENDING_ACCEPTS wait for their hello (the rest stay
- * in the kernel's backlog), BOLT_CONNECTION_PENDING_PER_SOURCE of one IP.
+ * At most FI_BOLT_SIDE_CHANNEL_PENDING wait for their hello or its
+ * confirmation (the rest stay in the kernel's backlog),
+ * FI_BOLT_SIDE_CHANNEL_PENDING_PER_SOURCE of one IP.
  */
 static void bolt_connection_accept_all(struct bolt_connection_manager *manager, uint64_t now_ns)
 {
+	const struct bolt_params *params = &manager->domain->fabric->params;
+	size_t most = (size_t) params->side_channel_pending;
+	size_t per_source = (size_t) params->side_channel_pending_per_source;
 	struct bolt_accepted *accepted;
 	size_t pending = 0;
 	int ret;
@@ -873,23 +913,23 @@ static void bolt_connection_accept_all(struct bolt_connection_manager *manager, 
 		return;
 	DL_COUNT(manager->accepted, accepted, pending);
 	accepted = malloc(sizeof(*accepted));
-	while (accepted && pending < BOLT_CONNECTION_PENDING_ACCEPTS &&
+	while (accepted && pending < most &&
 	       !(ret = bolt_side_channel_accept(&manager->listener, &accepted->stream))) {
 		manager->accept_backoff_ns = 0;
-		if (bolt_connection_pending_from(manager, &accepted->stream) >=
-		    BOLT_CONNECTION_PENDING_PER_SOURCE) {
+		if (bolt_connection_pending_from(manager, &accepted->stream) >= per_source) {
 			FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
-				"closed a side channel: %d from its address already wait for their hello\n",
-				BOLT_CONNECTION_PENDING_PER_SOURCE);
+				"closed a side channel: %zu from its address already wait to be believed\n",
+				per_source);
 			bolt_side_channel_stream_close(&accepted->stream);
 			continue;
 		}
 		accepted->deadline_ns = now_ns + BOLT_CONNECTION_HELLO_NS;
+		accepted->confirm = NULL;
 		DL_APPEND(manager->accepted, accepted);
 		pending++;
 		accepted = malloc(sizeof(*accepted));
 	}
-	if (accepted && pending < BOLT_CONNECTION_PENDING_ACCEPTS && ret != -FI_EAGAIN)
+	if (accepted && pending < most && ret != -FI_EAGAIN)
 		bolt_connection_accept_back_off(manager, now_ns, ret);
 	free(accepted);
 }
@@ -897,6 +937,7 @@ static void bolt_connection_accept_all(struct bolt_connection_manager *manager, 
 static void bolt_connection_free_accepted(struct bolt_connection_manager *manager, struct bolt_accepted *accepted)
 {
 	DL_DELETE(manager->accepted, accepted);
+	bolt_confirm_end(accepted);
 	bolt_side_channel_stream_close(&accepted->stream);
 	free(accepted);
 }
@@ -926,28 +967,75 @@ static const char *bolt_connection_hello_problem(const struct bolt_connection_ma
 	return NULL;
 }
 
-/* Side channels accepted but not yet attached to a connection: wait for their hello. */
+/*
+ * What an accepted side channel said first: a question about a hello of
+ * ours, answered at once; or a hello, whose sender is asked to confirm it.
+ * False when the side channel is done with.
+ */
+static bool bolt_connection_heard_first(struct bolt_connection_manager *manager,
+					struct bolt_accepted *accepted, int ret, uint16_t type,
+					const struct bolt_handshake *hello, uint32_t length)
+{
+	const char *problem;
+
+	if (!ret && type == BOLT_HANDSHAKE_CHECK) {
+		bolt_confirm_answer(manager, &accepted->stream, hello, length);
+		return false;
+	}
+	problem = bolt_connection_hello_problem(manager, accepted, ret, type, hello, length);
+	if (!problem && bolt_connection_hello_loses_crossing(manager, hello))
+		return false;
+	if (!problem && bolt_confirm_start(manager, accepted, hello))
+		problem = "its sender cannot be asked to confirm it";
+	if (problem) {
+		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "refused a side channel: %s\n", problem);
+		return false;
+	}
+	accepted->deadline_ns = bolt_connection_now_ns() + BOLT_CONNECTION_HELLO_NS;
+	return true;
+}
+
+/* A hello whose sender was asked: answered once it says yes, dropped if not. False when done with. */
+static bool bolt_connection_progress_confirm(struct bolt_connection_manager *manager,
+					     struct bolt_accepted *accepted, uint64_t now_ns)
+{
+	int ret = bolt_confirm_progress(accepted);
+
+	if (ret == -FI_EAGAIN && now_ns < accepted->deadline_ns)
+		return true;
+	if (!ret)
+		bolt_connection_answer_hello(manager, accepted, &accepted->hello);
+	else
+		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "refused a side channel: %s\n",
+			ret == -FI_ENOENT ? "the sender its hello claims did not say it" :
+			"the sender its hello claims did not confirm it");
+	return false;
+}
+
+/* Side channels accepted but not yet attached to a connection: their hello, then its confirmation. */
 static void bolt_connection_progress_accepted(struct bolt_connection_manager *manager, uint64_t now_ns)
 {
 	struct bolt_accepted *accepted, *next;
 	struct bolt_handshake hello;
-	const char *problem;
 	uint32_t length;
 	uint16_t type;
+	bool keep;
 	int ret;
 
 	DL_FOREACH_SAFE(manager->accepted, accepted, next) {
-		bolt_side_channel_progress(&accepted->stream);
-		ret = bolt_side_channel_receive(&accepted->stream, &type, &hello, sizeof(hello), &length);
-		/* A client that says nothing is no peer: it would hold a socket and memory for good. */
-		if (ret == -FI_EAGAIN && now_ns < accepted->deadline_ns)
-			continue;
-		problem = bolt_connection_hello_problem(manager, accepted, ret, type, &hello, length);
-		if (!problem)
-			bolt_connection_answer_hello(manager, accepted, &hello);
-		else
-			FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "refused a side channel: %s\n", problem);
-		bolt_connection_free_accepted(manager, accepted);
+		if (accepted->confirm) {
+			keep = bolt_connection_progress_confirm(manager, accepted, now_ns);
+		} else {
+			bolt_side_channel_progress(&accepted->stream);
+			ret = bolt_side_channel_receive(&accepted->stream, &type, &hello, sizeof(hello),
+							&length);
+			/* A client that says nothing is no peer: it would hold a socket and memory for good. */
+			keep = (ret == -FI_EAGAIN && now_ns < accepted->deadline_ns) ||
+			       (ret != -FI_EAGAIN &&
+				bolt_connection_heard_first(manager, accepted, ret, type, &hello, length));
+		}
+		if (!keep)
+			bolt_connection_free_accepted(manager, accepted);
 	}
 }
 
@@ -991,18 +1079,21 @@ static bool bolt_connection_side_channels_quiet(struct bolt_connection_manager *
 	bool quiet = true;
 
 	DL_FOREACH(manager->accepted, accepted)
-		count++;
+		count += accepted->confirm ? 2 : 1;
 	count += HASH_COUNT(manager->connections);
 	if (!bolt_connection_reserve_polls(manager, count))
 		return false;
 	polls = manager->side_channel_polls;
 	polls[0] = (struct pollfd) { .fd = manager->listener.fd, .events = POLLIN };
 	count = 1;
-	DL_FOREACH(manager->accepted, accepted)
+	DL_FOREACH(manager->accepted, accepted) {
 		quiet &= bolt_connection_add_poll(&polls[count++], &accepted->stream);
+		if (accepted->confirm)
+			quiet &= bolt_connection_add_poll(&polls[count++], accepted->confirm);
+	}
 	HASH_ITER(hh, manager->connections, connection, next)
-		if (connection->has_stream)
-			quiet &= bolt_connection_add_poll(&polls[count++], &connection->stream);
+		if (connection->stream)
+			quiet &= bolt_connection_add_poll(&polls[count++], connection->stream);
 	return quiet && poll(polls, (nfds_t) count, 0) == 0;
 }
 
@@ -1051,7 +1142,7 @@ void bolt_connection_progress_all(struct bolt_connection_manager *manager)
 	}
 	manager->handshakes_pending = manager->accepted != NULL;
 	HASH_ITER(hh, manager->connections, connection, next) {
-		if (connection->has_stream && watch) {
+		if (connection->stream && watch) {
 			if (!streams_quiet)
 				bolt_connection_progress_stream(connection);
 			bolt_loss_check(connection, now);
@@ -1066,7 +1157,7 @@ void bolt_connection_progress_all(struct bolt_connection_manager *manager)
 		if (bolt_connection_handshaking(connection) &&
 		    now > connection->started_ns + BOLT_CONNECTION_TIMEOUT_NS)
 			bolt_connection_fail(connection, FI_ETIMEDOUT, "no answer from the peer");
-		if (connection->state == BOLT_CONNECTION_CONNECTING && !connection->has_stream &&
+		if (connection->state == BOLT_CONNECTION_CONNECTING && !connection->stream &&
 		    connection->crossing_deadline_ns && now > connection->crossing_deadline_ns)
 			bolt_connection_fail(connection, FI_EIO,
 					     "the peer closed our side channel and never said hello: it is gone");

@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <uthash.h>
 
+#include "connection/bolt_handshake.h"
 #include "connection/bolt_link.h"
 #include "connection/bolt_side_channel.h"
 
@@ -144,8 +145,9 @@ struct bolt_connection {
 	int peer_port_count;            /* the peer's ports that may carry links */
 	uint32_t probe_nonce;           /* a new link's probe: sent, or expected */
 	uint64_t probe_deadline_ns;     /* answerer: the probe is late from then on; 0: not sent */
-	bool has_stream;
-	struct bolt_side_channel_stream stream;
+	/* The side channel, NULL once closed: freed then, since its buffers are most of the
+	 * connection's memory and a failed connection stays while the protocols name it. */
+	struct bolt_side_channel_stream *stream;
 	struct bolt_link *link;         /* the control rail's queue pair, maybe shared; NULL: none */
 	uint8_t slot;                   /* this connection's on the link, the same at both ends */
 	uint8_t slot_nonce;
@@ -162,10 +164,16 @@ struct bolt_connection {
 					 * is late from then on; 0: not waiting for one */
 };
 
-/* Accepted side channels whose peer has not said hello yet. */
+/*
+ * Accepted side channels whose peer is not believed yet: waiting for its
+ * hello, then for the sender the hello claims to confirm it (bolt_confirm.c).
+ * Nothing else is allocated for the peer until then.
+ */
 struct bolt_accepted {
 	struct bolt_side_channel_stream stream;
-	uint64_t deadline_ns;           /* its hello is late from then on: it is dropped */
+	uint64_t deadline_ns;           /* its hello, or its confirmation, is late from then on */
+	struct bolt_side_channel_stream *confirm;       /* asking the claimed sender; NULL: no hello yet */
+	struct bolt_handshake hello;    /* confirm: the hello it asks about */
 	struct bolt_accepted *prev, *next;
 };
 
@@ -196,6 +204,26 @@ void bolt_connection_destroy_all(struct bolt_connection_manager *manager);
 bool bolt_connection_unreliable(const struct bolt_connection *connection);
 /* Whether it may write with immediate data of its own: on UC, or as its RC link's first (slot 0). */
 bool bolt_connection_may_write_immediate(const struct bolt_connection *connection);
+
+/*
+ * A side channel to the listener at peer, allocated into *stream, with the
+ * manager's job key and liveness; NULL on error. 0 or a negative error code.
+ */
+int bolt_connection_manager_connect(struct bolt_connection_manager *manager,
+				    const struct bolt_address *peer,
+				    struct bolt_side_channel_stream **stream);
+
+/* Confirming a hello's claimed sender (bolt_confirm.c). */
+/* Asks the listener at hello's sender whether it said hello on accepted's side channel. */
+int bolt_confirm_start(struct bolt_connection_manager *manager, struct bolt_accepted *accepted,
+		       const struct bolt_handshake *hello);
+/* 0: the sender said yes; -FI_EAGAIN: no answer yet; -FI_ENOENT: it said no; else it failed. */
+int bolt_confirm_progress(struct bolt_accepted *accepted);
+/* Closes the side channel that asks, if any. */
+void bolt_confirm_end(struct bolt_accepted *accepted);
+/* A CHECK, first on a side channel we accepted: whether we said that hello, answered on stream. */
+void bolt_confirm_answer(struct bolt_connection_manager *manager, struct bolt_side_channel_stream *stream,
+			 const void *body, uint32_t length);
 
 /* Data rails (bolt_data_rail.c). */
 /* Asks the peer for the data rails not asked for yet, where queue pairs can be spared. */

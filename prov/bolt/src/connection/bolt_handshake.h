@@ -24,7 +24,26 @@ enum bolt_handshake_type {
 					 * where either end has several ports, probe first */
 	BOLT_HANDSHAKE_PROBE_SENT,      /* body: the nonce of the probe sent on the new link */
 	BOLT_HANDSHAKE_PROBED,          /* body: 0, the probe came; or FI_EHOSTUNREACH */
+	BOLT_HANDSHAKE_CHECK,           /* first on a side channel of its own: body struct
+					 * bolt_handshake_check; did you say this hello? */
+	BOLT_HANDSHAKE_CHECKED,         /* body: 0, yes; or FI_ENOENT */
 };
+
+/*
+ * A hello's claimed sender confirmed (bolt_confirm.c): the receiver of the
+ * hello connects to the listener at the sender's address and asks whether it
+ * said hello to the asker on a side channel whose handshake nonce (the
+ * connecter's, in its PROOF) is this one. Only the process that holds that
+ * listener can say yes, and only the one that made that side channel knows
+ * its nonce.
+ */
+struct bolt_handshake_check {
+	struct bolt_address asker;      /* the receiver of the hello */
+	struct bolt_address sender;     /* the sender it claims, whom this asks */
+	uint8_t nonce[32];              /* the connecter's nonce of the hello's side channel */
+};
+
+_Static_assert(sizeof(struct bolt_handshake_check) == 80, "the check has no padding");
 
 /* What one end has sent and received on the connection's queue pairs so far. */
 struct bolt_handshake_count {

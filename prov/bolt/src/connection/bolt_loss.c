@@ -78,7 +78,7 @@ static void bolt_loss_ask(struct bolt_connection *connection, uint64_t now_ns)
 	watch->stripes_sent_at_ask = connection->stripes_sent;
 	watch->asked_ns = now_ns;
 	watch->asking = true;
-	if (bolt_side_channel_send(&connection->stream, BOLT_HANDSHAKE_COUNT_ASK, NULL, 0))
+	if (bolt_side_channel_send(connection->stream, BOLT_HANDSHAKE_COUNT_ASK, NULL, 0))
 		bolt_connection_fail(connection, FI_EIO, "the side channel refused a question");
 }
 
@@ -88,7 +88,7 @@ void bolt_loss_check(struct bolt_connection *connection, uint64_t now_ns)
 
 	/* RC retransmits, and reports what it cannot deliver. */
 	if (connection->state != BOLT_CONNECTION_ESTABLISHED || connection->loopback ||
-	    !connection->has_stream || connection->manager->domain->primary.qp_type != IBV_QPT_UC)
+	    !connection->stream || connection->manager->domain->primary.qp_type != IBV_QPT_UC)
 		return;
 	if (connection->receive_sequence != watch->seen_received ||
 	    connection->stripes_received != watch->seen_stripes || !watch->quiet_since_ns) {
@@ -116,7 +116,7 @@ static void bolt_loss_answer(struct bolt_connection *connection)
 		.stripes_received = connection->stripes_received,
 	};
 
-	if (bolt_side_channel_send(&connection->stream, BOLT_HANDSHAKE_COUNT, &count, sizeof(count)))
+	if (bolt_side_channel_send(connection->stream, BOLT_HANDSHAKE_COUNT, &count, sizeof(count)))
 		bolt_connection_fail(connection, FI_EIO, "the side channel refused an answer");
 }
 

@@ -52,10 +52,87 @@ static struct bolt_unexpected **bolt_match_unexpected_list(struct bolt_endpoint 
 	return tagged ? &endpoint->unexpected_tagged : &endpoint->unexpected;
 }
 
-/* What an unexpected message costs its connection (FI_BOLT_UNEXPECTED_LIMIT). */
+/*
+ * What an unexpected message costs its peer and endpoint
+ * (FI_BOLT_UNEXPECTED_LIMIT, FI_BOLT_UNEXPECTED_ENDPOINT_LIMIT): what is
+ * allocated for it, never the length its header claims.
+ */
 static size_t bolt_match_unexpected_cost(const struct bolt_unexpected *unexpected)
 {
-	return sizeof(*unexpected) + (unexpected->data ? unexpected->length : 0);
+	return sizeof(*unexpected) + unexpected->capacity;
+}
+
+static const struct bolt_params *bolt_match_params(const struct bolt_endpoint *endpoint)
+{
+	return &endpoint->domain->fabric->params;
+}
+
+bool bolt_match_peer_over_limit(const struct bolt_connection *connection)
+{
+	return bolt_peer_of(connection)->unexpected_bytes >
+	       (size_t) bolt_match_params(bolt_connection_endpoint(connection))->unexpected_limit;
+}
+
+bool bolt_match_endpoint_over_limit(const struct bolt_endpoint *endpoint)
+{
+	return endpoint->unexpected_bytes > (size_t) bolt_match_params(endpoint)->unexpected_endpoint_limit;
+}
+
+/* Counts bytes kept for connection's unexpected messages (or freed), at its peer and endpoint. */
+static void bolt_match_count(struct bolt_connection *connection, size_t bytes, bool freed)
+{
+	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
+
+	if (freed) {
+		bolt_peer_of(connection)->unexpected_bytes -= bytes;
+		endpoint->unexpected_bytes -= bytes;
+	} else {
+		bolt_peer_of(connection)->unexpected_bytes += bytes;
+		endpoint->unexpected_bytes += bytes;
+	}
+}
+
+/*
+ * Room in unexpected's copy up to end, the end of the segment that arrived
+ * (within the message: bolt_receive_check). It grows as the data comes,
+ * doubling, but by no more than the limits leave, beyond what arrived: a
+ * header's length is only a claim. The peer sends what its credits allow, and
+ * those are held back once over a limit, so what is allocated stays within
+ * the limits and a link's receives' worth.
+ */
+static int bolt_match_grow(struct bolt_connection *connection, struct bolt_unexpected *unexpected,
+			   size_t end)
+{
+	const struct bolt_params *params = bolt_match_params(bolt_connection_endpoint(connection));
+	size_t peer_bytes = bolt_peer_of(connection)->unexpected_bytes;
+	size_t endpoint_bytes = bolt_connection_endpoint(connection)->unexpected_bytes;
+	size_t peer_room = (size_t) params->unexpected_limit > peer_bytes ?
+			   (size_t) params->unexpected_limit - peer_bytes : 0;
+	size_t endpoint_room = (size_t) params->unexpected_endpoint_limit > endpoint_bytes ?
+			       (size_t) params->unexpected_endpoint_limit - endpoint_bytes : 0;
+	size_t room = peer_room < endpoint_room ? peer_room : endpoint_room;
+	size_t capacity = unexpected->capacity ? unexpected->capacity : 1;
+	char *data;
+
+	if (unexpected->data && end <= unexpected->capacity)
+		return 0;
+	while (capacity < end && capacity < unexpected->length)
+		capacity *= 2;
+	if (capacity > unexpected->length)
+		capacity = unexpected->length;
+	if (capacity - unexpected->capacity > room)
+		capacity = unexpected->capacity + room;
+	if (capacity < end)
+		capacity = end;
+	if (!capacity)
+		capacity = 1;           /* an empty message: a copy to hand over all the same */
+	data = realloc(unexpected->data, capacity);
+	if (!data)
+		return -FI_ENOMEM;
+	bolt_match_count(connection, capacity - unexpected->capacity, false);
+	unexpected->data = data;
+	unexpected->capacity = capacity;
+	return 0;
 }
 
 static void bolt_match_discard_unexpected(struct bolt_endpoint *endpoint,
@@ -66,15 +143,17 @@ static void bolt_match_discard_unexpected(struct bolt_endpoint *endpoint,
 	free(unexpected);
 }
 
-/* Its connection falling back under the limit lets that peer's held messages come again. */
+/* Falling back under a limit lets the peers held back by it send again. */
 static void bolt_match_free_unexpected(struct bolt_endpoint *endpoint, struct bolt_unexpected *unexpected)
 {
 	struct bolt_connection *connection = unexpected->connection;
-	bool over = bolt_receive_over_limit(connection);
+	bool over = bolt_match_peer_over_limit(connection);
+	bool endpoint_over = bolt_match_endpoint_over_limit(endpoint);
 
-	bolt_peer_of(connection)->unexpected_bytes -= bolt_match_unexpected_cost(unexpected);
+	bolt_match_count(connection, bolt_match_unexpected_cost(unexpected), true);
 	bolt_match_discard_unexpected(endpoint, unexpected);
-	if (over && !bolt_receive_over_limit(connection))
+	if ((over && !bolt_match_peer_over_limit(connection)) ||
+	    (endpoint_over && !bolt_match_endpoint_over_limit(endpoint)))
 		endpoint->domain->release_held = true;
 }
 
@@ -107,19 +186,38 @@ void bolt_match_drop_unexpected(struct bolt_endpoint *endpoint, struct bolt_unex
 	bolt_match_free_unexpected(endpoint, unexpected);
 }
 
+/*
+ * A receive matched a message still arriving (its connection's inbound one:
+ * segments come in order): what came is copied into it and the rest goes
+ * there directly, so that the copy stops growing and a peer held back over
+ * its limit, which could then never finish the message, sends again.
+ */
+static void bolt_match_redirect(struct bolt_endpoint *endpoint, struct bolt_unexpected *unexpected,
+				struct bolt_receive *receive)
+{
+	struct bolt_inbound *inbound = &bolt_peer_of(unexpected->connection)->inbound;
+
+	bolt_iov_copy_in(receive->iov, receive->iov_count, 0, unexpected->data,
+			 unexpected->received < receive->length ? unexpected->received : receive->length);
+	inbound->receive = receive;
+	inbound->unexpected = NULL;
+	bolt_match_free_unexpected(endpoint, unexpected);
+	endpoint->domain->release_held = true;
+}
+
 /* receive takes unexpected: now, when it is complete, or as its data arrives. */
 static void bolt_match_take(struct bolt_endpoint *endpoint, struct bolt_unexpected *unexpected,
 			    struct bolt_receive *receive)
 {
 	if (unexpected->rendezvous)
 		bolt_match_claim_rendezvous(endpoint, unexpected, receive);
-	else if (unexpected->received == unexpected->length)
+	else if (unexpected->received == unexpected->length && unexpected->data)
 		bolt_match_hand_over(endpoint, unexpected, receive);
 	else
-		unexpected->claimed = receive;
+		bolt_match_redirect(endpoint, unexpected, receive);
 }
 
-/* The first unexpected message receive matches that nothing has taken or claimed. */
+/* The first unexpected message receive matches that no FI_CLAIM peek has claimed. */
 static struct bolt_unexpected *bolt_match_find_unexpected(struct bolt_endpoint *endpoint,
 							  struct bolt_unexpected *list,
 							  const struct bolt_receive *receive)
@@ -127,7 +225,7 @@ static struct bolt_unexpected *bolt_match_find_unexpected(struct bolt_endpoint *
 	struct bolt_unexpected *unexpected;
 
 	DL_FOREACH(list, unexpected) {
-		if (!unexpected->claimed && !unexpected->claim_context &&
+		if (!unexpected->claim_context &&
 		    bolt_match_one(endpoint, receive, unexpected->connection, receive->tagged,
 				   unexpected->tag))
 			return unexpected;
@@ -319,13 +417,10 @@ int bolt_match_start(struct bolt_connection *connection, struct bolt_inbound *in
 	/* Receives granted to others for any source are asked back: this message may want one. */
 	if (!tagged)
 		bolt_receive_grant_revoke_others(connection);
+	/* Its data is allocated as it arrives (bolt_match_grow); a rendezvous keeps it at the sender. */
 	unexpected = calloc(1, sizeof(*unexpected));
-	/* A rendezvous keeps its data at the sender until a receive matches. */
-	if (!unexpected || (!inbound->rendezvous &&
-			    !(unexpected->data = malloc(header->total_length ? header->total_length : 1)))) {
-		free(unexpected);
+	if (!unexpected)
 		return -FI_ENOMEM;
-	}
 	unexpected->rendezvous = inbound->rendezvous ? inbound : NULL;
 	unexpected->connection = connection;
 	unexpected->tagged = tagged;
@@ -333,7 +428,7 @@ int bolt_match_start(struct bolt_connection *connection, struct bolt_inbound *in
 	unexpected->tag = inbound->tag;
 	unexpected->cq_data = header->cq_data;
 	unexpected->length = header->total_length;
-	bolt_peer_of(connection)->unexpected_bytes += bolt_match_unexpected_cost(unexpected);
+	bolt_match_count(connection, bolt_match_unexpected_cost(unexpected), false);
 	DL_APPEND(*bolt_match_unexpected_list(endpoint, tagged), unexpected);
 	inbound->unexpected = unexpected;
 	return 0;
@@ -371,17 +466,13 @@ void bolt_match_arrival(struct bolt_connection *connection, const struct bolt_wi
 void bolt_match_complete_inbound(struct bolt_connection *connection, struct bolt_inbound *inbound)
 {
 	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
-	struct bolt_unexpected *unexpected = inbound->unexpected;
 
 	inbound->active = false;
 	bolt_registration_release(endpoint->domain, &inbound->registration, inbound->covered);
-	if (inbound->receive) {
+	/* An unexpected one stays in its list, complete, for the receive that matches it. */
+	if (inbound->receive)
 		bolt_match_deliver(endpoint, inbound->receive, connection, inbound->length,
 				   inbound->wire_flags, inbound->tag, inbound->cq_data);
-		return;
-	}
-	if (unexpected->claimed)
-		bolt_match_hand_over(endpoint, unexpected, unexpected->claimed);
 }
 
 void bolt_match_segment(struct bolt_connection *connection, const struct bolt_wire_header *header,
@@ -398,6 +489,10 @@ void bolt_match_segment(struct bolt_connection *connection, const struct bolt_wi
 			bolt_iov_copy_in(inbound->receive->iov, inbound->receive->iov_count,
 					 header->offset, payload, length);
 	} else {
+		if (bolt_match_grow(connection, inbound->unexpected, header->offset + length)) {
+			bolt_connection_fail(connection, FI_ENOMEM, "no memory for an unexpected message");
+			return;
+		}
 		memcpy(inbound->unexpected->data + header->offset, payload, length);
 		inbound->unexpected->received += length;
 	}
@@ -464,9 +559,6 @@ void bolt_match_connection_failed(struct bolt_connection *connection)
 		bolt_endpoint_complete_receive(endpoint, inbound->receive, connection, 0, 0, 0,
 					       inbound->tag, 0, connection->error);
 	} else if (inbound->active && unexpected) {
-		if (unexpected->claimed)
-			bolt_endpoint_complete_receive(endpoint, unexpected->claimed, connection, 0, 0,
-						       0, inbound->tag, 0, connection->error);
 		bolt_match_free_unexpected(endpoint, unexpected);
 	}
 	bolt_registration_release(endpoint->domain, &inbound->registration, inbound->covered);

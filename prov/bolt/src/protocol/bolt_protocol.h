@@ -127,8 +127,8 @@ struct bolt_unexpected {
 	size_t length;
 	size_t received;
 	char *data;                     /* NULL for a rendezvous: its data waits at the sender */
+	size_t capacity;                /* bytes at data: grown as the data arrives */
 	struct bolt_inbound *rendezvous;        /* a rendezvous: its record, waiting for a receive */
-	struct bolt_receive *claimed;   /* matched while it was still arriving */
 	void *claim_context;            /* FI_PEEK | FI_CLAIM: kept for the FI_CLAIM receive with it */
 	struct bolt_unexpected *prev, *next;
 };
@@ -292,6 +292,10 @@ void bolt_match_segment(struct bolt_connection *connection, const struct bolt_wi
 int bolt_match_cancel(struct bolt_endpoint *endpoint, void *context);
 /* Forgets an unexpected message (a rendezvous whose sender is gone). */
 void bolt_match_drop_unexpected(struct bolt_endpoint *endpoint, struct bolt_unexpected *unexpected);
+/* Whether the endpoint keeps more of the peer's unexpected messages than FI_BOLT_UNEXPECTED_LIMIT. */
+bool bolt_match_peer_over_limit(const struct bolt_connection *connection);
+/* Whether it keeps more of all its peers' than FI_BOLT_UNEXPECTED_ENDPOINT_LIMIT. */
+bool bolt_match_endpoint_over_limit(const struct bolt_endpoint *endpoint);
 /* Fails the inbound message and directed receives of a failed connection. */
 void bolt_match_connection_failed(struct bolt_connection *connection);
 void bolt_match_free_all(struct bolt_endpoint *endpoint);

@@ -13,8 +13,13 @@
 
 bool bolt_receive_over_limit(const struct bolt_connection *connection)
 {
-	return bolt_peer_of(connection)->unexpected_bytes >
-	       (size_t) connection->manager->domain->fabric->params.unexpected_limit;
+	const struct bolt_inbound *inbound = &bolt_peer_of(connection)->inbound;
+
+	/* A message that has its receive has somewhere to go: holding its peer would stall it. */
+	if (inbound->active && inbound->receive)
+		return false;
+	return bolt_match_peer_over_limit(connection) ||
+	       bolt_match_endpoint_over_limit(bolt_connection_endpoint(connection));
 }
 
 /*
