@@ -122,20 +122,26 @@ enum softrdma_copy_mode softrdma_copy_mode_current(void);
 /*
  * Attaches this process to the device (reference counted; the first call's
  * config wins, and across processes the config of the segment's creator;
- * a segment whose processes all died is reinitialized with the new config).
- * config->host picks this process's emulated host. 0 or a negative errno:
- * -EINVAL for a bad config, -EPERM/-ENOSYS when the segment's copy mode is
- * cma and cross-memory attach is not permitted, -EPROTO for a segment of
- * another layout. Detach undoes one attach; the last process to detach
- * removes the segment.
+ * a segment whose processes all died is replaced by one with the new
+ * config). config->host picks this process's emulated host. 0 or a negative
+ * errno: -EINVAL for a bad config, -EPERM/-ENOSYS when the segment's copy
+ * mode is cma and cross-memory attach is not permitted, -EACCES when the
+ * file under the segment's name is not this user's alone (another owner, a
+ * mode other than 0600, more than one link, a symbolic link), -EPROTO for a
+ * segment of another layout; a refusal is logged with the file's path.
+ * Attaching first removes what jobs of this user left behind (segments whose
+ * processes are all gone). Detach undoes one attach; the last process to
+ * detach removes the segment, and a process that exits without detaching
+ * detaches at its exit.
  */
 int softrdma_attach(const struct softrdma_config *config);
 void softrdma_detach(void);
 
 /*
  * The name of the shared-memory segment of a config ("/bolt-softrdma-<uid>-
- * <profile>-<namespace>"), for tools and tests that clean up with
- * shm_unlink. The last process to detach unlinks it itself. 0 or -EINVAL.
+ * <profile>-<namespace>", uid the effective one), for tools and tests that
+ * clean up with shm_unlink. The last process to detach unlinks it itself.
+ * 0 or -EINVAL.
  */
 int softrdma_segment_name(const struct softrdma_config *config, char *name, size_t size);
 

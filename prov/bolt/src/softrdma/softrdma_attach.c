@@ -1,8 +1,9 @@
 /*
  * softrdma_attach.c: this process's attachment to the device: the config
  * check, the copy mode, reference-counted attach and detach (the first
- * config wins), the service thread of copy mode shm, and starting over in a
- * child of fork.
+ * config wins), the service thread of copy mode shm, starting over in a
+ * child of fork, sweeping what dead jobs left before attaching, and leaving
+ * at exit a segment the process did not detach from.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,7 @@ static int softrdma_attach_first(const struct softrdma_config *config)
 				    sizeof(process->segment_name));
 	if (ret)
 		return ret;
+	softrdma_sweep();
 	ret = softrdma_segment_open(&resolved, hosts, cables, softrdma_release_owner_locked);
 	if (ret) {
 		FI_WARN(&bolt_prov, FI_LOG_CORE, "software device: cannot attach to %s: %s\n",
@@ -147,6 +149,30 @@ void softrdma_detach(void)
 		softrdma_watch_close_all();
 		process->qps = NULL;
 		process->waiting_qps = 0;
+	}
+	pthread_mutex_unlock(&process->lock);
+}
+
+/*
+ * Many applications, and MPI jobs that abort, exit without closing their
+ * libfabric objects: the process leaves the segment as a detach would, and
+ * the last one out removes it. The mapping stays, so that a thread still
+ * running until the process ends finds memory there; what is in it is no
+ * longer this process's. A thread of the process that holds the process
+ * lock (mid-attach) is not waited for: the next attacher's sweep removes
+ * what is left. Processes that die by a signal or _exit leave it to the
+ * sweep too.
+ */
+__attribute__((destructor)) static void softrdma_leave_at_exit(void)
+{
+	struct softrdma_process *process = &softrdma_process;
+
+	if (process->pid != getpid() || pthread_mutex_trylock(&process->lock))
+		return;
+	if (process->attach_count) {
+		softrdma_service_stop();
+		softrdma_segment_leave();
+		process->attach_count = 0;
 	}
 	pthread_mutex_unlock(&process->lock);
 }

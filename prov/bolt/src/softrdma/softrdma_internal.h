@@ -101,6 +101,7 @@ struct softrdma_process {
 	size_t segment_size;
 	softrdma_owner_release release_owner_locked; /* handed to the segment at open */
 	char segment_name[160];
+	struct stat segment_identity; /* of its file, whose name the last process out removes */
 	struct softrdma_device *devices; /* this host's */
 	int device_count;
 	struct softrdma_qp *qps; /* list of this process's QPs */
@@ -115,6 +116,13 @@ int softrdma_profile_transport(enum softrdma_profile profile);
 enum ibv_mtu softrdma_mtu_enum(int bytes);
 void softrdma_limits_effective(const struct softrdma_config *config,
 			       struct softrdma_profile_limits *limits);
+
+/* ---- softrdma_sweep.c ---- */
+/*
+ * Removes what jobs of this user left in /dev/shm: segments whose processes
+ * are all gone, and segments in creation whose creator is.
+ */
+void softrdma_sweep(void);
 
 /* ---- softrdma_reap.c ---- */
 /* Frees every MR, QP, CQ and channel pid owns and forgets pid: it died or detached. */

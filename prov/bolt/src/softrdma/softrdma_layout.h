@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "bolt.h"
@@ -24,7 +25,7 @@
 
 
 #define SOFTRDMA_MAGIC 0x74666f73746c6f62ULL /* "boltsoft" */
-#define SOFTRDMA_LAYOUT_VERSION 5
+#define SOFTRDMA_LAYOUT_VERSION 6
 
 /* Table sizes: generous, since the file is sparse and pages are touched only when used. */
 #define SOFTRDMA_MAX_PROCESSES 256
@@ -221,12 +222,29 @@ struct softrdma_drop_state {
 	uint64_t random_state;
 };
 
+/*
+ * An attached process, known by its pid and its start time: a pid that
+ * comes back as another process is not mistaken for it. A process of
+ * another pid namespace (a container sharing /dev/shm) cannot be judged
+ * from this one, and counts as alive.
+ */
+struct softrdma_attached_process {
+	pid_t pid;              /* 0: a free entry */
+	uint32_t unused;
+	uint64_t start_time;    /* clock ticks after boot; 0: unknown, the pid alone counts */
+	uint64_t pid_namespace; /* its inode number; 0: unknown */
+};
+
+/*
+ * A segment is complete under its name: its creator builds it under a
+ * creation name of its own and renames it into place (softrdma_segment.c).
+ */
 struct softrdma_segment {
 	uint64_t magic;
 	uint32_t version;
-	uint32_t initialized;   /* set last by the creator; joiners wait for it */
+	uint32_t unused;
 	uint64_t size;
-	uint32_t unlinked;      /* the last process detached: joiners must start over */
+	uint32_t unlinked;      /* its name was removed: joiners must start over */
 	pthread_mutex_t lock;
 	struct softrdma_config config;  /* the first attacher's; its host is meaningless */
 	struct softrdma_profile_limits limits;  /* the profile's, with the overrides */
@@ -235,7 +253,7 @@ struct softrdma_segment {
 	int32_t device_count;
 	uint32_t next_pd_id;
 	struct softrdma_drop_state drop;
-	pid_t processes[SOFTRDMA_MAX_PROCESSES];  /* 0: free */
+	struct softrdma_attached_process processes[SOFTRDMA_MAX_PROCESSES];
 	struct softrdma_bell bells[SOFTRDMA_MAX_PROCESSES]; /* rung when work is staged for one */
 	struct softrdma_shared_device devices[SOFTRDMA_MAX_DEVICES];
 	struct softrdma_table mrs;
@@ -274,11 +292,56 @@ uint32_t softrdma_table_handle(const struct softrdma_table *table, const struct 
 void *softrdma_table_lookup(struct softrdma_segment *segment, const struct softrdma_table *table,
 			    uint32_t handle);
 
+/* ---- softrdma_linux.c ---- */
+/* 0 and its start time if pid runs; -ESRCH if it exited (zombies too); else it cannot tell. */
+int softrdma_linux_process_start(pid_t pid, uint64_t *start_time);
+/* The inode number of this process's pid namespace; 0 if unknown. */
+uint64_t softrdma_linux_pid_namespace(void);
+/* The file of shared-memory object name ("/bolt-..."): 0 or -ENAMETOOLONG. */
+int softrdma_linux_shm_path(const char *name, char *path, size_t size);
+/* An fd of shared-memory object name, never through a symbolic link; or -errno. */
+int softrdma_linux_shm_open(const char *name, int flags);
+/* Renames temporary to name, atomically, unless name exists (-EEXIST). */
+int softrdma_linux_shm_publish(const char *temporary, const char *name);
+/* Removes name if it is still the file identity describes (else -ESTALE); NULL: any. */
+int softrdma_linux_shm_unlink(const char *name, const struct stat *identity);
+typedef void (*softrdma_linux_visit)(const char *name, void *argument);
+/* Calls visit with every shared-memory object whose name ("/...") starts with prefix. */
+int softrdma_linux_shm_list(const char *prefix, softrdma_linux_visit visit, void *argument);
+
 /* ---- softrdma_segment.c ---- */
 void softrdma_lock(struct softrdma_segment *segment);
+/* The lock if it is free (or its holder died), without waiting: true if taken. */
+bool softrdma_trylock(struct softrdma_segment *segment);
 void softrdma_unlock(struct softrdma_segment *segment);
+int softrdma_segment_prefix(char *prefix, size_t size);
+/* A segment in creation is built under "<name>~<pid>-<start time>" of its creator. */
+int softrdma_segment_creation_name(const char *name, pid_t pid, uint64_t start_time,
+				   char *creation, size_t size);
+bool softrdma_segment_creation_parse(const char *creation, pid_t *pid, uint64_t *start_time);
+/*
+ * Creates or joins the config's segment and registers this process in it.
+ * It joins only a file of this user's, of mode 0600 and one link (else
+ * -EACCES, logged with the file's path). release_owner_locked gives back
+ * what a dead or detaching process held.
+ */
+int softrdma_segment_open(const struct softrdma_config *config, int hosts, int cables,
+			  softrdma_owner_release release_owner_locked);
+/* Gives back what this process held; the last process out removes the segment's name. */
+void softrdma_segment_leave(void);
+/* Leaves, and unmaps the segment. */
+void softrdma_segment_close(void);
+/* Removes segment name if it is this user's and its processes are all gone. */
+void softrdma_segment_remove_if_abandoned(const char *name);
+
+/* ---- softrdma_processes.c ---- */
 bool softrdma_process_exists(pid_t pid);
 bool softrdma_process_alive(pid_t pid);
+/*
+ * Whether pid still runs as the process that started at start_time (0:
+ * any); true also when this cannot be told.
+ */
+bool softrdma_process_running_since(pid_t pid, uint64_t start_time);
 int softrdma_process_slot_locked(const struct softrdma_segment *segment, pid_t pid);
 void softrdma_process_forget_locked(struct softrdma_segment *segment, pid_t pid);
 /*
@@ -289,12 +352,9 @@ void softrdma_process_forget_locked(struct softrdma_segment *segment, pid_t pid)
 void softrdma_reap_dead_locked(struct softrdma_segment *segment);
 /* Whether a device's count of QPs or MRs is at limit even once the dead are reaped. */
 bool softrdma_device_full_locked(struct softrdma_segment *segment, const int32_t *count, int limit);
-/*
- * Creates or joins the config's segment and registers this process in it.
- * release_owner_locked gives back what a dead or detaching process held.
- */
-int softrdma_segment_open(const struct softrdma_config *config, int hosts, int cables,
-			  softrdma_owner_release release_owner_locked);
-void softrdma_segment_close(void);
+/* No process in the table runs any more (a pid reused since does not count). */
+bool softrdma_processes_all_gone_locked(const struct softrdma_segment *segment);
+/* Enters this process in the table: its slot, or -EUSERS. */
+int softrdma_process_register_locked(struct softrdma_segment *segment);
 
 #endif /* SOFTRDMA_LAYOUT_H */

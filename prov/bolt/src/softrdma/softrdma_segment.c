@@ -1,18 +1,20 @@
 /*
  * softrdma_segment.c: the floor of the device: the shared-memory segment
  * every process of a profile and namespace attaches to: its name and layout,
- * creation (first process, O_EXCL) and joining (wait until initialized), the
- * robust lock, and the table of attached processes, with which of them are
- * dead. It knows no objects: what a dead or detaching process held is given
- * back by the function the opener hands it (softrdma_reap.c), so it calls
- * nothing above it.
+ * creation (built under a name of its creator's, then renamed into place, so
+ * that a segment under its name is always complete), joining only a file
+ * this user alone can reach, the robust lock, leaving (the last process out
+ * removes it) and removing one whose processes are all gone. Its table of
+ * attached processes is softrdma_processes.c's. It knows no objects: what a
+ * dead or detaching process held is given back by the function the opener
+ * hands it (softrdma_reap.c), so it calls nothing above it.
  * The segment is sparse: pages are touched only as tables fill, and the
  * staging channels (128 rings of 512 KiB) only as transfers are staged
  * (copy mode shm).
  */
 #include <ctype.h>
 #include <fcntl.h>
-#include <signal.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +26,8 @@
 
 #include "softrdma/softrdma_internal.h"
 
-/* How long a joiner waits for a creator before calling its segment stale. */
-#define SOFTRDMA_JOIN_TIMEOUT_MS 10000
+/* Creation names: the segment's name, then this mark, its creator's pid and start time. */
+#define SOFTRDMA_CREATION_MARK '~'
 #define SOFTRDMA_OPEN_ATTEMPTS 100
 
 struct softrdma_layout {
@@ -57,9 +59,17 @@ static void softrdma_layout_compute(struct softrdma_layout *layout)
 				    sizeof(struct softrdma_shared_channel));
 }
 
+/* The start of the names of every segment of this user: "/bolt-softrdma-<uid>-". */
+int softrdma_segment_prefix(char *prefix, size_t size)
+{
+	int length = snprintf(prefix, size, "/bolt-softrdma-%u-", (unsigned int) geteuid());
+
+	return length < 0 || (size_t) length >= size ? -EINVAL : 0;
+}
+
 int softrdma_segment_name(const struct softrdma_config *config, char *name, size_t size)
 {
-	char namespace_name[sizeof(config->namespace_name)];
+	char namespace_name[sizeof(config->namespace_name)], prefix[64];
 	int length;
 
 	/* A '/' or other oddity in a namespace must not escape /dev/shm. */
@@ -69,82 +79,11 @@ int softrdma_segment_name(const struct softrdma_config *config, char *name, size
 		if (!isalnum((unsigned char) *character) && !strchr("-_.", *character))
 			*character = '_';
 	}
-	length = snprintf(name, size, "/bolt-softrdma-%u-%s-%s", (unsigned int) getuid(),
-			  softrdma_profile_name(config->profile), namespace_name);
+	if (softrdma_segment_prefix(prefix, sizeof(prefix)))
+		return -EINVAL;
+	length = snprintf(name, size, "%s%s-%s", prefix, softrdma_profile_name(config->profile),
+			  namespace_name);
 	return length < 0 || (size_t) length >= size ? -EINVAL : 0;
-}
-
-/* Cheap enough for every message: a process that exited and was reaped is gone. */
-bool softrdma_process_exists(pid_t pid)
-{
-	return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH);
-}
-
-/* Also false for a zombie (exited, not yet reaped by its parent), whose memory is gone. */
-bool softrdma_process_alive(pid_t pid)
-{
-	char path[64], status[512], *state;
-	FILE *file;
-	size_t length;
-
-	if (!softrdma_process_exists(pid))
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-	file = fopen(path, "r");
-	if (!file)
-		return errno != ENOENT;
-	length = fread(status, 1, sizeof(status) - 1, file);
-	fclose(file);
-	status[length] = '\0';
-	/* "pid (name) S ...": the name may hold anything, the state follows its last ')'. */
-	state = strrchr(status, ')');
-	return !state || (state[1] != ' ' || (state[2] != 'Z' && state[2] != 'X'));
-}
-
-/* Where pid is in the table of attached processes; -1 if it is not attached. */
-int softrdma_process_slot_locked(const struct softrdma_segment *segment, pid_t pid)
-{
-	for (int index = 0; index < SOFTRDMA_MAX_PROCESSES; index++) {
-		if (pid && segment->processes[index] == pid)
-			return index;
-	}
-	return -1;
-}
-
-/* pid leaves the table of attached processes (it died or detached). */
-void softrdma_process_forget_locked(struct softrdma_segment *segment, pid_t pid)
-{
-	for (int index = 0; index < SOFTRDMA_MAX_PROCESSES; index++) {
-		if (segment->processes[index] == pid)
-			segment->processes[index] = 0;
-	}
-}
-
-/*
- * What the dead held goes back through the function the opener handed over;
- * without one (not open yet) they stay in the table, to be reaped later.
- */
-void softrdma_reap_dead_locked(struct softrdma_segment *segment)
-{
-	softrdma_owner_release release = softrdma_process.release_owner_locked;
-
-	for (int index = 0; release && index < SOFTRDMA_MAX_PROCESSES; index++) {
-		pid_t pid = segment->processes[index];
-
-		if (pid && !softrdma_process_alive(pid)) {
-			FI_INFO(&bolt_prov, FI_LOG_CORE,
-				"software device: reclaiming the state of dead process %d\n", pid);
-			release(segment, pid);
-		}
-	}
-}
-
-bool softrdma_device_full_locked(struct softrdma_segment *segment, const int32_t *count, int limit)
-{
-	if (*count < limit)
-		return false;
-	softrdma_reap_dead_locked(segment);
-	return *count >= limit;
 }
 
 /*
@@ -168,6 +107,18 @@ static inline void softrdma_cpu_relax(void)
 #endif
 }
 
+/* After the locking call: the lock is held and consistent, or it failed (ret). */
+static int softrdma_lock_recover(struct softrdma_segment *segment, int ret)
+{
+	if (ret != EOWNERDEAD)
+		return ret;
+	FI_WARN(&bolt_prov, FI_LOG_CORE,
+		"software device: a process died holding the device lock; recovering\n");
+	pthread_mutex_consistent(&segment->lock);
+	softrdma_reap_dead_locked(segment);
+	return 0;
+}
+
 void softrdma_lock(struct softrdma_segment *segment)
 {
 	int ret = EBUSY;
@@ -179,31 +130,22 @@ void softrdma_lock(struct softrdma_segment *segment)
 	}
 	if (ret == EBUSY)
 		ret = pthread_mutex_lock(&segment->lock);
-
-	if (ret == EOWNERDEAD) {
-		FI_WARN(&bolt_prov, FI_LOG_CORE,
-			"software device: a process died holding the device lock; recovering\n");
-		pthread_mutex_consistent(&segment->lock);
-		softrdma_reap_dead_locked(segment);
-	} else if (ret) {
+	ret = softrdma_lock_recover(segment, ret);
+	if (ret) {
 		FI_WARN(&bolt_prov, FI_LOG_CORE,
 			"software device: locking the shared segment failed: %s\n", strerror(ret));
 		abort();
 	}
 }
 
+bool softrdma_trylock(struct softrdma_segment *segment)
+{
+	return !softrdma_lock_recover(segment, pthread_mutex_trylock(&segment->lock));
+}
+
 void softrdma_unlock(struct softrdma_segment *segment)
 {
 	pthread_mutex_unlock(&segment->lock);
-}
-
-static int softrdma_live_process_count_locked(const struct softrdma_segment *segment)
-{
-	int count = 0;
-
-	for (int index = 0; index < SOFTRDMA_MAX_PROCESSES; index++)
-		count += segment->processes[index] != 0;
-	return count;
 }
 
 /* Sets the whole segment up for config: topology, limits, empty tables. */
@@ -257,7 +199,6 @@ static int softrdma_segment_initialize(struct softrdma_segment *segment,
 			    offsetof(struct softrdma_shared_channel, ring),
 			    SOFTRDMA_CHANNEL_INDEX_BITS, 32);
 	softrdma_segment_reset(segment, config, hosts, cables);
-	__atomic_store_n(&segment->initialized, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -271,145 +212,230 @@ static int softrdma_segment_map(int fd, uint64_t size, struct softrdma_segment *
 	return 0;
 }
 
-/* The first process creates the segment; -EEXIST: another one did. */
+int softrdma_segment_creation_name(const char *name, pid_t pid, uint64_t start_time,
+				   char *creation, size_t size)
+{
+	int length = snprintf(creation, size, "%s%c%d-%llu", name, SOFTRDMA_CREATION_MARK,
+			      (int) pid, (unsigned long long) start_time);
+
+	return length < 0 || (size_t) length >= size ? -EINVAL : 0;
+}
+
+bool softrdma_segment_creation_parse(const char *creation, pid_t *pid, uint64_t *start_time)
+{
+	const char *mark = strrchr(creation, SOFTRDMA_CREATION_MARK);
+	unsigned long long start;
+	int creator, consumed = 0;
+
+	if (!mark || sscanf(mark + 1, "%d-%llu%n", &creator, &start, &consumed) != 2 ||
+	    mark[1 + consumed] || creator <= 0)
+		return false;
+	*pid = creator;
+	*start_time = start;
+	return true;
+}
+
+/*
+ * Why the file status describes cannot be trusted, or NULL: only a regular
+ * file of this user, reachable by no one else (mode 0600) and under no other
+ * name (one link), is a segment no other user can read, write or have made.
+ */
+static const char *softrdma_segment_distrust(const struct stat *status)
+{
+	if (!S_ISREG(status->st_mode))
+		return "it is not a regular file";
+	if (status->st_uid != geteuid())
+		return "it belongs to another user";
+	if ((status->st_mode & 0777) != 0600)
+		return "its mode is not 0600";
+	if (status->st_nlink != 1)
+		return "it has other names (hard links)";
+	return NULL;
+}
+
+static void softrdma_segment_refuse(const char *name, const struct stat *status,
+				    const char *reason)
+{
+	char path[PATH_MAX];
+
+	if (softrdma_linux_shm_path(name, path, sizeof(path)))
+		snprintf(path, sizeof(path), "%s", name);
+	if (status) {
+		FI_WARN(&bolt_prov, FI_LOG_CORE,
+			"software device: refusing %s: %s (owner %u, mode %04o, links %lu); only a file of uid %u with mode 0600 and one link is joined\n",
+			path, reason, (unsigned int) status->st_uid,
+			(unsigned int) (status->st_mode & 07777),
+			(unsigned long) status->st_nlink, (unsigned int) geteuid());
+	} else {
+		FI_WARN(&bolt_prov, FI_LOG_CORE, "software device: refusing %s: %s\n", path,
+			reason);
+	}
+}
+
+/*
+ * An fd of segment name, if this user alone can reach it and it has the size
+ * of a segment of this version; its status in identity. -ENOENT: none;
+ * -EACCES: not trusted; -EPROTO: another size. Refusals are logged if asked.
+ */
+static int softrdma_segment_open_trusted(const char *name, uint64_t size, bool log,
+					 struct stat *identity)
+{
+	const char *reason;
+	int fd;
+
+	fd = softrdma_linux_shm_open(name, O_RDWR);
+	if (fd == -ELOOP || fd == -EACCES || fd == -EPERM) {
+		if (log)
+			softrdma_segment_refuse(name, NULL, fd == -ELOOP ? "it is a symbolic link" :
+						"this user may not open it (another user's file)");
+		return -EACCES;
+	}
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, identity)) {
+		int ret = -errno;
+
+		close(fd);
+		return ret;
+	}
+	reason = softrdma_segment_distrust(identity);
+	if (!reason && (uint64_t) identity->st_size == size)
+		return fd;
+	close(fd);
+	if (reason) {
+		if (log)
+			softrdma_segment_refuse(name, identity, reason);
+		return -EACCES;
+	}
+	if (log) {
+		char because[128];
+
+		snprintf(because, sizeof(because),
+			 "%lld bytes, not the %llu of a segment of this version of bolt; remove it",
+			 (long long) identity->st_size, (unsigned long long) size);
+		softrdma_segment_refuse(name, NULL, because);
+	}
+	return -EPROTO;
+}
+
+static bool softrdma_segment_ours(const struct softrdma_segment *segment)
+{
+	return segment->magic == SOFTRDMA_MAGIC && segment->version == SOFTRDMA_LAYOUT_VERSION;
+}
+
+/* Its name goes: joiners that opened it before see unlinked and start over. */
+static void softrdma_segment_remove_locked(struct softrdma_segment *segment, const char *name,
+					   const struct stat *identity)
+{
+	segment->unlinked = 1;
+	softrdma_linux_shm_unlink(name, identity);
+}
+
+/*
+ * Builds the segment under a creation name of this process's, registers this
+ * process in it and renames it into place. -EEXIST: another process's
+ * segment got there first. Returns this process's slot.
+ */
 static int softrdma_segment_create(const char *name, const struct softrdma_layout *layout,
 				   const struct softrdma_config *config, int hosts, int cables,
-				   struct softrdma_segment **segment)
+				   struct softrdma_segment **segment, struct stat *identity)
 {
+	char creation[PATH_MAX];
+	uint64_t start_time = 0;
 	int fd, ret;
 
-	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	softrdma_linux_process_start(getpid(), &start_time);
+	ret = softrdma_segment_creation_name(name, getpid(), start_time, creation,
+					     sizeof(creation));
+	if (ret)
+		return ret;
+	fd = softrdma_linux_shm_open(creation, O_RDWR | O_CREAT | O_EXCL);
+	if (fd == -EEXIST) {
+		/* No process of this user made it: the name is this process's alone. */
+		softrdma_segment_refuse(creation, NULL, "another file holds this creation name");
+		return -EACCES;
+	}
 	if (fd < 0)
-		return -errno;
-	ret = ftruncate(fd, (off_t) layout->size) ? -errno : 0;
+		return fd;
+	/* The umask may have taken bits away: joiners accept 0600 only. */
+	ret = fchmod(fd, 0600) || ftruncate(fd, (off_t) layout->size) || fstat(fd, identity) ?
+	      -errno : 0;
 	if (!ret)
 		ret = softrdma_segment_map(fd, layout->size, segment);
 	close(fd);
 	if (!ret) {
 		ret = softrdma_segment_initialize(*segment, layout, config, hosts, cables);
-		if (ret)
+		/* No other process can see it yet: no lock needed. */
+		if (!ret)
+			ret = softrdma_process_register_locked(*segment);
+		if (ret >= 0) {
+			int published = softrdma_linux_shm_publish(creation, name);
+
+			ret = published ? published : ret;
+		}
+		if (ret < 0)
 			munmap(*segment, layout->size);
 	}
-	if (ret) {
-		FI_WARN(&bolt_prov, FI_LOG_CORE, "software device: creating %s failed: %s\n",
-			name, strerror(-ret));
-		shm_unlink(name);
+	if (ret < 0) {
+		if (ret != -EEXIST)
+			FI_WARN(&bolt_prov, FI_LOG_CORE, "software device: creating %s failed: %s\n",
+				name, strerror(-ret));
+		softrdma_linux_shm_unlink(creation, NULL);
 	}
 	return ret;
 }
 
-static void softrdma_sleep_millisecond(void)
+/*
+ * Under the lock: a segment whose name was removed is dropped, and one whose
+ * processes are all gone is removed; both -EAGAIN (start over). Returns
+ * this process's slot in the table of attached processes.
+ */
+static int softrdma_segment_enter(struct softrdma_segment *segment, const char *name,
+				  const struct stat *identity)
 {
-	struct timespec delay = { .tv_sec = 0, .tv_nsec = 1000000 };
+	int ret = -EAGAIN;
 
-	nanosleep(&delay, NULL);
-}
-
-static int softrdma_segment_wait_size(int fd, const char *name, uint64_t size)
-{
-	for (int waited = 0; waited < SOFTRDMA_JOIN_TIMEOUT_MS; waited++) {
-		struct stat status;
-
-		if (fstat(fd, &status))
-			return -errno;
-		if ((uint64_t) status.st_size == size)
-			return 0;
-		if (status.st_size) {
-			FI_WARN(&bolt_prov, FI_LOG_CORE,
-				"software device: %s was made by another version of bolt (%lld bytes, not %llu); remove it\n",
-				name, (long long) status.st_size, (unsigned long long) size);
-			return -EPROTO;
-		}
-		softrdma_sleep_millisecond();
+	softrdma_lock(segment);
+	if (segment->unlinked)
+		goto out;
+	if (softrdma_processes_all_gone_locked(segment)) {
+		FI_INFO(&bolt_prov, FI_LOG_CORE,
+			"software device: the processes of %s are all gone; replacing it\n", name);
+		softrdma_segment_remove_locked(segment, name, identity);
+		goto out;
 	}
-	return -ETIMEDOUT;
-}
-
-static int softrdma_segment_wait_initialized(struct softrdma_segment *segment, const char *name)
-{
-	for (int waited = 0; waited < SOFTRDMA_JOIN_TIMEOUT_MS; waited++) {
-		if (__atomic_load_n(&segment->initialized, __ATOMIC_ACQUIRE)) {
-			if (segment->magic == SOFTRDMA_MAGIC &&
-			    segment->version == SOFTRDMA_LAYOUT_VERSION)
-				return 0;
-			FI_WARN(&bolt_prov, FI_LOG_CORE,
-				"software device: %s is not a segment of this version of bolt; remove it\n",
-				name);
-			return -EPROTO;
-		}
-		softrdma_sleep_millisecond();
-	}
-	return -ETIMEDOUT;
+	softrdma_reap_dead_locked(segment);
+	ret = softrdma_process_register_locked(segment);
+out:
+	softrdma_unlock(segment);
+	return ret;
 }
 
 /*
- * Joins a segment another process created. -EAGAIN: it vanished, or its
- * creator died before finishing it (then it is removed): start over.
+ * Joins the segment another process created. -ENOENT: there is none;
+ * -EAGAIN: it is going away. Returns this process's slot.
  */
 static int softrdma_segment_join(const char *name, const struct softrdma_layout *layout,
-				 struct softrdma_segment **segment)
+				 struct softrdma_segment **segment, struct stat *identity)
 {
 	int fd, ret;
 
-	fd = shm_open(name, O_RDWR, 0600);
+	fd = softrdma_segment_open_trusted(name, layout->size, true, identity);
 	if (fd < 0)
-		return errno == ENOENT ? -EAGAIN : -errno;
-	ret = softrdma_segment_wait_size(fd, name, layout->size);
-	if (!ret)
-		ret = softrdma_segment_map(fd, layout->size, segment);
+		return fd;
+	ret = softrdma_segment_map(fd, layout->size, segment);
 	close(fd);
-	if (!ret) {
-		ret = softrdma_segment_wait_initialized(*segment, name);
-		if (ret)
-			munmap(*segment, layout->size);
+	if (ret)
+		return ret;
+	if (!softrdma_segment_ours(*segment)) {
+		softrdma_segment_refuse(name, NULL,
+					"it is not a segment of this version of bolt; remove it");
+		ret = -EPROTO;
+	} else {
+		ret = softrdma_segment_enter(*segment, name, identity);
 	}
-	if (ret == -ETIMEDOUT) {
-		FI_WARN(&bolt_prov, FI_LOG_CORE,
-			"software device: %s was never finished by its creator; recreating it\n", name);
-		shm_unlink(name);
-		ret = -EAGAIN;
-	}
-	return ret;
-}
-
-/* The process's slot in the table, its bell silent; -EUSERS when full. */
-static int softrdma_register_locked(struct softrdma_segment *segment, pid_t pid)
-{
-	for (int index = 0; index < SOFTRDMA_MAX_PROCESSES; index++) {
-		if (!segment->processes[index]) {
-			segment->processes[index] = pid;
-			memset(&segment->bells[index], 0, sizeof(segment->bells[index]));
-			return index;
-		}
-	}
-	FI_WARN(&bolt_prov, FI_LOG_CORE, "software device: more than %d processes attached\n",
-		SOFTRDMA_MAX_PROCESSES);
-	return -EUSERS;
-}
-
-/*
- * Under the lock: a segment its last user unlinked is dropped (start over);
- * one whose users all died is reinitialized with this config. Returns this
- * process's slot in the table of attached processes.
- */
-static int softrdma_segment_enter(struct softrdma_segment *segment, bool created,
-				  const struct softrdma_config *config, int hosts, int cables)
-{
-	int ret;
-
-	softrdma_lock(segment);
-	if (segment->unlinked) {
-		softrdma_unlock(segment);
-		return -EAGAIN;
-	}
-	softrdma_reap_dead_locked(segment);
-	if (!created && !softrdma_live_process_count_locked(segment)) {
-		FI_INFO(&bolt_prov, FI_LOG_CORE,
-			"software device: no live process was attached; reinitializing\n");
-		softrdma_segment_reset(segment, config, hosts, cables);
-	}
-	ret = softrdma_register_locked(segment, getpid());
-	softrdma_unlock(segment);
+	if (ret < 0)
+		munmap(*segment, layout->size);
 	return ret;
 }
 
@@ -418,51 +444,80 @@ int softrdma_segment_open(const struct softrdma_config *config, int hosts, int c
 {
 	struct softrdma_process *process = &softrdma_process;
 	struct softrdma_layout layout;
-	int ret;
+	int ret = -EAGAIN;
 
 	process->release_owner_locked = release_owner_locked;
 	softrdma_layout_compute(&layout);
 	for (int attempt = 0; attempt < SOFTRDMA_OPEN_ATTEMPTS; attempt++) {
 		struct softrdma_segment *segment = NULL;
-		bool created;
+		struct stat identity;
 
-		ret = softrdma_segment_create(process->segment_name, &layout, config, hosts,
-					      cables, &segment);
-		created = !ret;
-		if (ret == -EEXIST)
-			ret = softrdma_segment_join(process->segment_name, &layout, &segment);
-		if (ret == -EAGAIN)
+		ret = softrdma_segment_join(process->segment_name, &layout, &segment, &identity);
+		if (ret == -ENOENT)
+			ret = softrdma_segment_create(process->segment_name, &layout, config, hosts,
+						      cables, &segment, &identity);
+		if (ret == -EAGAIN || ret == -EEXIST)
 			continue;
-		if (ret)
+		if (ret < 0)
 			return ret;
-		ret = softrdma_segment_enter(segment, created, config, hosts, cables);
-		if (ret < 0) {
-			munmap(segment, layout.size);
-			if (ret == -EAGAIN)
-				continue;
-			return ret;
-		}
 		process->slot = ret;
 		process->segment = segment;
 		process->segment_size = layout.size;
+		process->segment_identity = identity;
 		return 0;
 	}
-	return -EAGAIN;
+	return ret;
 }
 
-/* Leaves the segment; the last process out removes it. */
-void softrdma_segment_close(void)
+void softrdma_segment_remove_if_abandoned(const char *name)
+{
+	struct softrdma_segment *segment = NULL;
+	struct softrdma_layout layout;
+	struct stat identity;
+	int fd, ret;
+
+	softrdma_layout_compute(&layout);
+	fd = softrdma_segment_open_trusted(name, layout.size, false, &identity);
+	if (fd < 0)
+		return;
+	ret = softrdma_segment_map(fd, layout.size, &segment);
+	close(fd);
+	if (ret)
+		return;
+	/*
+	 * Another version's lock is not ours to take, and a segment whose lock
+	 * is held has a live process (or one stopped in a debugger, which this
+	 * must not wait for): either stays.
+	 */
+	if (softrdma_segment_ours(segment) && softrdma_trylock(segment)) {
+		if (!segment->unlinked && softrdma_processes_all_gone_locked(segment)) {
+			FI_INFO(&bolt_prov, FI_LOG_CORE,
+				"software device: removing %s: its processes are all gone\n", name);
+			softrdma_segment_remove_locked(segment, name, &identity);
+		}
+		softrdma_unlock(segment);
+	}
+	munmap(segment, layout.size);
+}
+
+void softrdma_segment_leave(void)
 {
 	struct softrdma_process *process = &softrdma_process;
 	struct softrdma_segment *segment = process->segment;
 
 	softrdma_lock(segment);
 	process->release_owner_locked(segment, getpid());
-	if (!softrdma_live_process_count_locked(segment)) {
-		segment->unlinked = 1;
-		shm_unlink(process->segment_name);
-	}
+	if (!segment->unlinked && softrdma_processes_all_gone_locked(segment))
+		softrdma_segment_remove_locked(segment, process->segment_name,
+					       &process->segment_identity);
 	softrdma_unlock(segment);
-	munmap(segment, process->segment_size);
+}
+
+void softrdma_segment_close(void)
+{
+	struct softrdma_process *process = &softrdma_process;
+
+	softrdma_segment_leave();
+	munmap(process->segment, process->segment_size);
 	process->segment = NULL;
 }

@@ -43,7 +43,8 @@ int bolt_verbs_soft_open(const struct bolt_params *params, struct bolt_verbs *ve
 		FI_WARN(&bolt_prov, FI_LOG_CORE,
 			"software device (%s) could not start: %s\n",
 			params->soft_profile, strerror(-ret));
-		return -FI_EIO;
+		/* A segment file others could reach is refused: say so, not just "I/O error". */
+		return ret == -EACCES ? -FI_EACCES : -FI_EIO;
 	}
 	snprintf(verbs->name, sizeof(verbs->name), "softrdma %s (copy %s)", params->soft_profile,
 		 softrdma_copy_mode_name(softrdma_copy_mode_current()));
