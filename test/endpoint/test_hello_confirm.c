@@ -5,11 +5,13 @@
  * another's address gets nothing and disturbs nothing, a flood of hellos
  * from invented senders leaves no connection behind, an endpoint out of file
  * descriptors neither spins nor floods its log and serves again once some
- * are free, and a failed connection keeps no side channel buffers.
+ * are free, a failed connection keeps no side channel buffers, and one its
+ * peer replaced by coming back is freed.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -352,4 +354,101 @@ Test(hello_confirm, a_failed_connection_keeps_no_side_channel_buffers)
 	cr_assert_eq(connection->state, BOLT_CONNECTION_FAILED, "the peer left and its connection lives on");
 	cr_assert_null(connection->stream, "a failed connection keeps its side channel");
 	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the peer failed");
+}
+
+#define RETURNING_ROUNDS 8
+
+/* A free TCP port of the loopback address, for a peer that comes back at the same address. */
+static int free_port(void)
+{
+	struct sockaddr_in address = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t length = sizeof(address);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *) &address, length), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *) &address, &length), 0);
+	close(fd);
+	return ntohs(address.sin_port);
+}
+
+/*
+ * A process that leaves and comes back at the same address, RETURNING_ROUNDS
+ * times: each time it opens its endpoint, sends one message, closes, says so,
+ * and waits for the test's word before it comes back.
+ */
+static int returning_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct bolt_fixture_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	struct bolt_address target;
+	size_t length = sizeof(target);
+	fi_addr_t target_fi_addr;
+	uint64_t message, told;
+	int ret = rdm_open_connected(&endpoint, options, socket);
+
+	if (!ret)
+		ret = fi_av_lookup(endpoint.av, endpoint.peer, &target, &length);
+	for (int round = 0; !ret && round < RETURNING_ROUNDS; round++) {
+		if (round && !(ret = rdm_open(&endpoint, options)))
+			ret = fi_av_insert(endpoint.av, &target, 1, &target_fi_addr, 0, NULL) == 1 ? 0 : 1;
+		message = 0xc0ffee00u + (uint64_t) round;
+		if (!ret)
+			ret = (int) fi_send(endpoint.ep, &message, sizeof(message), NULL,
+					    round ? target_fi_addr : endpoint.peer, &message);
+		if (!ret)
+			ret = rdm_wait(&endpoint, &entry, &error);
+		bolt_fixture_close(&endpoint);
+		if (!ret)
+			ret = rdm_send_value(socket, (uint64_t) round);
+		if (!ret)
+			ret = rdm_receive_value(socket, &told);
+	}
+	return ret;
+}
+
+/*
+ * Each time the peer comes back, its new hello replaces the failed
+ * connection, and the failed one, named by nothing any more, is freed: a
+ * peer that connects and fails again and again costs nothing lasting.
+ */
+Test(hello_confirm, a_peer_that_keeps_coming_back_leaves_no_failed_connections)
+{
+	char service[8];
+	struct rdm_options options = { .profile = "thunderbolt" };
+	struct rdm_options returning = { .profile = "thunderbolt", .node = "127.0.0.1",
+					 .service = service, .flags = FI_SOURCE };
+	struct bolt_fixture_endpoint endpoint;
+	struct bolt_connection *connection;
+	struct bolt_address client;
+	size_t length = sizeof(client);
+	uint64_t message, round;
+	int socket;
+	pid_t peer;
+
+	snprintf(service, sizeof(service), "%d", free_port());
+	peer = rdm_pair_start(&options, "returning", returning_peer, &returning, &endpoint, &socket);
+	cr_assert_gt(peer, 0);
+	cr_assert_eq(fi_av_lookup(endpoint.av, endpoint.peer, &client, &length), 0);
+	for (uint64_t expected = 0; expected < RETURNING_ROUNDS; expected++) {
+		cr_assert_eq(fi_recv(endpoint.ep, &message, sizeof(message), NULL, FI_ADDR_UNSPEC, &message), 0);
+		rdm_expect_completion(&endpoint, &message, 0);
+		cr_assert_eq(message, 0xc0ffee00u + expected);
+		cr_assert_eq(rdm_receive_value(socket, &round), 0);
+		connection = connection_to(bolt_of(&endpoint), &client);
+		cr_assert_not_null(connection, "round %lu: the peer's messages came without a connection",
+				   (unsigned long) expected);
+		for (int waited = 0; connection->state != BOLT_CONNECTION_FAILED && waited < 5000; waited += 50)
+			rdm_progress_for(&endpoint, 50);
+		cr_assert_eq(connection->state, BOLT_CONNECTION_FAILED);
+		cr_assert_eq(rdm_send_value(socket, 1), 0);
+	}
+	rdm_progress_for(&endpoint, 100);
+	cr_assert_eq(HASH_COUNT(bolt_of(&endpoint)->connection_manager.retired), 0,
+		     "%u failed connections replaced by their peer's return are kept",
+		     HASH_COUNT(bolt_of(&endpoint)->connection_manager.retired));
+	cr_assert_eq(connection_count(bolt_of(&endpoint)), 1);
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the returning peer failed");
 }

@@ -86,6 +86,16 @@ static void bolt_collective_group_fail_stalled(struct bolt_collective_group *gro
 	}
 }
 
+/* What bolt_collective_group_members and the join made; the members' connections go on. */
+static void bolt_collective_group_free(struct bolt_collective_group *group)
+{
+	for (int rank = 0; group->members && rank < group->size; rank++)
+		if (group->members[rank].connection)
+			bolt_connection_release(group->members[rank].connection);
+	free(group->members);
+	free(group);
+}
+
 /*
  * Operations still running are discarded (fi_endpoint(3): nothing is
  * reported), the close returns once none of them can write into the
@@ -111,8 +121,7 @@ static int bolt_collective_group_close(struct fid *fid)
 	bolt_collective_group_forget(group);
 	DL_DELETE(bolt_collective_state(endpoint)->groups, group);
 	bolt_domain_unlock(domain);
-	free(group->members);
-	free(group);
+	bolt_collective_group_free(group);
 	return 0;
 }
 
@@ -155,6 +164,7 @@ static int bolt_collective_group_members(struct bolt_collective_group *group,
 		group->members[rank].connection = bolt_connection_get(&endpoint->connection_manager, &group->members[rank].address);
 		if (!group->members[rank].connection)
 			return -FI_ENOMEM;
+		bolt_connection_hold(group->members[rank].connection);
 	}
 	return 0;
 }
@@ -166,11 +176,6 @@ static struct bolt_collective_endpoint *bolt_collective_endpoint_get(struct bolt
 	return bolt_collective_state(endpoint);
 }
 
-static void bolt_collective_group_free(struct bolt_collective_group *group)
-{
-	free(group->members);
-	free(group);
-}
 
 /* The members: the AV set's, or an existing group's when the address names one. */
 static int bolt_collective_join_members(struct bolt_endpoint *endpoint,

@@ -13,6 +13,7 @@
  * on the connection ends with an error instead of hanging (UC reports
  * nothing when a peer dies).
  */
+#include <assert.h>
 #include <ifaddrs.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -411,11 +412,11 @@ static void bolt_connection_answer(struct bolt_connection *connection, uint64_t 
 
 /*
  * A failed connection makes way for a new one to the same address. It is not
- * freed: the protocol layer may still name it (unexpected messages, grants),
- * and so may collective groups, which count no references; it is freed with
- * the endpoint. Its side channel went with its failure, and its control
- * buffers return at the next full poll: about 2 KB stay, with its protocol
- * state. Only a peer whose listener confirmed its hello gets this far.
+ * freed yet: the protocols may still name it (messages of it not yet
+ * received, memory it may write) and so may holders (collective groups). Its
+ * side channel went with its failure; its control buffers return at the next
+ * full poll, and the rest once nothing names it (bolt_connection_reap), so
+ * that a peer that connects and fails again and again costs nothing lasting.
  */
 static void bolt_connection_retire(struct bolt_connection *connection)
 {
@@ -1116,6 +1117,28 @@ static void bolt_connection_reclaim_when_polled(struct bolt_connection *connecti
 	}
 }
 
+void bolt_connection_hold(struct bolt_connection *connection)
+{
+	connection->holds++;
+}
+
+void bolt_connection_release(struct bolt_connection *connection)
+{
+	assert(connection->holds);
+	connection->holds--;
+}
+
+/* A retired connection, freed once its buffers are back and nothing names it. */
+static void bolt_connection_reap(struct bolt_connection *connection)
+{
+	struct bolt_connection_manager *manager = connection->manager;
+
+	bolt_connection_reclaim_when_polled(connection);
+	if (!connection->reclaim_pending && !connection->holds &&
+	    !manager->events->in_use(connection))
+		bolt_connection_destroy(&manager->retired, connection);
+}
+
 void bolt_connection_progress_all(struct bolt_connection_manager *manager)
 {
 	struct bolt_domain *domain = manager->domain;
@@ -1166,7 +1189,7 @@ void bolt_connection_progress_all(struct bolt_connection_manager *manager)
 			manager->events->can_send(connection);
 	}
 	HASH_ITER(hh, manager->retired, connection, next)
-		bolt_connection_reclaim_when_polled(connection);
+		bolt_connection_reap(connection);
 }
 
 /* Every connection of table, their device side released and the CQ polled empty since. */

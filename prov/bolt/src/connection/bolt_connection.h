@@ -95,6 +95,12 @@ struct bolt_connection_events {
 	bool (*busy)(const struct bolt_connection *connection);
 	/* Whether the peer may still write into the owner's memory (receives it was given). */
 	bool (*exposes_memory)(const struct bolt_connection *connection);
+	/*
+	 * Whether the owner still names a failed connection (work, memory the
+	 * peer may write, data of it not yet taken): one replaced by a new
+	 * connection to its peer is freed once this says no and none holds it.
+	 */
+	bool (*in_use)(const struct bolt_connection *connection);
 	/* Whether the owner keeps too much of the peer's data: its receives are held back. */
 	bool (*over_limit)(const struct bolt_connection *connection);
 	/* A message, its header checked by the transport; payload_length bytes at payload. */
@@ -120,7 +126,7 @@ struct bolt_connection_manager {
 	struct bolt_connection *connections;    /* hash by peer address */
 	struct bolt_accepted *accepted;
 	struct bolt_connection *retired;        /* failed, replaced by a new one to their peer:
-						 * kept until the endpoint closes */
+						 * freed once nothing names them */
 	bool handshakes_pending;                /* side channels need every progress call */
 	uint64_t side_channels_watched_ns;      /* else they are looked at this often */
 	struct pollfd *side_channel_polls;      /* one poll looks at them all */
@@ -157,6 +163,7 @@ struct bolt_connection {
 	uint32_t stripes_sent;          /* data rail stripes and direct writes posted to the peer, */
 	uint32_t stripes_received;      /* and arrived from it */
 	struct bolt_loss_watch loss;
+	unsigned int holds;             /* bolt_connection_hold without its release */
 	uint64_t failed_generation;     /* FAILED: the domain poll its buffers wait for */
 	bool reclaim_pending;           /* FAILED: buffers still posted on the lost QP */
 	uint64_t started_ns;            /* when connecting began, for its timeout */
@@ -189,6 +196,13 @@ bool bolt_connection_sender_matches_peer(const struct bolt_address *sender,
 /* Starts an endpoint's connections: they tell events; the listener and address are set already. */
 void bolt_connection_manager_start(struct bolt_connection_manager *manager, struct bolt_domain *domain,
 				   const struct bolt_connection_events *events);
+/*
+ * Keep connection from being freed while the caller names it (a collective
+ * group its members): a failed connection replaced by a new one to its peer
+ * is freed only once no one holds it. Every hold has its release.
+ */
+void bolt_connection_hold(struct bolt_connection *connection);
+void bolt_connection_release(struct bolt_connection *connection);
 /* The connection to peer, started if there is none. NULL only when out of memory. */
 struct bolt_connection *bolt_connection_get(struct bolt_connection_manager *manager,
 					    const struct bolt_address *peer);

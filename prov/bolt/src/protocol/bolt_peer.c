@@ -84,6 +84,13 @@ static bool bolt_peer_exposes_memory(const struct bolt_connection *connection)
 	return false;
 }
 
+/* Whether the protocols still name the peer: work, memory it may write, messages of it kept. */
+static bool bolt_peer_in_use(const struct bolt_connection *connection)
+{
+	return bolt_peer_busy(connection) || bolt_peer_exposes_memory(connection) ||
+	       bolt_peer_of(connection)->unexpected_bytes;
+}
+
 /* A message of the connection layer's own, queued with ours so that the peer sees them in order. */
 static void bolt_peer_send(struct bolt_connection *connection, const struct bolt_wire_header *header,
 			   const void *payload, size_t payload_length)
@@ -112,6 +119,7 @@ const struct bolt_connection_events bolt_peer_events = {
 	.can_send = bolt_transmit_progress,
 	.busy = bolt_peer_busy,
 	.exposes_memory = bolt_peer_exposes_memory,
+	.in_use = bolt_peer_in_use,
 	.over_limit = bolt_receive_over_limit,
 	.message = bolt_receive_message,
 	.write_landed = bolt_receive_landed,
