@@ -164,13 +164,15 @@ Test(hello_confirm, a_spoofed_sender_on_the_same_ip_is_not_believed)
 /*
  * Thousands of hellos, each from an invented sender of the same IP where
  * nothing listens: none is believed, so no connection, link or buffer is
- * made for any, and a real client connects afterwards.
+ * made for any, their refusals are said at most once a second, and a real
+ * client connects afterwards.
  */
 Test(hello_confirm, a_hello_flood_leaves_nothing_behind)
 {
 	struct rdm_options options = { .profile = "thunderbolt" };
 	struct bolt_side_channel_stream *streams = calloc(FLOOD_ROUND, sizeof(*streams));
 	struct bolt_fixture_endpoint endpoint;
+	struct timespec flood_start;
 	struct bolt_address sender;
 	size_t length = sizeof(sender);
 	struct bolt_endpoint *bolt;
@@ -181,6 +183,7 @@ Test(hello_confirm, a_hello_flood_leaves_nothing_behind)
 	cr_assert_not_null(streams);
 	bolt = bolt_of(&endpoint);
 	cr_assert_eq(fi_av_lookup(endpoint.av, endpoint.peer, &sender, &length), 0);
+	clock_gettime(CLOCK_MONOTONIC, &flood_start);
 	for (int round = 0; round < FLOOD_ROUNDS; round++) {
 		for (int i = 0; i < FLOOD_ROUND; i++) {
 			/* Port 1 upwards: privileged, no test process listens there. */
@@ -196,6 +199,12 @@ Test(hello_confirm, a_hello_flood_leaves_nothing_behind)
 	}
 	rdm_progress_for(&endpoint, 100);
 	cr_assert_null(bolt->connection_manager.accepted, "side channels of the flood are still kept");
+	cr_assert_eq(bolt->connection_manager.refusals, FLOOD_ROUNDS * FLOOD_ROUND);
+	cr_assert_leq(bolt->connection_manager.refusal_warnings,
+		      (uint64_t) bolt_fixture_elapsed_ms(&flood_start) / 1000 + 1,
+		      "%lu warnings for a flood of %d ms: not rate-limited",
+		      (unsigned long) bolt->connection_manager.refusal_warnings,
+		      (int) bolt_fixture_elapsed_ms(&flood_start));
 	receive_from_client(&endpoint, socket);
 	cr_assert_eq(connection_count(bolt), 1);
 	free(streams);

@@ -17,6 +17,7 @@
 #include <ifaddrs.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,8 @@
 #define BOLT_CONNECTION_ACCEPT_BACKOFF_MAX_NS (1000ULL * 1000000ULL)
 /* And said at most this often. */
 #define BOLT_CONNECTION_ACCEPT_WARN_NS (10ULL * 1000000000ULL)
+/* Side channels refused are said at most this often: a flood must not flood the log too. */
+#define BOLT_CONNECTION_REFUSAL_WARN_NS (1000ULL * 1000000ULL)
 
 uint64_t bolt_connection_now_ns(void)
 {
@@ -410,6 +413,30 @@ static void bolt_connection_answer(struct bolt_connection *connection, uint64_t 
 	connection->state = BOLT_CONNECTION_WAITING_READY;
 }
 
+/* Says why a side channel was refused, at most once a second, with how many went unsaid. */
+__attribute__((format(printf, 2, 3)))
+static void bolt_connection_refused(struct bolt_connection_manager *manager, const char *format, ...)
+{
+	uint64_t now_ns = bolt_connection_now_ns();
+	char reason[160];
+	va_list arguments;
+
+	manager->refusals++;
+	if (manager->refusal_warned_ns &&
+	    now_ns < manager->refusal_warned_ns + BOLT_CONNECTION_REFUSAL_WARN_NS) {
+		manager->refusals_unsaid++;
+		return;
+	}
+	va_start(arguments, format);
+	vsnprintf(reason, sizeof(reason), format, arguments);
+	va_end(arguments);
+	FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "refused a side channel: %s (and %" PRIu64
+		" more, unsaid, in the second before)\n", reason, manager->refusals_unsaid);
+	manager->refusal_warnings++;
+	manager->refusal_warned_ns = now_ns;
+	manager->refusals_unsaid = 0;
+}
+
 /*
  * A failed connection makes way for a new one to the same address. It is not
  * freed yet: the protocols may still name it (messages of it not yet
@@ -454,8 +481,7 @@ static void bolt_connection_answer_hello(struct bolt_connection_manager *manager
 		connection = NULL;
 	}
 	if (connection && connection->state != BOLT_CONNECTION_CONNECTING) {
-		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
-			"refused a side channel: a second hello for a live connection\n");
+		bolt_connection_refused(manager, "a second hello for a live connection");
 		return;
 	}
 	if (!connection) {
@@ -918,9 +944,8 @@ static void bolt_connection_accept_all(struct bolt_connection_manager *manager, 
 	       !(ret = bolt_side_channel_accept(&manager->listener, &accepted->stream))) {
 		manager->accept_backoff_ns = 0;
 		if (bolt_connection_pending_from(manager, &accepted->stream) >= per_source) {
-			FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
-				"closed a side channel: %zu from its address already wait to be believed\n",
-				per_source);
+			bolt_connection_refused(manager, "%zu from its address already wait to be believed",
+						per_source);
 			bolt_side_channel_stream_close(&accepted->stream);
 			continue;
 		}
@@ -989,7 +1014,7 @@ static bool bolt_connection_heard_first(struct bolt_connection_manager *manager,
 	if (!problem && bolt_confirm_start(manager, accepted, hello))
 		problem = "its sender cannot be asked to confirm it";
 	if (problem) {
-		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "refused a side channel: %s\n", problem);
+		bolt_connection_refused(manager, "%s", problem);
 		return false;
 	}
 	accepted->deadline_ns = bolt_connection_now_ns() + BOLT_CONNECTION_HELLO_NS;
@@ -1007,9 +1032,9 @@ static bool bolt_connection_progress_confirm(struct bolt_connection_manager *man
 	if (!ret)
 		bolt_connection_answer_hello(manager, accepted, &accepted->hello);
 	else
-		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL, "refused a side channel: %s\n",
-			ret == -FI_ENOENT ? "the sender its hello claims did not say it" :
-			"the sender its hello claims did not confirm it");
+		bolt_connection_refused(manager, "%s", ret == -FI_ENOENT ?
+					"the sender its hello claims did not say it" :
+					"the sender its hello claims did not confirm it");
 	return false;
 }
 

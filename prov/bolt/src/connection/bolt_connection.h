@@ -135,6 +135,10 @@ struct bolt_connection_manager {
 	uint64_t accept_backoff_ns;             /* the pause after the last failure */
 	uint64_t accept_warned_ns;              /* that failure was last said then */
 	uint64_t accept_failures;
+	uint64_t refusals;                      /* side channels refused, */
+	uint64_t refusal_warnings;              /* in so many warnings, */
+	uint64_t refusal_warned_ns;             /* the last one then, */
+	uint64_t refusals_unsaid;               /* and so many since went unsaid */
 	struct bolt_connection_manager *prev, *next;    /* domain->connection_managers */
 };
 
