@@ -1,10 +1,13 @@
 /*
  * test_softrdma_faults.c: injected faults: UC packet drops (every Nth, or a
  * seeded rate, the same losses every run), RC unaffected by drops, a cut
- * cable and a port down, and a peer process that dies, for UC and RC.
+ * cable and a port down (with the port's asynchronous events), the fault
+ * plan that applies them at given times, and a peer process that dies, for
+ * UC and RC.
  */
 #include <criterion/criterion.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -137,14 +140,31 @@ static enum ibv_port_state port_state(void)
 	return attr.state;
 }
 
+/* The context's next async event's type, or -1 if none is waiting. */
+static int next_event(void)
+{
+	struct ibv_async_event event;
+	int ret = softrdma_get_async_event(loopback.device.context, &event);
+
+	if (ret == EAGAIN)
+		return -1;
+	cr_assert_eq(ret, 0);
+	cr_assert_eq(event.element.port_num, 1);
+	softrdma_ack_async_event(&event);
+	return (int) event.event_type;
+}
+
 /* With the link broken by fault(true): UC loses silently, RC fails; fault(false) heals it. */
 static void check_broken_link(enum ibv_qp_type type, int (*fault)(int, int, bool))
 {
 	struct ibv_wc wc;
 
 	cr_assert_eq(port_state(), IBV_PORT_ACTIVE);
+	cr_assert_eq(next_event(), -1, "no event before the port changes");
 	cr_assert_eq(fault(0, 0, true), 0);
 	cr_assert_eq(port_state(), IBV_PORT_DOWN);
+	cr_assert_eq(next_event(), IBV_EVENT_PORT_ERR);
+	cr_assert_eq(next_event(), -1, "one event per change");
 	cr_assert_eq(test_post_recv(loopback.qp_b, loopback.mr_b, 0, 64, 1), 0);
 	cr_assert_eq(test_post_send(loopback.qp_a, IBV_WR_SEND, loopback.mr_a, 0, 64, NULL, 0, 0,
 				    IBV_SEND_SIGNALED, 1), 0);
@@ -154,6 +174,8 @@ static void check_broken_link(enum ibv_qp_type type, int (*fault)(int, int, bool
 	cr_assert_eq(test_poll(loopback.cq_b, &wc, 20), 0);
 	cr_assert_eq(fault(0, 0, false), 0);
 	cr_assert_eq(port_state(), IBV_PORT_ACTIVE);
+	cr_assert_eq(next_event(), IBV_EVENT_PORT_ACTIVE);
+	cr_assert_eq(next_event(), -1);
 	if (type == IBV_QPT_UC) {
 		cr_assert_eq(test_post_send(loopback.qp_a, IBV_WR_SEND, loopback.mr_a, 0, 64, NULL,
 					    0, 0, 0, 2), 0);
@@ -188,6 +210,68 @@ Test(faults, port_down_rc)
 	open_loopback(SOFTRDMA_PROFILE_ROCEV2, IBV_QPT_RC, "down-rc", 0, 0, 0);
 	check_broken_link(IBV_QPT_RC, softrdma_fault_port_down);
 	test_loopback_close(&loopback);
+}
+
+/* A port that went down and up between two looks still shows both changes, in order. */
+Test(faults, port_down_and_up_gives_both_events)
+{
+	open_loopback(SOFTRDMA_PROFILE_ROCEV2, IBV_QPT_UC, "down-up", 0, 0, 0);
+	cr_assert_eq(softrdma_fault_port_down(0, 0, true), 0);
+	cr_assert_eq(softrdma_fault_port_down(0, 0, true), 0);
+	cr_assert_eq(softrdma_fault_port_down(0, 0, false), 0);
+	cr_assert_eq(next_event(), IBV_EVENT_PORT_ERR);
+	cr_assert_eq(next_event(), IBV_EVENT_PORT_ACTIVE);
+	cr_assert_eq(next_event(), -1, "taking a port down twice is one change");
+	test_loopback_close(&loopback);
+}
+
+/*
+ * A fault plan cuts the cable at once and restores it later, while the
+ * process only polls: the port goes down, then comes back, with its events.
+ */
+Test(faults, plan_cuts_and_restores)
+{
+	struct softrdma_config config;
+	struct ibv_wc wc;
+	int polls = 0;
+
+	test_config_init(&config, SOFTRDMA_PROFILE_THUNDERBOLT, "single", "plan");
+	snprintf(config.fault_plan, sizeof(config.fault_plan),
+		 " at 150ms restore cable 0 ;at 0ms cut cable 0");
+	cr_assert_eq(test_loopback_open(&loopback, &config, IBV_QPT_UC, 2 * SLOT, 63), 0);
+	test_poll(loopback.cq_b, &wc, 1);
+	cr_assert_eq(next_event(), IBV_EVENT_PORT_ERR, "the first event is due at once");
+	cr_assert_eq(port_state(), IBV_PORT_DOWN);
+	/* The restore is due 150 ms after the start: poll until it comes (not a timing check). */
+	while (next_event() == -1 && polls++ < TEST_TIMEOUT_MS)
+		test_poll(loopback.cq_b, &wc, 1);
+	cr_assert_eq(port_state(), IBV_PORT_ACTIVE, "the restore never came");
+	test_loopback_close(&loopback);
+}
+
+/* Plans that do not parse, or name a device the topology lacks, fail the attach. */
+Test(faults, plan_refused)
+{
+	static const char *const plans[] = {
+		"at 10ms cut cable 1",          /* single: one device */
+		"at 10 cut cable 0",            /* no unit */
+		"at 10ms cut port 0",
+		"at 10ms port 0 sideways",
+		"at 10ms cut cable 0 at 20ms restore cable 0",
+		"at 10ms cut cable 1.0",        /* no host 1 */
+	};
+	struct softrdma_config config;
+
+	for (size_t i = 0; i < sizeof(plans) / sizeof(plans[0]); i++) {
+		test_config_init(&config, SOFTRDMA_PROFILE_THUNDERBOLT, "single", "plan-bad");
+		snprintf(config.fault_plan, sizeof(config.fault_plan), "%s", plans[i]);
+		cr_expect_eq(softrdma_attach(&config), -EINVAL, "plan \"%s\"", plans[i]);
+	}
+	test_config_init(&config, SOFTRDMA_PROFILE_THUNDERBOLT, "mesh:2x2", "plan-good");
+	snprintf(config.fault_plan, sizeof(config.fault_plan),
+		 "at 1s port 1.1 down; at 2s port 1.1 up;");
+	cr_assert_eq(softrdma_attach(&config), 0);
+	softrdma_detach();
 }
 
 Test(faults, unknown_device)

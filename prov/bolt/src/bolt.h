@@ -44,6 +44,7 @@ struct bolt_params {
 	int soft_drop_every;        /* FI_BOLT_SOFT_DROP_EVERY: drop every Nth UC packet */
 	int soft_drop_ppm;          /* FI_BOLT_SOFT_DROP_PPM: drop UC packets at this rate */
 	int soft_seed;              /* FI_BOLT_SOFT_SEED: seed of the drop generator */
+	char soft_fault_plan[256];  /* FI_BOLT_SOFT_FAULT_PLAN: cables cut, ports down, at times */
 	char soft_copy[8];          /* FI_BOLT_SOFT_COPY: "auto", "cma", "shm" */
 	char job_key[256];          /* FI_BOLT_JOB_KEY: "" is "uid:<user id>", unauthenticated */
 	char job_key_file[1024];    /* FI_BOLT_JOB_KEY_FILE: the key in a file instead */

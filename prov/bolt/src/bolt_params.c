@@ -60,6 +60,12 @@ static const struct bolt_param bolt_param_table[] = {
 		"Software device drops UC packets at this rate, per million (default: 0)"),
 	BOLT_INT_PARAM("soft_seed", soft_seed, 0, 1 << 30,
 		"Seed of the software device's packet-drop generator (default: 1)"),
+	BOLT_STRING_PARAM("soft_fault_plan", soft_fault_plan,
+		"Faults the software device injects in a running job, at times from the job's "
+		"start on the device (its first process): events separated by ';', each "
+		"\"at <n>ms|<n>s cut|restore cable [host.]index\" (both ends of the cable of that "
+		"device; an index alone is host 0's) or \"at <n>ms|<n>s port [host.]index down|up\", "
+		"e.g. \"at 200ms cut cable 1; at 900ms restore cable 1\" (default: unset, none)"),
 	BOLT_STRING_PARAM("soft_copy", soft_copy,
 		"How the software device moves data between processes: cma (cross-memory "
 		"attach, one copy), shm (through shared memory, two copies) or auto (cma where "

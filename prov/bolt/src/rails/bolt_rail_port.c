@@ -97,3 +97,26 @@ bool bolt_rail_port_claimed(const struct bolt_rail_port *rail_port)
 	pthread_mutex_unlock(&bolt_rail_port_claims_lock);
 	return found;
 }
+
+bool bolt_rail_port_read_events(struct bolt_rail_port *rail_port)
+{
+	struct bolt_verbs *verbs = rail_port->handle.verbs;
+	struct ibv_async_event event;
+	bool was_down = rail_port->down;
+
+	if (!rail_port->handle.context || !verbs->get_async_event)
+		return false;
+	while (!verbs->get_async_event(rail_port->handle.context, &event)) {
+		bool port_event = event.event_type == IBV_EVENT_PORT_ERR ||
+				  event.event_type == IBV_EVENT_PORT_ACTIVE;
+
+		if (port_event && event.element.port_num == rail_port->port.port_num) {
+			rail_port->down = event.event_type == IBV_EVENT_PORT_ERR;
+			rail_port->state_changes++;
+			FI_WARN(&bolt_prov, FI_LOG_DOMAIN, "%s:%u: port %s\n", rail_port->device.name,
+				rail_port->port.port_num, rail_port->down ? "down" : "active again");
+		}
+		verbs->ack_async_event(&event);
+	}
+	return was_down != rail_port->down;
+}

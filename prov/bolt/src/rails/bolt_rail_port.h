@@ -31,6 +31,8 @@ struct bolt_rail_port {
 	struct ibv_mr *control_mr;      /* the domain's control buffers, registered here: links
 					 * to peers only this port reaches use them; NULL: none */
 	struct bolt_rail_port *next_claimed;    /* the process's claimed ports */
+	bool down;                      /* the port's last asynchronous event said it is down */
+	uint32_t state_changes;         /* port down and up events read */
 };
 
 /*
@@ -54,6 +56,13 @@ void bolt_rail_port_claim(struct bolt_rail_port *rail_port);
 void bolt_rail_port_unclaim(struct bolt_rail_port *rail_port);
 /* Whether another open domain of the process has this device port as its own. */
 bool bolt_rail_port_claimed(const struct bolt_rail_port *rail_port);
+
+/*
+ * Reads the device's asynchronous events that are waiting, without waiting
+ * (IBV_EVENT_PORT_ERR, IBV_EVENT_PORT_ACTIVE for this port: down); true if
+ * the port went down or came back.
+ */
+bool bolt_rail_port_read_events(struct bolt_rail_port *rail_port);
 
 /* Whether the port has a queue pair to spare beyond reserve more. */
 bool bolt_rail_port_has_qp(const struct bolt_rail_port *rail_port, int reserve);

@@ -84,6 +84,7 @@ struct softrdma_config {
 	int drop_every;         /* drop every Nth UC packet; 0: none */
 	int drop_ppm;           /* drop UC packets at this rate per million */
 	unsigned int seed;      /* of the drop generator */
+	char fault_plan[256];   /* faults at given times (softrdma_plan.c); "": none */
 	enum softrdma_copy_mode copy_mode; /* 0: auto */
 };
 
@@ -174,6 +175,13 @@ int softrdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask
 int softrdma_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
 int softrdma_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 const char *softrdma_wc_status_str(enum ibv_wc_status status);
+/*
+ * The port's asynchronous events (IBV_EVENT_PORT_ERR, IBV_EVENT_PORT_ACTIVE),
+ * one per change of its state since the context was opened; never waits:
+ * EAGAIN when there is none.
+ */
+int softrdma_get_async_event(struct ibv_context *context, struct ibv_async_event *event);
+void softrdma_ack_async_event(struct ibv_async_event *event);
 
 /*
  * Fault injection, seen by every attached process. Devices are named by

@@ -39,6 +39,8 @@ static void softrdma_forget_parent(void)
 
 static int softrdma_config_check(const struct softrdma_config *config, int *hosts, int *cables)
 {
+	struct softrdma_fault_plan plan;
+
 	if (!config || (unsigned int) config->profile > SOFTRDMA_PROFILE_ROCEV2 ||
 	    config->host < 0 || softrdma_topology_parse(config->topology, hosts, cables) ||
 	    config->max_mr < 0 || config->max_qp < 0 || config->max_wr < 0 ||
@@ -46,6 +48,14 @@ static int softrdma_config_check(const struct softrdma_config *config, int *host
 	    (unsigned int) config->copy_mode > SOFTRDMA_COPY_SHM) {
 		FI_WARN(&bolt_prov, FI_LOG_CORE, "software device: invalid configuration%s%s\n",
 			config ? ", topology " : "", config ? config->topology : "");
+		return -EINVAL;
+	}
+	if (softrdma_fault_plan_parse(config->fault_plan, *hosts, *cables, &plan)) {
+		FI_WARN(&bolt_prov, FI_LOG_CORE,
+			"software device: invalid fault plan \"%s\" for topology %s "
+			"(events are \"at <n>ms|s cut|restore cable [host.]index\" or "
+			"\"at <n>ms|s port [host.]index down|up\", separated by ';')\n",
+			config->fault_plan, config->topology);
 		return -EINVAL;
 	}
 	return 0;

@@ -108,6 +108,11 @@ struct ibv_context *softrdma_open_device(struct ibv_device *device)
 	if (!context)
 		return softrdma_fail_null(ENOMEM);
 	context->device = own;
+	context->port_changes_reported = __atomic_load_n(
+		&softrdma_process.segment->devices[own->device_id].port_changes, __ATOMIC_ACQUIRE);
+	context->port_reported_active = softrdma_port_active(softrdma_process.segment,
+							     own->device_id);
+	pthread_mutex_init(&context->event_lock, NULL);
 	context->ibv.device = &own->ibv;
 	context->ibv.cmd_fd = -1;
 	context->ibv.async_fd = -1;
@@ -129,6 +134,7 @@ int softrdma_close_device(struct ibv_context *ibv_context)
 	if (__atomic_load_n(&context->children, __ATOMIC_ACQUIRE))
 		return softrdma_fail(EBUSY);
 	pthread_mutex_destroy(&context->ibv.mutex);
+	pthread_mutex_destroy(&context->event_lock);
 	free(context);
 	return 0;
 }
@@ -136,6 +142,42 @@ int softrdma_close_device(struct ibv_context *ibv_context)
 static int softrdma_context_device_id(struct ibv_context *context)
 {
 	return ((struct softrdma_context *) context)->device->device_id;
+}
+
+/*
+ * A port's changes since the last event, one event each, alternating from the
+ * state the last one said: a port that went down and up between two calls
+ * still gives IBV_EVENT_PORT_ERR, then IBV_EVENT_PORT_ACTIVE. Never waits:
+ * EAGAIN when there is none (the system library's, on a non-blocking fd).
+ */
+int softrdma_get_async_event(struct ibv_context *ibv_context, struct ibv_async_event *event)
+{
+	struct softrdma_context *context = (struct softrdma_context *) ibv_context;
+	uint32_t changes;
+
+	if (!context || !event)
+		return softrdma_fail(EINVAL);
+	softrdma_fault_plan_tick();
+	changes = __atomic_load_n(
+		&softrdma_process.segment->devices[context->device->device_id].port_changes,
+		__ATOMIC_ACQUIRE);
+	pthread_mutex_lock(&context->event_lock);
+	if (changes == context->port_changes_reported) {
+		pthread_mutex_unlock(&context->event_lock);
+		return softrdma_fail(EAGAIN);
+	}
+	context->port_changes_reported++;
+	context->port_reported_active = !context->port_reported_active;
+	memset(event, 0, sizeof(*event));
+	event->event_type = context->port_reported_active ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR;
+	event->element.port_num = SOFTRDMA_PORT;
+	pthread_mutex_unlock(&context->event_lock);
+	return 0;
+}
+
+void softrdma_ack_async_event(struct ibv_async_event *event)
+{
+	(void) event;
 }
 
 int softrdma_query_device(struct ibv_context *context, struct ibv_device_attr *attr)

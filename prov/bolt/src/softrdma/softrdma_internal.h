@@ -23,6 +23,10 @@ struct softrdma_context {
 	struct ibv_context ibv;
 	struct softrdma_device *device;
 	int children;           /* PDs and CQs: close fails with EBUSY while any */
+	/* Async events: the port's changes reported so far, and the state the last said. */
+	uint32_t port_changes_reported;
+	bool port_reported_active;
+	pthread_mutex_t event_lock;
 };
 
 struct softrdma_pd {
@@ -268,6 +272,20 @@ void softrdma_service_stop(void);
 void softrdma_service_forget(void);
 /* From verbs calls, in shm mode: serves what waits for this process; cheap when nothing does. */
 void softrdma_service_poll(void);
+
+/* ---- softrdma_fault.c ---- */
+/* Cuts or restores a device's cable (both ends), or takes its port down or up. */
+void softrdma_fault_set_locked(struct softrdma_segment *segment, int device_id,
+			       enum softrdma_fault_kind kind, bool fault);
+
+/* ---- softrdma_plan.c ---- */
+/* Parses a fault plan for a topology of hosts and cables: 0 or -EINVAL. */
+int softrdma_fault_plan_parse(const char *text, int hosts, int cables,
+			      struct softrdma_fault_plan *plan);
+/* Sets up the segment's plan from its config, starting now. */
+void softrdma_fault_plan_start_locked(struct softrdma_segment *segment, int hosts, int cables);
+/* Applies the plan's events that are due; cheap when none is. */
+void softrdma_fault_plan_tick(void);
 
 /* ---- softrdma_drop.c ---- */
 void softrdma_drop_reset_locked(struct softrdma_segment *segment, int every, int ppm,

@@ -25,7 +25,7 @@
 
 
 #define SOFTRDMA_MAGIC 0x74666f73746c6f62ULL /* "boltsoft" */
-#define SOFTRDMA_LAYOUT_VERSION 6
+#define SOFTRDMA_LAYOUT_VERSION 7
 
 /* Table sizes: generous, since the file is sparse and pages are touched only when used. */
 #define SOFTRDMA_MAX_PROCESSES 256
@@ -82,6 +82,7 @@ struct softrdma_shared_device {
 	int32_t qp_count;
 	uint8_t port_down;
 	uint8_t link_cut;
+	uint32_t port_changes;  /* times its port went down or up: async events (atomic) */
 };
 
 struct softrdma_shared_mr {
@@ -222,6 +223,29 @@ struct softrdma_drop_state {
 	uint64_t random_state;
 };
 
+/* The fault plan (softrdma_plan.c): faults at times from the segment's set-up. */
+#define SOFTRDMA_FAULT_PLAN_EVENTS 16
+
+enum softrdma_fault_kind {
+	SOFTRDMA_FAULT_CABLE,   /* both ends of a device's cable */
+	SOFTRDMA_FAULT_PORT,    /* one device's port */
+};
+
+struct softrdma_fault_event {
+	uint64_t at_ns;         /* from the plan's start */
+	int32_t host, index;    /* the device */
+	uint8_t kind;           /* enum softrdma_fault_kind */
+	bool fault;             /* cut / down; false: restore / up */
+};
+
+struct softrdma_fault_plan {
+	uint64_t start_ns;      /* CLOCK_MONOTONIC, the same for every process of the host */
+	uint64_t next_at_ns;    /* absolute; UINT64_MAX: nothing left (read without the lock) */
+	uint32_t count;
+	uint32_t next;          /* the first event not applied yet */
+	struct softrdma_fault_event events[SOFTRDMA_FAULT_PLAN_EVENTS];
+};
+
 /*
  * An attached process, known by its pid and its start time: a pid that
  * comes back as another process is not mistaken for it. A process of
@@ -253,6 +277,7 @@ struct softrdma_segment {
 	int32_t device_count;
 	uint32_t next_pd_id;
 	struct softrdma_drop_state drop;
+	struct softrdma_fault_plan plan;
 	struct softrdma_attached_process processes[SOFTRDMA_MAX_PROCESSES];
 	struct softrdma_bell bells[SOFTRDMA_MAX_PROCESSES]; /* rung when work is staged for one */
 	struct softrdma_shared_device devices[SOFTRDMA_MAX_DEVICES];

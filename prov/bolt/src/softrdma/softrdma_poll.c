@@ -13,6 +13,7 @@ int softrdma_poll_cq(struct ibv_cq *ibv_cq, int num_entries, struct ibv_wc *wc)
 
 	if (!cq || num_entries < 0 || (num_entries && !wc))
 		return -EINVAL;
+	softrdma_fault_plan_tick();
 	softrdma_service_poll();
 	softrdma_progress_all();
 	return softrdma_cq_take(cq, num_entries, wc);

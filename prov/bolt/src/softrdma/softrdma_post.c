@@ -152,6 +152,7 @@ int softrdma_post_send(struct ibv_qp *ibv_qp, struct ibv_send_wr *wr, struct ibv
 
 	if (!qp || !bad_wr)
 		return softrdma_fail(EINVAL);
+	softrdma_fault_plan_tick();
 	softrdma_service_poll();
 	pthread_mutex_lock(&qp->send_lock);
 	state = softrdma_qp_state(qp);

@@ -159,6 +159,7 @@ static void softrdma_segment_reset(struct softrdma_segment *segment,
 	softrdma_topology_build(segment);
 	segment->next_pd_id = 0;
 	softrdma_drop_reset_locked(segment, config->drop_every, config->drop_ppm, config->seed);
+	softrdma_fault_plan_start_locked(segment, hosts, cables);
 	memset(segment->processes, 0, sizeof(segment->processes));
 	memset(segment->bells, 0, sizeof(segment->bells));
 	softrdma_table_reset(&segment->mrs);

@@ -50,6 +50,13 @@ struct bolt_verbs {
 	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 
 	const char *(*wc_status_str)(enum ibv_wc_status status);
+	/*
+	 * The device's next asynchronous event (a port down or up, ...), without
+	 * waiting: 0, EAGAIN when there is none, ENOSYS where the library has none.
+	 * Each event taken is acknowledged.
+	 */
+	int (*get_async_event)(struct ibv_context *context, struct ibv_async_event *event);
+	void (*ack_async_event)(struct ibv_async_event *event);
 };
 
 /*

@@ -27,6 +27,7 @@ static int bolt_verbs_soft_config(const struct bolt_params *params,
 	config->drop_every = params->soft_drop_every;
 	config->drop_ppm = params->soft_drop_ppm;
 	config->seed = (unsigned int) params->soft_seed;
+	snprintf(config->fault_plan, sizeof(config->fault_plan), "%s", params->soft_fault_plan);
 	return 0;
 }
 
@@ -72,6 +73,8 @@ int bolt_verbs_soft_open(const struct bolt_params *params, struct bolt_verbs *ve
 	verbs->post_send = softrdma_post_send;
 	verbs->post_recv = softrdma_post_recv;
 	verbs->wc_status_str = softrdma_wc_status_str;
+	verbs->get_async_event = softrdma_get_async_event;
+	verbs->ack_async_event = softrdma_ack_async_event;
 	FI_INFO(&bolt_prov, FI_LOG_CORE,
 		"verbs from the software device, profile %s, copy mode %s\n", params->soft_profile,
 		softrdma_copy_mode_name(softrdma_copy_mode_current()));

@@ -6,6 +6,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,8 +23,13 @@ typedef int (*bolt_query_port_symbol)(struct ibv_context *, uint8_t, struct ibv_
 typedef int (*bolt_query_gid_ex_symbol)(struct ibv_context *, uint32_t, uint32_t,
 					struct ibv_gid_entry *, uint32_t, size_t);
 
+typedef int (*bolt_get_async_event_symbol)(struct ibv_context *, struct ibv_async_event *);
+typedef void (*bolt_ack_async_event_symbol)(struct ibv_async_event *);
+
 static bolt_query_port_symbol bolt_system_query_port_symbol;
 static bolt_query_gid_ex_symbol bolt_system_query_gid_ex_symbol;
+static bolt_get_async_event_symbol bolt_system_get_async_event_symbol;
+static bolt_ack_async_event_symbol bolt_system_ack_async_event_symbol;
 
 static int bolt_system_query_port(struct ibv_context *context, uint8_t port_num,
 				  struct ibv_port_attr *attr)
@@ -96,6 +102,32 @@ static int bolt_system_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 	return qp->context->ops.post_recv(qp, wr, bad_wr);
 }
 
+/*
+ * ibv_get_async_event blocks on the context's event file unless it is
+ * non-blocking: made so on the first call, so that progress never waits.
+ */
+static int bolt_system_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
+{
+	int flags;
+
+	if (!bolt_system_get_async_event_symbol || context->async_fd < 0)
+		return ENOSYS;
+	flags = fcntl(context->async_fd, F_GETFL);
+	if (flags < 0)
+		return errno;
+	if (!(flags & O_NONBLOCK) && fcntl(context->async_fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return errno;
+	if (bolt_system_get_async_event_symbol(context, event))
+		return errno ? errno : EIO;
+	return 0;
+}
+
+static void bolt_system_ack_async_event(struct ibv_async_event *event)
+{
+	if (bolt_system_ack_async_event_symbol)
+		bolt_system_ack_async_event_symbol(event);
+}
+
 /* Looks up one required symbol; names it when it is missing. */
 static int bolt_system_symbol(struct bolt_verbs *verbs, const char *symbol, void *slot)
 {
@@ -157,6 +189,12 @@ int bolt_verbs_system_open(const char *library_path, struct bolt_verbs *verbs)
 	/* Optional: older libraries and Apple's have none; sysfs stands in on Linux. */
 	*(void **) &bolt_system_query_gid_ex_symbol =
 		dlsym(verbs->library_handle, "_ibv_query_gid_ex");
+	*(void **) &bolt_system_get_async_event_symbol =
+		dlsym(verbs->library_handle, "ibv_get_async_event");
+	*(void **) &bolt_system_ack_async_event_symbol =
+		dlsym(verbs->library_handle, "ibv_ack_async_event");
+	verbs->get_async_event = bolt_system_get_async_event;
+	verbs->ack_async_event = bolt_system_ack_async_event;
 	verbs->query_port = bolt_system_query_port;
 	verbs->query_gid_type = bolt_system_query_gid_type;
 	verbs->poll_cq = bolt_system_poll_cq;
