@@ -353,6 +353,7 @@ static void bolt_connection_destroy(struct bolt_connection **table, struct bolt_
 
 	bolt_connection_release_device(connection);
 	manager->events->destroyed(connection);
+	bolt_retransmit_destroy(connection);
 	HASH_DEL(*table, connection);
 	free(connection);
 }
@@ -1210,6 +1211,7 @@ void bolt_connection_progress_all(struct bolt_connection_manager *manager)
 			bolt_connection_fail(connection, FI_EIO,
 					     "the peer closed our side channel and never said hello: it is gone");
 		bolt_connection_reclaim_when_polled(connection);
+		bolt_retransmit_progress(connection, now);
 		if (connection->state == BOLT_CONNECTION_ESTABLISHED)
 			manager->events->can_send(connection);
 	}

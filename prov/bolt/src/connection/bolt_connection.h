@@ -45,19 +45,54 @@ struct bolt_data_rail {
 	uint64_t bytes_written;         /* by the stripes of this end's writes */
 };
 
-/* What the side channel shows of messages lost on UC (bolt_loss.c): counts asked for while it waits. */
+/* What the side channel shows of writes lost on UC (bolt_loss.c): counts asked for while it waits. */
 struct bolt_loss_watch {
 	uint32_t seen_received;         /* arrivals at the last look, */
 	uint32_t seen_stripes;
 	uint64_t quiet_since_ns;        /* and since when nothing arrived */
 	uint64_t asked_ns;              /* our last question; */
 	bool asking;                    /* its answer still to come */
-	uint32_t sent_at_ask, stripes_sent_at_ask;              /* our counts when we asked, */
-	uint32_t sent_at_previous_ask, stripes_sent_at_previous_ask;    /* and the time before */
-	uint32_t confirmed_sent, confirmed_stripes;     /* the peer had all of these */
+	uint32_t stripes_sent_at_ask;   /* our count when we asked, */
+	uint32_t stripes_sent_at_previous_ask;  /* and the time before */
+	uint32_t confirmed_stripes;     /* the peer had all of these */
 	bool answered;                  /* the peer's counts, judged after a grace period */
 	uint64_t answered_ns;
-	uint32_t peer_sent, peer_received, peer_stripes_sent, peer_stripes_received;
+	uint32_t peer_stripes_sent, peer_stripes_received;
+};
+
+/*
+ * Messages sent on UC and not yet acknowledged, to send again
+ * (bolt_retransmit.c): go-back-N over a window of the connection's
+ * sequence numbers, each a copy of what was sent.
+ */
+#define BOLT_RETRANSMIT_WINDOW 32
+
+struct bolt_retransmit_entry {
+	char *bytes;                    /* the header as sent, then the payload */
+	uint32_t length, capacity;
+	bool bounce;                    /* written whole into a bounce buffer, not sent */
+	bool resent;                    /* no round-trip sample from it (Karn) */
+	uint64_t sent_ns;               /* its last (re)transmission */
+};
+
+struct bolt_retransmit {
+	struct bolt_retransmit_entry *entries;  /* by sequence modulo the window; NULL: none yet */
+	uint32_t acknowledged;          /* the peer has every message before this */
+	bool going_back;                /* sending again from resend_next to send_sequence */
+	uint32_t resend_next;
+	uint32_t resent_from;           /* the acknowledged a resend last started from */
+	bool resending;                 /* posting a copy: it is kept already */
+	uint64_t progress_ns;           /* acknowledged last moved, or the first unacknowledged left */
+	uint64_t srtt_ns, rttvar_ns;    /* round trip, measured, */
+	uint64_t measured_rto_ns;       /* the timeout from it, */
+	uint64_t rto_ns;                /* and as backed off while nothing comes back */
+	uint32_t acknowledgement_sent;  /* receiver: the receive_sequence our last header said */
+	uint64_t acknowledgement_due_ns;        /* owed from then on; 0: none owed */
+	uint32_t resend_asked;          /* receiver: the gap we asked about, */
+	uint64_t resend_asked_ns;       /* when, */
+	bool resend_asking;             /* and whether the question went */
+	uint64_t probe_ns;              /* no credit left: our last probe */
+	uint64_t resends, timeouts, duplicates; /* what it took, for the log */
 };
 
 enum bolt_connection_state {
@@ -108,7 +143,7 @@ struct bolt_connection_events {
 			const char *payload, size_t payload_length);
 	/* A write with immediate data landed on the control rail (no message). */
 	void (*write_landed)(struct bolt_connection *connection, const struct ibv_wc *wc);
-	/* Messages from the peer were lost: the connection fails next. */
+	/* Writes (or a message a protocol found damaged) were lost: the connection fails next. */
 	void (*lost)(struct bolt_connection *connection);
 	/* Sends a message of the transport's own (data rail set-up), header filled but for the frame. */
 	void (*send)(struct bolt_connection *connection, const struct bolt_wire_header *header,
@@ -167,6 +202,7 @@ struct bolt_connection {
 	uint32_t stripes_sent;          /* data rail stripes and direct writes posted to the peer, */
 	uint32_t stripes_received;      /* and arrived from it */
 	struct bolt_loss_watch loss;
+	struct bolt_retransmit retransmit;
 	unsigned int holds;             /* bolt_connection_hold without its release */
 	uint64_t failed_generation;     /* FAILED: the domain poll its buffers wait for */
 	bool reclaim_pending;           /* FAILED: buffers still posted on the lost QP */
@@ -268,8 +304,27 @@ int bolt_data_rail_post_receive(struct bolt_connection *connection, int rail,
 				struct bolt_control_buffer *record);
 void bolt_data_rail_destroy_all(struct bolt_connection *connection);
 
+/* Retransmission of messages on UC (bolt_retransmit.c). */
+/* Whether the window has room for one more message. */
+bool bolt_retransmit_has_room(const struct bolt_connection *connection);
+/* Keeps a copy of the message wr sends (header its first bytes); false if out of memory. */
+bool bolt_retransmit_keep(struct bolt_connection *connection, const struct bolt_wire_header *header,
+			  const struct ibv_send_wr *wr);
+/* A header from the peer: what it acknowledges, and a resend it asks for. */
+void bolt_retransmit_acknowledged(struct bolt_connection *connection,
+				  const struct bolt_wire_header *header);
+/* Whether a message (sequence) is the next in order: else it is dropped, and asked for again. */
+bool bolt_retransmit_in_order(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/* The message in order was taken (receive_sequence counts it): an acknowledgement is owed. */
+void bolt_retransmit_received(struct bolt_connection *connection);
+/* A header of ours goes out: it acknowledges what arrived so far. */
+void bolt_retransmit_acknowledging(struct bolt_connection *connection, struct bolt_wire_header *header);
+/* Timeouts, resends, acknowledgements owed, probes when no credit is left. */
+void bolt_retransmit_progress(struct bolt_connection *connection, uint64_t now_ns);
+void bolt_retransmit_destroy(struct bolt_connection *connection);
+
 /* Loss (bolt_loss.c). */
-/* Fails a connection that lost messages; its link takes no new connection (a credit is gone). */
+/* Fails a connection that lost writes; its link takes no new connection. */
 void bolt_loss_fail(struct bolt_connection *connection, const char *why);
 /* While the connection waits for the peer and nothing arrives, compares counts with it. */
 void bolt_loss_check(struct bolt_connection *connection, uint64_t now_ns);

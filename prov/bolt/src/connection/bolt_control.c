@@ -3,6 +3,8 @@
  * each with a record that travels as the wr_id of the send or receive that
  * uses it.
  */
+#include <stdlib.h>
+
 #include "connection/bolt_connection.h"
 
 struct bolt_control_buffer *bolt_control_buffer_get(struct bolt_domain *domain)
@@ -27,6 +29,8 @@ void bolt_control_buffer_put(struct bolt_domain *domain, struct bolt_control_buf
 		bolt_registration_release(domain, &record->registration, record->covered);
 		record->holds_registration = false;
 	}
+	free(record->resent_payload);
+	record->resent_payload = NULL;
 	record->link = NULL;
 	record->connection = NULL;
 	record->operation = NULL;

@@ -73,8 +73,16 @@ struct bolt_link {
 	int next_slot;                  /* where the search for a free slot starts: round robin */
 	uint32_t receive_depth;         /* receives posted for the peer, and its credits */
 	uint32_t peer_receive_depth;    /* what the peer posted for us */
-	uint32_t send_credits;          /* receives the peer has posted for us */
-	uint32_t credits_to_return;
+	int32_t send_credits;           /* receives the peer has posted for us, as far as this end
+					 * knows: below 0 after transmissions UC lost (the peer
+					 * gives their receives back once it sees the gap) */
+	uint16_t peer_credits_seen;     /* the peer's count of receives given back, last seen */
+	uint32_t credits_given;         /* ours: reposted, and the peer's lost transmissions' */
+	uint32_t credits_to_return;     /* given since our last header said the count */
+	bool credits_urgent;            /* among them the peer's lost ones: say so at once */
+	uint32_t transmissions;         /* ours that take a receive: the next link_sequence */
+	uint32_t arrivals;              /* the peer's transmissions that arrived, */
+	uint32_t lost;                  /* and those that did not (gaps in link_sequence) */
 	struct bolt_bounce bounce;      /* ours, for the peer's messages */
 	struct bolt_peer_bounce peer_bounce;
 	uint32_t bounces_sent;          /* into the peer's buffers, which are used in turn */
@@ -105,6 +113,8 @@ struct bolt_control_buffer {
 	bool holds_registration;                /* a send that outlived its connection (bolt_link.c): */
 	struct bolt_registration registration;  /* its RDMA write's buffer, released with it */
 	bool covered;
+	void *resent_payload;                   /* a message written whole, sent again: its copy,
+						 * freed with the buffer (bolt_retransmit.c) */
 };
 
 /* Control buffers (bolt_control.c); all under the domain lock. */
@@ -156,6 +166,8 @@ void bolt_link_reclaim(struct bolt_domain *domain);
 /* Sending on the control rail (bolt_link_send.c). */
 /* Room for slots more send queue entries on the link, and more credits than spare. */
 bool bolt_link_can_send(const struct bolt_connection *connection, uint32_t spare, int slots);
+/* Room for a message sent again: a send queue entry and a credit (no window). */
+bool bolt_link_can_resend(const struct bolt_connection *connection);
 /* Fills the transport's part of a header: op, payload length, slot, credits, sequence. */
 void bolt_link_frame(struct bolt_connection *connection, struct bolt_wire_header *header,
 		     enum bolt_wire_op op, size_t payload_length);
@@ -178,8 +190,18 @@ bool bolt_link_post_buffer(struct bolt_connection *connection, struct bolt_contr
  */
 struct bolt_connection *bolt_link_send_completed(struct bolt_control_buffer *record,
 						 const struct ibv_wc *wc);
+/* The completion of a send of no operation (a probe, credits, a message sent again). */
+void bolt_link_bare_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc);
 /* A header that only returns credits, once enough receives were posted again. */
 void bolt_link_return_credits(struct bolt_connection *connection);
+/*
+ * A CREDIT header now: the credits and the acknowledgement, asking with
+ * resend for what follows it; without_credit, also when this end has none
+ * left (a probe: UC loses it harmlessly if the peer has no receive). False
+ * if it cannot go now.
+ */
+bool bolt_link_send_acknowledgement(struct bolt_connection *connection, bool resend,
+				    bool without_credit);
 /* A new link's probe: a SEND of no bytes with nonce as immediate data. 0 or a negative error. */
 int bolt_link_send_probe(struct bolt_connection *connection, uint32_t nonce);
 

@@ -71,6 +71,7 @@ static int bolt_link_receive_repost(struct bolt_link *link, struct bolt_control_
 		return -FI_EIO;
 	}
 	link->credits_to_return += link->unposted_count;
+	link->credits_given += link->unposted_count;
 	link->unposted_count = 0;
 	return 0;
 }
@@ -123,16 +124,41 @@ int bolt_link_receive_post_initial(struct bolt_link *link)
 static const char *bolt_link_receive_check_credits(const struct bolt_link *link,
 						   const struct bolt_wire_header *header)
 {
-	return bolt_wire_check_credits(header, (uint32_t) link->send_credits,
-				       (uint32_t) link->peer_receive_depth);
+	return bolt_wire_check_credits(header, link->send_credits, link->peer_credits_seen,
+				       link->peer_receive_depth);
 }
 
 /* Why a message on link cannot be trusted, or NULL. */
 static const char *bolt_link_receive_check(const struct bolt_link *link,
 					   const struct bolt_wire_header *header, uint32_t length)
 {
-	return bolt_wire_check(header, length, (uint32_t) link->send_credits,
-			       (uint32_t) link->peer_receive_depth);
+	return bolt_wire_check(header, length, link->send_credits, link->peer_credits_seen,
+			       link->peer_receive_depth);
+}
+
+/*
+ * A checked header's link fields: the credits it brings, and the peer's
+ * transmissions before it that never arrived (UC lost them): their receives
+ * are still posted, so they are given back. The peer's transmissions arrive
+ * in order on the queue pair, so the gap is exact.
+ */
+static void bolt_link_receive_count(struct bolt_link *link, const struct bolt_wire_header *header)
+{
+	int32_t missing = (int32_t) (header->link_sequence - link->arrivals);
+
+	link->send_credits += bolt_wire_credits_brought(header, link->peer_credits_seen);
+	if (bolt_wire_credits_brought(header, link->peer_credits_seen))
+		link->peer_credits_seen = header->credits;
+	/* At most a link's receives can be missing since the last arrival. */
+	if (missing > (int32_t) link->lost && missing - (int32_t) link->lost <= (int32_t) link->receive_depth) {
+		uint32_t newly = (uint32_t) missing - link->lost;
+
+		link->lost += newly;
+		link->credits_given += newly;
+		link->credits_to_return += newly;
+		/* The peer may have run dry on them: it hears of them at once. */
+		link->credits_urgent = true;
+	}
 }
 
 /*
@@ -180,12 +206,15 @@ static struct bolt_connection *bolt_link_receive_arrived(struct bolt_link *link,
 
 	if (!connection || connection->slot_nonce != header->slot_nonce)
 		return NULL;
-	if (header->sequence != connection->receive_sequence) {
-		bolt_loss_fail(connection, "sequence gap: a message was lost");
+	bolt_retransmit_acknowledged(connection, header);
+	if (header->op == BOLT_WIRE_CREDIT || connection->state == BOLT_CONNECTION_FAILED)
+		return connection;
+	/* Out of order (after a loss) or again: dropped, and the rest asked for again. */
+	if (!bolt_retransmit_in_order(connection, header))
 		return NULL;
-	}
 	connection->receive_sequence++;
 	bolt_link_receive_dispatch(connection, header, payload, payload_length);
+	bolt_retransmit_received(connection);
 	return connection;
 }
 
@@ -232,7 +261,7 @@ static void bolt_link_receive_completed(struct bolt_work_completion *work, const
 			bolt_link_receive_drop(link, record, problem);
 			return;
 		}
-		link->send_credits += bounced.credits;
+		bolt_link_receive_count(link, &bounced);
 		message = true;
 		connection = bolt_link_receive_arrived(link, &bounced, payload, bounced.total_length);
 	} else if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
@@ -246,11 +275,13 @@ static void bolt_link_receive_completed(struct bolt_work_completion *work, const
 			bolt_link_receive_drop(link, record, problem);
 			return;
 		}
-		link->send_credits += header->credits;
+		bolt_link_receive_count(link, header);
 		message = header->op == BOLT_WIRE_MESSAGE;
 		connection = bolt_link_receive_arrived(link, header, (const char *) (header + 1),
 						       header->payload_length);
 	}
+	/* Counted after its header's gap was looked at: the gap is of those before it. */
+	link->arrivals++;
 	/* Handling it may have failed the last connection, and retired the link with it. */
 	if (!link->qp) {
 		bolt_link_receive_drop(link, record, NULL);

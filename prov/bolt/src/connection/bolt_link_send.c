@@ -1,23 +1,38 @@
 /*
  * bolt_link_send.c: sending on the control rail. A message goes out only
  * when the peer has a receive posted for it (a credit: UC loses a SEND that
- * finds none) and the link's send queue has room. The header's transport
- * fields (slot, credits returned, sequence) are filled here; what the
- * message says is its owner's. A send's completion returns its buffer and
- * the room it took, then hands the connection back to its owner.
+ * finds none), the link's send queue has room and, on UC, the connection's
+ * window of unacknowledged messages (bolt_retransmit.c). The header's
+ * transport fields (slot, credits given back, sequence, link sequence,
+ * acknowledgement) are filled here; what the message says is its owner's.
+ * A send's completion returns its buffer and the room it took, then hands
+ * the connection back to its owner.
  */
 #include <string.h>
 
 #include "connection/bolt_connection.h"
 
-bool bolt_link_can_send(const struct bolt_connection *connection, uint32_t spare, int slots)
+/* Room on the link's send queue, and more credits than spare (any, without_credit). */
+static bool bolt_link_has_room(const struct bolt_connection *connection, uint32_t spare, int slots,
+			       bool without_credit)
 {
 	const struct bolt_domain *domain = connection->manager->domain;
 	const struct bolt_link *link = connection->link;
 
 	return connection->state == BOLT_CONNECTION_ESTABLISHED &&
 	       link->outstanding_sends + slots <= (int) domain->primary.budget.queue_depth &&
-	       link->send_credits > spare;
+	       (without_credit || (int64_t) link->send_credits > (int64_t) spare);
+}
+
+bool bolt_link_can_resend(const struct bolt_connection *connection)
+{
+	return bolt_link_has_room(connection, 0, 1, false);
+}
+
+bool bolt_link_can_send(const struct bolt_connection *connection, uint32_t spare, int slots)
+{
+	return bolt_link_has_room(connection, spare, slots, false) &&
+	       bolt_retransmit_has_room(connection);
 }
 
 void bolt_link_frame(struct bolt_connection *connection, struct bolt_wire_header *header,
@@ -28,9 +43,52 @@ void bolt_link_frame(struct bolt_connection *connection, struct bolt_wire_header
 	header->payload_length = (uint16_t) payload_length;
 	header->slot = connection->slot;
 	header->slot_nonce = connection->slot_nonce;
-	header->credits = (uint16_t) connection->link->credits_to_return;
-	header->sequence = connection->send_sequence++;
+	header->credits = (uint16_t) connection->link->credits_given;
+	connection->link->credits_urgent = false;
+	/* Acknowledgements and credits are no message of their own: never resent, no number. */
+	header->sequence = op == BOLT_WIRE_CREDIT ? connection->send_sequence :
+						 connection->send_sequence++;
 	connection->link->credits_to_return = 0;
+}
+
+/*
+ * The header wr sends from record's buffer (a message, or one written whole
+ * into a bounce buffer), or NULL: a write of the application's data, a probe.
+ */
+static struct bolt_wire_header *bolt_link_header_of(struct bolt_domain *domain,
+						    const struct bolt_control_buffer *record,
+						    const struct ibv_send_wr *wr)
+{
+	bool bounce = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM &&
+		      (wr->imm_data & (BOLT_IMMEDIATE_WRITE_BACK | BOLT_IMMEDIATE_GRANTED |
+				       BOLT_IMMEDIATE_ID)) == BOLT_IMMEDIATE_BOUNCE;
+
+	if ((wr->opcode != IBV_WR_SEND && !bounce) || wr->num_sge < 1 ||
+	    wr->sg_list[0].addr != (uintptr_t) bolt_control_buffer_data(domain, record) ||
+	    wr->sg_list[0].length < sizeof(struct bolt_wire_header))
+		return NULL;
+	return (struct bolt_wire_header *) bolt_control_buffer_data(domain, record);
+}
+
+/*
+ * What a header says of the link and the connection as it goes, the latest:
+ * its place among the link's transmissions, the credits given back, what
+ * arrived; on UC a message is kept to be sent again.
+ */
+static bool bolt_link_stamp(struct bolt_connection *connection, struct bolt_wire_header *header,
+			    const struct ibv_send_wr *wr)
+{
+	struct bolt_link *link = connection->link;
+
+	header->link_sequence = link->transmissions;
+	header->credits = (uint16_t) link->credits_given;
+	link->credits_to_return = 0;
+	link->credits_urgent = false;
+	bolt_retransmit_acknowledging(connection, header);
+	if (header->op == BOLT_WIRE_CREDIT || !bolt_connection_unreliable(connection) ||
+	    connection->retransmit.resending)
+		return true;
+	return bolt_retransmit_keep(connection, header, wr);
 }
 
 bool bolt_link_post(struct bolt_connection *connection, struct bolt_control_buffer *record,
@@ -42,8 +100,15 @@ bool bolt_link_post(struct bolt_connection *connection, struct bolt_control_buff
 	struct ibv_send_wr *bad_wr;
 	int ret;
 
+	struct bolt_wire_header *header = bolt_link_header_of(domain, record, wr);
+
 	wr->wr_id = (uintptr_t) &record->work;
 	wr->send_flags = IBV_SEND_SIGNALED;
+	if (header && !bolt_link_stamp(connection, header, wr)) {
+		bolt_control_buffer_put(domain, record);
+		bolt_connection_fail(connection, FI_ENOMEM, "no memory to keep a message to send again");
+		return false;
+	}
 	record->work.handle = handle;
 	record->link = link;
 	record->connection = connection;
@@ -60,8 +125,10 @@ bool bolt_link_post(struct bolt_connection *connection, struct bolt_control_buff
 		return false;
 	}
 	link->outstanding_sends++;
-	if (wr->opcode != IBV_WR_RDMA_WRITE)
+	if (wr->opcode != IBV_WR_RDMA_WRITE) {
 		link->send_credits--;
+		link->transmissions++;
+	}
 	return true;
 }
 
@@ -123,8 +190,7 @@ struct bolt_connection *bolt_link_send_completed(struct bolt_control_buffer *rec
 	return connection;
 }
 
-/* A send of no operation (a probe, credits): its buffer and room return, its connection goes on. */
-static void bolt_link_bare_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc)
+void bolt_link_bare_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc)
 {
 	struct bolt_control_buffer *record = bolt_control_buffer_of_work(work);
 	struct bolt_connection *connection;
@@ -147,6 +213,27 @@ int bolt_link_send_probe(struct bolt_connection *connection, uint32_t nonce)
 	return bolt_link_post(connection, record, &wr, NULL, bolt_link_bare_send_completed) ? 0 : -FI_EIO;
 }
 
+/* A CREDIT header through a buffer of its own; false if it cannot go now. */
+static bool bolt_link_send_credit(struct bolt_connection *connection, uint8_t flags,
+				  bool without_credit)
+{
+	struct bolt_domain *domain = connection->manager->domain;
+	struct bolt_control_buffer *record;
+	struct bolt_wire_header *header;
+
+	if (!bolt_link_has_room(connection, 0, 1, without_credit))
+		return false;
+	record = bolt_control_buffer_get(domain);
+	if (!record)
+		return false;
+	record->send_slots = 1;
+	header = (struct bolt_wire_header *) bolt_control_buffer_data(domain, record);
+	bolt_link_frame(connection, header, BOLT_WIRE_CREDIT, 0);
+	header->flags = BOLT_WIRE_FLAG_LAST | flags;
+	return bolt_link_post_buffer(connection, record, sizeof(*header), NULL,
+				     bolt_link_bare_send_completed);
+}
+
 /*
  * A header that only returns credits, once a batch of receives is posted
  * again: a peer whose every write takes a receive (UC) would otherwise run
@@ -155,23 +242,18 @@ int bolt_link_send_probe(struct bolt_connection *connection, uint32_t nonce)
  */
 void bolt_link_return_credits(struct bolt_connection *connection)
 {
-	struct bolt_domain *domain = connection->manager->domain;
 	struct bolt_link *link = connection->link;
 	/* Receives held back are no credits the peer can wait for. */
 	uint32_t half_not_held = (link->receive_depth - link->held_count) / 2;
 	uint32_t due = half_not_held < BOLT_LINK_REPOST_BATCH ? half_not_held : BOLT_LINK_REPOST_BATCH;
-	struct bolt_control_buffer *record;
-	struct bolt_wire_header *header;
 
-	if (!link->credits_to_return || link->credits_to_return < due ||
-	    !bolt_link_can_send(connection, 0, 1))
+	if (!link->credits_to_return || (link->credits_to_return < due && !link->credits_urgent))
 		return;
-	record = bolt_control_buffer_get(domain);
-	if (!record)
-		return;
-	record->send_slots = 1;
-	header = (struct bolt_wire_header *) bolt_control_buffer_data(domain, record);
-	bolt_link_frame(connection, header, BOLT_WIRE_CREDIT, 0);
-	header->flags = BOLT_WIRE_FLAG_LAST;
-	bolt_link_post_buffer(connection, record, sizeof(*header), NULL, bolt_link_bare_send_completed);
+	bolt_link_send_credit(connection, 0, false);
+}
+
+bool bolt_link_send_acknowledgement(struct bolt_connection *connection, bool resend,
+				    bool without_credit)
+{
+	return bolt_link_send_credit(connection, resend ? BOLT_WIRE_FLAG_RESEND : 0, without_credit);
 }

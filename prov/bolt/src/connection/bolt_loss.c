@@ -1,15 +1,17 @@
 /*
- * bolt_loss.c: messages lost on an unreliable (UC) queue pair. UC drops a
- * packet without a trace at either end; the wire header's sequence shows a
- * gap only when a later message arrives. When a connection waits for its
- * peer (a reply, more of a message, credits, or a confirmation of what it
- * sent) and nothing has arrived for a while, it asks the peer over the side
- * channel what it has sent and received. Messages sent before the answer
- * must arrive within a grace period; what the peer received must include
- * everything sent before the previous question. Otherwise something was
- * lost, and the connection fails, so every operation on it ends with an
- * error instead of waiting forever. A peer that does not answer (it is not
- * progressing) is not judged: liveness is the side channel's own job.
+ * bolt_loss.c: RDMA writes lost on an unreliable (UC) queue pair. UC drops
+ * a packet without a trace at either end. Messages are sent again
+ * (bolt_retransmit.c); writes of the application's data (stripes, direct
+ * writes) are not yet, but each carries immediate data, so the target
+ * counts them. When a connection waits for its peer and nothing has arrived
+ * for a while, it asks the peer over the side channel what it has written
+ * and received. Writes posted before the answer must arrive within a grace
+ * period; what the peer received must include everything written before
+ * the previous question. Otherwise a write was lost, and the connection
+ * fails, so every operation on it ends with an error instead of waiting
+ * forever (or completing with data that never came). A peer that does not
+ * answer (it is not progressing) is not judged: liveness is the side
+ * channel's own job.
  */
 #include <string.h>
 
@@ -32,7 +34,6 @@ static bool bolt_loss_waiting(const struct bolt_connection *connection)
 	const struct bolt_loss_watch *watch = &connection->loss;
 
 	return connection->manager->events->busy(connection) ||
-	       connection->send_sequence != watch->confirmed_sent ||
 	       connection->stripes_sent != watch->confirmed_stripes;
 }
 
@@ -49,20 +50,16 @@ static bool bolt_loss_judge(struct bolt_connection *connection)
 {
 	struct bolt_loss_watch *watch = &connection->loss;
 
-	if (bolt_loss_before(connection->receive_sequence, watch->peer_sent) ||
-	    bolt_loss_before(connection->stripes_received, watch->peer_stripes_sent)) {
+	if (bolt_loss_before(connection->stripes_received, watch->peer_stripes_sent)) {
 		bolt_loss_fail(connection,
-			       "messages from the peer were lost on the way (UC drops them without a trace)");
+			       "writes from the peer were lost on the way (UC drops them without a trace)");
 		return false;
 	}
-	if (bolt_loss_before(watch->peer_received, watch->sent_at_previous_ask) ||
-	    bolt_loss_before(watch->peer_stripes_received, watch->stripes_sent_at_previous_ask)) {
+	if (bolt_loss_before(watch->peer_stripes_received, watch->stripes_sent_at_previous_ask)) {
 		bolt_loss_fail(connection,
-			       "messages to the peer were lost on the way (UC drops them without a trace)");
+			       "writes to the peer were lost on the way (UC drops them without a trace)");
 		return false;
 	}
-	if (!bolt_loss_before(watch->peer_received, watch->sent_at_ask))
-		watch->confirmed_sent = watch->sent_at_ask;
 	if (!bolt_loss_before(watch->peer_stripes_received, watch->stripes_sent_at_ask))
 		watch->confirmed_stripes = watch->stripes_sent_at_ask;
 	return true;
@@ -72,9 +69,7 @@ static void bolt_loss_ask(struct bolt_connection *connection, uint64_t now_ns)
 {
 	struct bolt_loss_watch *watch = &connection->loss;
 
-	watch->sent_at_previous_ask = watch->sent_at_ask;
 	watch->stripes_sent_at_previous_ask = watch->stripes_sent_at_ask;
-	watch->sent_at_ask = connection->send_sequence;
 	watch->stripes_sent_at_ask = connection->stripes_sent;
 	watch->asked_ns = now_ns;
 	watch->asking = true;
@@ -136,8 +131,6 @@ bool bolt_loss_handle(struct bolt_connection *connection, uint16_t type, const v
 	watch->asking = false;
 	watch->answered = true;
 	watch->answered_ns = now_ns;
-	watch->peer_sent = count.sent;
-	watch->peer_received = count.received;
 	watch->peer_stripes_sent = count.stripes_sent;
 	watch->peer_stripes_received = count.stripes_received;
 	return true;

@@ -22,7 +22,9 @@ enum bolt_wire_op {
 	BOLT_WIRE_WRITE_ACK,        /* the write's last segment was placed (or not: status) */
 	BOLT_WIRE_READ_REQUEST,     /* fi_read: send back total_length bytes at key + address */
 	BOLT_WIRE_READ_RESPONSE,    /* a segment of the data read, at offset in the request */
-	BOLT_WIRE_CREDIT,           /* only returns credits */
+	BOLT_WIRE_CREDIT,           /* only returns credits and acknowledges (no sequence of its
+				     * own); with BOLT_WIRE_FLAG_RESEND asks for what follows
+				     * the acknowledged */
 	BOLT_WIRE_RENDEZVOUS,       /* a large message: where may its data be written? */
 	BOLT_WIRE_RENDEZVOUS_READY, /* at address and key, total_length bytes (or status: segments);
 				     * tag: the data rails with a receive posted for its stripes;
@@ -60,6 +62,7 @@ static inline int bolt_wire_op_carries_data(enum bolt_wire_op op)
 
 enum bolt_wire_flag {
 	BOLT_WIRE_FLAG_TAGGED = 1 << 0,
+	BOLT_WIRE_FLAG_RESEND = 1 << 0,     /* CREDIT only: a gap, send again from acknowledged */
 	BOLT_WIRE_FLAG_REMOTE_CQ_DATA = 1 << 1,
 	BOLT_WIRE_FLAG_LAST = 1 << 2,       /* the last segment of its message or request */
 	BOLT_WIRE_FLAG_WRITE = 1 << 3,      /* a rendezvous for fi_write, at key + address */
@@ -98,12 +101,14 @@ enum bolt_wire_flag {
 struct bolt_wire_header {
 	uint8_t op;                 /* enum bolt_wire_op */
 	uint8_t flags;              /* enum bolt_wire_flag */
-	uint16_t credits;           /* receives the sender reposted on the link for the peer */
+	uint16_t credits;           /* receives the sender gave back on the link for the peer
+				     * since it started, modulo 2^16: reposted, and those the
+				     * peer's lost transmissions never took */
 	uint16_t payload_length;    /* bytes after the header, at most a control buffer's */
 	uint8_t slot;               /* the connection's slot on the link (bolt_link.c) */
 	uint8_t slot_nonce;         /* and its nonce there: a message meant for an earlier
 				     * occupant of the slot is dropped */
-	uint32_t sequence;          /* per connection and direction: loss shows as a gap */
+	uint32_t sequence;          /* per connection and direction, from 0: what is resent */
 	uint32_t cq_data;           /* FI_REMOTE_CQ_DATA; WRITE_ACK, READ_RESPONSE: status */
 	uint64_t tag;               /* an untagged message's: its number (receive grants) */
 	uint64_t request_id;        /* the sender's operation, echoed in acks and responses */
@@ -111,30 +116,52 @@ struct bolt_wire_header {
 	uint64_t offset;            /* of this segment within the message or request */
 	uint64_t address;           /* WRITE, READ_REQUEST: the target address */
 	uint64_t key;               /* WRITE, READ_REQUEST: the target key */
+	uint32_t link_sequence;     /* per link and direction: the transmissions that take a
+				     * receive (messages, writes with immediate data) before
+				     * this one; a gap is what UC lost, and gave back */
+	uint32_t acknowledged;      /* the connection's messages from the peer received in
+				     * order: the next sequence this end expects */
 };
 
-_Static_assert(sizeof(struct bolt_wire_header) == 64, "the wire header has no padding");
+_Static_assert(sizeof(struct bolt_wire_header) == 72, "the wire header has no padding");
 
 /* Bytes of payload one control buffer carries after the wire header. */
 #define BOLT_SEGMENT_PAYLOAD (4096 - sizeof(struct bolt_wire_header))
 
 /*
+ * The credits a header brings: its count of receives given back less the
+ * count already seen (credits_seen), modulo 2^16. An older count (a message
+ * sent before one already seen, sent again) brings none.
+ */
+static inline uint16_t bolt_wire_credits_brought(const struct bolt_wire_header *header,
+						 uint16_t credits_seen)
+{
+	uint16_t brought = (uint16_t) (header->credits - credits_seen);
+
+	return brought < 0x8000 ? brought : 0;
+}
+
+/*
  * Why a received message of length bytes whose first bytes are header cannot
  * be trusted, or NULL: short, an unknown operation, a payload length that is
  * not what arrived, or more credits than the peer has receives (send_credits
- * already held, peer_receive_depth). Inline and pure, so that the fuzz target
+ * already held, which may be below 0 after lost transmissions, credits_seen,
+ * peer_receive_depth). Inline and pure, so that the fuzz target
  * (test/fuzz/fuzz_wire_header.c) checks the very code.
  */
 static inline const char *bolt_wire_check_credits(const struct bolt_wire_header *header,
-						  uint32_t send_credits, uint32_t peer_receive_depth)
+						  int32_t send_credits, uint16_t credits_seen,
+						  uint32_t peer_receive_depth)
 {
-	if ((uint64_t) send_credits + header->credits > peer_receive_depth)
+	if ((int64_t) send_credits + bolt_wire_credits_brought(header, credits_seen) >
+	    (int64_t) peer_receive_depth)
 		return "more credits than the peer has receives";
 	return NULL;
 }
 
 static inline const char *bolt_wire_check(const struct bolt_wire_header *header, uint32_t length,
-					  uint32_t send_credits, uint32_t peer_receive_depth)
+					  int32_t send_credits, uint16_t credits_seen,
+					  uint32_t peer_receive_depth)
 {
 	if (length < sizeof(*header))
 		return "message shorter than its header";
@@ -143,13 +170,13 @@ static inline const char *bolt_wire_check(const struct bolt_wire_header *header,
 	if (header->payload_length != length - sizeof(*header) ||
 	    header->payload_length > BOLT_SEGMENT_PAYLOAD)
 		return "payload length does not match the message";
-	return bolt_wire_check_credits(header, send_credits, peer_receive_depth);
+	return bolt_wire_check_credits(header, send_credits, credits_seen, peer_receive_depth);
 }
 
 /*
  * One receive granted ahead: its bytes, and their device rkey. A grant
  * message carries up to BOLT_WIRE_RECEIVE_GRANT_BATCH of them: with its
- * header 256 bytes, still a small message on any device.
+ * header 264 bytes, still a small message on any device.
  */
 struct bolt_wire_receive_grant {
 	uint64_t address;
@@ -161,8 +188,8 @@ struct bolt_wire_receive_grant {
 #define BOLT_WIRE_RECEIVE_GRANT_BATCH 8
 
 _Static_assert(sizeof(struct bolt_wire_header) +
-	       BOLT_WIRE_RECEIVE_GRANT_BATCH * sizeof(struct bolt_wire_receive_grant) == 256,
-	       "a full grant message is 256 bytes");
+	       BOLT_WIRE_RECEIVE_GRANT_BATCH * sizeof(struct bolt_wire_receive_grant) == 264,
+	       "a full grant message is 264 bytes");
 
 /*
  * The payload of a rendezvous answer that names data rails, and of a read

@@ -97,7 +97,10 @@ static long bolt_probe_elapsed_ns(const struct timespec *start)
 	return (now.tv_sec - start->tv_sec) * 1000000000L + (now.tv_nsec - start->tv_nsec);
 }
 
-/* 0 when the write completed and the data arrived; else why not, in reason. */
+/* Writes a probe tries before it believes the device moves no data. */
+#define BOLT_PROBE_WRITE_ATTEMPTS 8
+
+/* 0 when the write completed and the data arrived; else why not, in reason (-FI_EAGAIN: no data). */
 static int bolt_probe_write(struct bolt_device_handle *handle, struct ibv_qp *qp,
 			    struct ibv_mr *mr, char *buffer, char *reason, size_t reason_size)
 {
@@ -137,7 +140,7 @@ static int bolt_probe_write(struct bolt_device_handle *handle, struct ibv_qp *qp
 	}
 	if (memcmp(buffer, buffer + BOLT_PROBE_BYTES, BOLT_PROBE_BYTES)) {
 		snprintf(reason, reason_size, "an RDMA write completes but moves no data");
-		return -FI_EOPNOTSUPP;
+		return -FI_EAGAIN;
 	}
 	snprintf(reason, reason_size, "an RDMA write moved data");
 	return 0;
@@ -188,9 +191,15 @@ void bolt_device_probe_rdma_write(struct bolt_device_handle *handle,
 		report->rdma_write_probed = false;
 		goto destroy_qp;
 	}
-	report->rdma_write_supported = !bolt_probe_write(handle, qp, mr, buffer,
-							  report->rdma_write_reason,
-							  sizeof(report->rdma_write_reason));
+	/* UC may lose the write on the way (a lossy link): only writes that never land say no. */
+	for (int attempt = 0; attempt < BOLT_PROBE_WRITE_ATTEMPTS; attempt++) {
+		int ret = bolt_probe_write(handle, qp, mr, buffer, report->rdma_write_reason,
+					   sizeof(report->rdma_write_reason));
+
+		report->rdma_write_supported = !ret;
+		if (ret != -FI_EAGAIN)
+			break;
+	}
 destroy_qp:
 	verbs->destroy_qp(qp);
 dereg_mr:
