@@ -4,15 +4,21 @@
  * every size the control rail carries (one segment, several, written whole
  * into a bounce buffer) all complete, each with its own data, in order and
  * once: a lost message neither fails its connection nor arrives twice.
+ * With FI_BOLT_UC_DATA_WRITES=no, large messages, writes and reads go as
+ * messages too, and survive the same way.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
 #include "rdm_fixture.h"
 
-/* One segment, the most one takes, several, and written whole (bounce buffers, 32 KiB). */
-static const size_t loss_lengths[] = { 8, 1000, 4024, 4025, 9000, 16384, 30000 };
-#define LOSS_LENGTH_MAX 30000
+/*
+ * One segment, the most one takes, several, and written whole (bounce
+ * buffers, 32 KiB); the large ones only when the test asks (FI_BOLT_UC_DATA_WRITES).
+ */
+static const size_t loss_lengths[] = { 8, 1000, 4024, 4025, 9000, 16384, 30000, 70000, 300000 };
+#define LOSS_LENGTH_MAX 300000
+#define LOSS_SMALL_COUNT 7
 #define LOSS_LENGTH_COUNT (sizeof(loss_lengths) / sizeof(loss_lengths[0]))
 /* Sends the sender keeps in flight at once. */
 #define LOSS_IN_FLIGHT 8
@@ -20,11 +26,12 @@ static const size_t loss_lengths[] = { 8, 1000, 4024, 4025, 9000, 16384, 30000 }
 struct loss_setup {
 	struct rdm_options options;
 	int messages;
+	bool large;             /* large messages too */
 };
 
-static size_t loss_length(int index)
+static size_t loss_length(const struct loss_setup *setup, int index)
 {
-	return loss_lengths[(size_t) index % LOSS_LENGTH_COUNT];
+	return loss_lengths[(size_t) index % (setup->large ? LOSS_LENGTH_COUNT : LOSS_SMALL_COUNT)];
 }
 
 /* Receives every message, tagged with its number, and checks each one's length and bytes. */
@@ -44,8 +51,8 @@ static int loss_receiver(int socket, void *argument)
 				     (uint64_t) i, 0, NULL);
 		if (!ret)
 			ret = rdm_wait(&endpoint, &entry, &error);
-		if (!ret && (entry.len != loss_length(i) || entry.tag != (uint64_t) i ||
-			     !rdm_check(buffer, loss_length(i), (uint32_t) i)))
+		if (!ret && (entry.len != loss_length(setup, i) || entry.tag != (uint64_t) i ||
+			     !rdm_check(buffer, loss_length(setup, i), (uint32_t) i)))
 			ret = 3;
 	}
 	/* The sender resends until we have it all, then we wait for its word to go. */
@@ -58,13 +65,29 @@ static int loss_receiver(int socket, void *argument)
 	return ret;
 }
 
-/* setup->messages tagged messages with UC packets dropped at ppm per million: all arrive. */
-static void messages_survive(const char *ppm, const char *tag, int messages)
+/* Drops at ppm per million, and RDMA writes of data (large) or messages in their stead. */
+static void loss_environment(const char *ppm, bool data_writes)
+{
+	setenv("FI_BOLT_SOFT_DROP_PPM", ppm, 1);
+	setenv("FI_BOLT_SOFT_SEED", "28", 1);
+	setenv("FI_BOLT_UC_DATA_WRITES", data_writes ? "1" : "0", 1);
+}
+
+static void loss_environment_cleanup(void)
+{
+	unsetenv("FI_BOLT_SOFT_DROP_PPM");
+	unsetenv("FI_BOLT_SOFT_SEED");
+	unsetenv("FI_BOLT_UC_DATA_WRITES");
+}
+
+/* messages tagged messages with UC packets dropped at ppm per million: all arrive. */
+static void messages_survive(const char *ppm, const char *tag, int messages, bool large)
 {
 	struct loss_setup setup = {
 		.options = { .profile = "thunderbolt", .software_device_only = true,
 			     .caps = FI_MSG | FI_TAGGED | FI_RMA },
 		.messages = messages,
+		.large = large,
 	};
 	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
@@ -74,8 +97,7 @@ static void messages_survive(const char *ppm, const char *tag, int messages)
 	int socket, sent = 0, completed = 0;
 	pid_t peer;
 
-	setenv("FI_BOLT_SOFT_DROP_PPM", ppm, 1);
-	setenv("FI_BOLT_SOFT_SEED", "28", 1);
+	loss_environment(ppm, !large);
 	peer = rdm_pair_start(&setup.options, tag, loss_receiver, &setup, &endpoint, &socket);
 	cr_assert(peer > 0);
 	buffers = malloc((size_t) LOSS_IN_FLIGHT * LOSS_LENGTH_MAX);
@@ -85,8 +107,8 @@ static void messages_survive(const char *ppm, const char *tag, int messages)
 		if (sent < messages && sent - completed < (sent ? LOSS_IN_FLIGHT : 1)) {
 			char *buffer = buffers + (size_t) (sent % LOSS_IN_FLIGHT) * LOSS_LENGTH_MAX;
 
-			rdm_fill(buffer, loss_length(sent), (uint32_t) sent);
-			cr_assert_eq(fi_tsend(endpoint.ep, buffer, loss_length(sent), NULL, endpoint.peer,
+			rdm_fill(buffer, loss_length(&setup, sent), (uint32_t) sent);
+			cr_assert_eq(fi_tsend(endpoint.ep, buffer, loss_length(&setup, sent), NULL, endpoint.peer,
 					      (uint64_t) sent, NULL), 0);
 			sent++;
 			continue;
@@ -100,19 +122,102 @@ static void messages_survive(const char *ppm, const char *tag, int messages)
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 	cr_assert_eq(rdm_pair_finish(&setup.options, &endpoint, peer, socket), 0,
 		     "a message was lost, damaged or failed at the receiver");
-	unsetenv("FI_BOLT_SOFT_DROP_PPM");
-	unsetenv("FI_BOLT_SOFT_SEED");
+	loss_environment_cleanup();
 	free(buffers);
 }
 
 /* 1 % of packets: a 30000-byte message (30 packets) is lost about one time in four. */
 Test(loss, messages_survive_one_percent_thunderbolt_uc)
 {
-	messages_survive("10000", "loss-1", 700);
+	messages_survive("10000", "loss-1", 700, false);
 }
 
 /* 10 %: most large messages take several attempts. */
 Test(loss, messages_survive_ten_percent_thunderbolt_uc)
 {
-	messages_survive("100000", "loss-10", 140);
+	messages_survive("100000", "loss-10", 140, false);
+}
+
+/* Large messages as messages (FI_BOLT_UC_DATA_WRITES=no): 1 % of packets. */
+Test(loss, large_messages_survive_one_percent_without_data_writes_thunderbolt_uc)
+{
+	messages_survive("10000", "loss-large", 90, true);
+}
+
+#define LOSS_REGION (256 * 1024)
+#define LOSS_RMA_ROUNDS 40
+
+/* The target: a region to write and read, served until the initiator is done. */
+static int loss_target(int socket, void *argument)
+{
+	const struct loss_setup *setup = argument;
+	struct bolt_fixture_endpoint endpoint;
+	char *region = calloc(1, LOSS_REGION);
+	struct fid_mr *mr = NULL;
+	int ret = region ? 0 : -FI_ENOMEM;
+
+	if (!ret)
+		ret = rdm_serve_region(&endpoint, &setup->options, socket, region, LOSS_REGION,
+				       FI_REMOTE_WRITE | FI_REMOTE_READ, &mr);
+	return rdm_region_peer_end(&endpoint, mr, region, ret);
+}
+
+/*
+ * Writes of every size into the target's region, each read back and checked,
+ * with UC packets dropped at ppm per million, as messages
+ * (FI_BOLT_UC_DATA_WRITES=no): none fails, none reads back other bytes.
+ */
+static void rma_survives(const char *ppm, const char *tag)
+{
+	static const size_t lengths[] = { 64, 5000, 20000, 100000, LOSS_REGION };
+	struct loss_setup setup = {
+		.options = { .profile = "thunderbolt", .software_device_only = true,
+			     .mr_mode = RDM_MR_MODE },
+	};
+	struct bolt_fixture_endpoint endpoint;
+	uint64_t remote_address, remote_key;
+	char *local = malloc(2 * LOSS_REGION);
+	struct fid_mr *local_mr;
+	int socket;
+	pid_t peer;
+
+	cr_assert(local);
+	loss_environment(ppm, false);
+	peer = rdm_pair_start(&setup.options, tag, loss_target, &setup, &endpoint, &socket);
+	cr_assert(peer > 0);
+	cr_assert_eq(rdm_register_region(&endpoint, local, 2 * LOSS_REGION,
+					 FI_READ | FI_WRITE | FI_REMOTE_READ, &local_mr), 0);
+	cr_assert_eq(rdm_receive_value(socket, &remote_address), 0);
+	cr_assert_eq(rdm_receive_value(socket, &remote_key), 0);
+	for (int round = 0; round < LOSS_RMA_ROUNDS; round++) {
+		size_t length = lengths[round % (sizeof(lengths) / sizeof(lengths[0]))];
+		uint64_t offset = (uint64_t) (round * 4096) % (LOSS_REGION - length + 1);
+
+		rdm_fill(local, length, (uint32_t) round);
+		cr_assert_eq(fi_write(endpoint.ep, local, length, fi_mr_desc(local_mr), endpoint.peer,
+				      remote_address + offset, remote_key, local), 0);
+		rdm_expect_completion(&endpoint, local, 0);
+		memset(local + LOSS_REGION, 0, length);
+		cr_assert_eq(fi_read(endpoint.ep, local + LOSS_REGION, length, fi_mr_desc(local_mr),
+				     endpoint.peer, remote_address + offset, remote_key, local + 1), 0);
+		rdm_expect_completion(&endpoint, local + 1, 0);
+		cr_assert(rdm_check(local + LOSS_REGION, length, (uint32_t) round),
+			  "round %d: %zu bytes read back differ", round, length);
+	}
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	/* FI_MR_ENDPOINT: regions close before their endpoint. */
+	cr_assert_eq(fi_close(&local_mr->fid), 0);
+	cr_assert_eq(rdm_pair_finish(&setup.options, &endpoint, peer, socket), 0, "the target failed");
+	loss_environment_cleanup();
+	free(local);
+}
+
+Test(loss, rma_survives_one_percent_without_data_writes_thunderbolt_uc)
+{
+	rma_survives("10000", "loss-rma-1");
+}
+
+Test(loss, rma_survives_ten_percent_without_data_writes_thunderbolt_uc)
+{
+	rma_survives("100000", "loss-rma-10");
 }

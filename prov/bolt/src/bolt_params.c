@@ -92,6 +92,12 @@ static const struct bolt_param bolt_param_table[] = {
 		"is never declared dead, nor a host stopped for less than this minus one second; "
 		"one gone is found within this plus one second. A peer process that exits or is "
 		"killed is found at once (default: 10000)"),
+	BOLT_BOOL_PARAM("uc_data_writes", uc_data_writes,
+		"On UC links (Thunderbolt), large messages, writes and reads move the application's "
+		"data by RDMA write, the fast path; a write UC loses is noticed and fails its "
+		"connection, since bolt does not yet write it again. No: they go as messages "
+		"(segments, or written whole into bounce buffers), which bolt sends again when lost, "
+		"for links that lose packets (default: yes)"),
 	BOLT_INT_PARAM("side_channel_pending", side_channel_pending, 1, 1 << 16,
 		"Side channels an endpoint keeps accepted before their peer is confirmed (waiting "
 		"for its hello, or for the answer of the listener it claims to be), at most; "
@@ -171,6 +177,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.soft_seed = 1,
 	.soft_copy = "auto",
 	.liveness_timeout = 10000,
+	.uc_data_writes = true,
 	.data_rails = -1,
 	.stripe_ports = -1,
 	.rail_probe_timeout = 200,

@@ -89,6 +89,18 @@ struct bolt_domain {
 	uint64_t next_mr_key;                 /* FI_MR_PROV_KEY: the next key bolt gives */
 };
 
+/*
+ * Whether the application's data (large messages, writes, reads written
+ * back) may go by RDMA write from port: where the device writes, and, on UC,
+ * unless FI_BOLT_UC_DATA_WRITES says no (a lost write is not written again
+ * yet; messages are sent again).
+ */
+static inline bool bolt_rail_port_data_writes(const struct bolt_domain *domain,
+					      const struct bolt_rail_port *port)
+{
+	return port->rdma_write && (port->qp_type == IBV_QPT_RC || domain->fabric->params.uc_data_writes);
+}
+
 /* Takes the domain lock for the length of an API call. */
 static inline void bolt_domain_lock(struct bolt_domain *domain)
 {

@@ -364,9 +364,13 @@ void bolt_retransmit_progress(struct bolt_connection *connection, uint64_t now_n
 				     BOLT_RETRANSMIT_MAX_TIMEOUT_NS : retransmit->rto_ns * 2;
 	}
 	bolt_retransmit_resend(connection);
-	/* Few credits, and nothing comes: the peer may not know of our lost transmissions. */
+	/*
+	 * Few credits, and something to say: the peer may not know of our lost
+	 * transmissions, nor have the credits we owe it (and it may be as dry).
+	 */
 	if (connection->link->send_credits <= BOLT_LINK_REPOST_BATCH &&
-	    (waiting || connection->manager->events->busy(connection)) &&
+	    (waiting || connection->link->credits_to_return ||
+	     connection->manager->events->busy(connection)) &&
 	    now_ns >= retransmit->probe_ns + retransmit->rto_ns) {
 		retransmit->probe_ns = now_ns;
 		bolt_link_send_acknowledgement(connection, false, connection->link->send_credits <= 0);

@@ -84,7 +84,8 @@ void bolt_direct_write_grant(struct bolt_connection *connection, const struct bo
 	struct bolt_transmit *grant;
 
 	/* Registered on the port of the connection's link, whichever that is. */
-	if (!connection->link->port->rdma_write || (header->flags & BOLT_WIRE_FLAG_GRANTED))
+	if (!bolt_rail_port_data_writes(domain, connection->link->port) ||
+	    (header->flags & BOLT_WIRE_FLAG_GRANTED))
 		return;
 	mr = bolt_mr_find(endpoint, key);
 	if (!mr || !bolt_direct_write_hold(domain, mr, port))
@@ -360,7 +361,8 @@ bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
 
 	/* A peer may grant what this end's device cannot write: it only knows its own. */
 	if (!bolt_peer_of(connection)->grants || connection->state != BOLT_CONNECTION_ESTABLISHED ||
-	    !connection->link->port->rdma_write || !bolt_direct_write_suits(transmit))
+	    !bolt_rail_port_data_writes(connection->manager->domain, connection->link->port) ||
+	    !bolt_direct_write_suits(transmit))
 		return false;
 	/* Worth a request and its answer: stripes over the other cables too. */
 	if (transmit->length >= (size_t) connection->manager->domain->fabric->params.stripe_threshold &&

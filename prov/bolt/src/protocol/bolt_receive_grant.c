@@ -56,7 +56,7 @@ static bool bolt_receive_grant_fits(const struct bolt_endpoint *endpoint,
 {
 	const struct bolt_domain *domain = endpoint->domain;
 
-	return domain->primary.rdma_write && receive->iov_count == 1 &&
+	return bolt_rail_port_data_writes(domain, &domain->primary) && receive->iov_count == 1 &&
 	       receive->length >= (size_t) domain->fabric->params.rendezvous_threshold;
 }
 

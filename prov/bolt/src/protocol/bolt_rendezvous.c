@@ -28,7 +28,7 @@ bool bolt_rendezvous_wanted(const struct bolt_transmit *transmit)
 {
 	const struct bolt_domain *domain = transmit->connection->manager->domain;
 
-	return domain->primary.rdma_write &&
+	return bolt_rail_port_data_writes(domain, &domain->primary) &&
 	       (transmit->op == BOLT_WIRE_MESSAGE || transmit->op == BOLT_WIRE_WRITE) &&
 	       !transmit->internal &&
 	       !transmit->inject_copy && transmit->iov_count == 1 &&
@@ -410,7 +410,8 @@ bool bolt_rendezvous_read_prepare(struct bolt_transmit *read)
 {
 	struct bolt_domain *domain = read->connection->manager->domain;
 
-	if (!domain->primary.rdma_write || !bolt_rendezvous_registration_pays(read) ||
+	if (!bolt_rail_port_data_writes(domain, &domain->primary) ||
+	    !bolt_rendezvous_registration_pays(read) ||
 	    !bolt_registration_acquire(read->connection, read->iov[0].iov_base, read->length,
 				      &read->registration))
 		return false;
@@ -437,7 +438,8 @@ void bolt_rendezvous_read_answer(struct bolt_connection *connection,
 	struct bolt_wire_rail_keys keys = { 0 };
 
 	if (!(header->flags & BOLT_WIRE_FLAG_WRITE_BACK) ||
-	    !connection->manager->domain->primary.rdma_write ||
+	    !bolt_rail_port_data_writes(connection->manager->domain,
+					&connection->manager->domain->primary) ||
 	    !response->length)
 		return;
 	/* Stripes the reader posted receives for: all of them, or segments. */
