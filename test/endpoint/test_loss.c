@@ -9,8 +9,10 @@
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "rdm_fixture.h"
+#include "softrdma/softrdma.h"
 
 /*
  * One segment, the most one takes, several, and written whole (bounce
@@ -80,6 +82,70 @@ static void loss_environment_cleanup(void)
 	unsetenv("FI_BOLT_UC_DATA_WRITES");
 }
 
+static double loss_seconds_since(const struct timespec *start)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double) (now.tv_sec - start->tv_sec) + (double) (now.tv_nsec - start->tv_nsec) / 1e9;
+}
+
+/*
+ * Sends setup->messages tagged messages, a few in flight, calling between
+ * (if any) before each step; every send must complete without error.
+ */
+static void loss_stream(const struct loss_setup *setup, struct bolt_fixture_endpoint *endpoint,
+			void (*between)(int sent))
+{
+	char *buffers = malloc((size_t) LOSS_IN_FLIGHT * LOSS_LENGTH_MAX);
+	struct fi_cq_tagged_entry entry;
+	int sent = 0, completed = 0;
+	struct timespec start;
+
+	cr_assert(buffers);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (completed < setup->messages) {
+		ssize_t ret;
+
+		cr_assert_lt(loss_seconds_since(&start), RDM_SERVE_TIMEOUT_MS / 1000.0,
+			     "%d of %d messages sent and completed", completed, setup->messages);
+		if (between)
+			between(sent);
+		/* The first alone: the others find the link, and its bounce buffers, known. */
+		if (sent < setup->messages && sent - completed < (sent ? LOSS_IN_FLIGHT : 1)) {
+			char *buffer = buffers + (size_t) (sent % LOSS_IN_FLIGHT) * LOSS_LENGTH_MAX;
+
+			rdm_fill(buffer, loss_length(setup, sent), (uint32_t) sent);
+			ret = fi_tsend(endpoint->ep, buffer, loss_length(setup, sent), NULL, endpoint->peer,
+				       (uint64_t) sent, NULL);
+			cr_assert(ret == 0 || ret == -FI_EAGAIN, "send %d: %zd", sent, ret);
+			sent += ret == 0;
+			continue;
+		}
+		ret = fi_cq_read(endpoint->cq, &entry, 1);
+		cr_assert(ret == 1 || ret == -FI_EAGAIN, "message %d: %zd", completed, ret);
+		completed += ret == 1;
+	}
+	free(buffers);
+}
+
+/*
+ * The end of a stream: a send completes once copied, and what UC lost is
+ * sent again while progress runs, so this end serves until the receiver
+ * has it all and checked it.
+ */
+static void loss_finish(const struct loss_setup *setup, struct bolt_fixture_endpoint *endpoint,
+			pid_t peer, int socket)
+{
+	uint64_t received;
+
+	cr_assert_eq(rdm_serve_until_told(endpoint, socket, &received), 0, "the receiver failed");
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(rdm_pair_finish(&setup->options, endpoint, peer, socket), 0,
+		     "a message was lost, damaged or failed at the receiver");
+	loss_environment_cleanup();
+}
+
 /* messages tagged messages with UC packets dropped at ppm per million: all arrive. */
 static void messages_survive(const char *ppm, const char *tag, int messages, bool large)
 {
@@ -90,40 +156,14 @@ static void messages_survive(const char *ppm, const char *tag, int messages, boo
 		.large = large,
 	};
 	struct bolt_fixture_endpoint endpoint;
-	struct fi_cq_tagged_entry entry;
-	struct fi_cq_err_entry error;
-	uint64_t received;
-	char *buffers;
-	int socket, sent = 0, completed = 0;
+	int socket;
 	pid_t peer;
 
 	loss_environment(ppm, !large);
 	peer = rdm_pair_start(&setup.options, tag, loss_receiver, &setup, &endpoint, &socket);
 	cr_assert(peer > 0);
-	buffers = malloc((size_t) LOSS_IN_FLIGHT * LOSS_LENGTH_MAX);
-	cr_assert(buffers);
-	while (completed < messages) {
-		/* The first alone: the others find the link, and its bounce buffers, known. */
-		if (sent < messages && sent - completed < (sent ? LOSS_IN_FLIGHT : 1)) {
-			char *buffer = buffers + (size_t) (sent % LOSS_IN_FLIGHT) * LOSS_LENGTH_MAX;
-
-			rdm_fill(buffer, loss_length(&setup, sent), (uint32_t) sent);
-			cr_assert_eq(fi_tsend(endpoint.ep, buffer, loss_length(&setup, sent), NULL, endpoint.peer,
-					      (uint64_t) sent, NULL), 0);
-			sent++;
-			continue;
-		}
-		cr_assert_eq(rdm_wait(&endpoint, &entry, &error), 0, "message %d: error %d", completed,
-			     error.err);
-		completed++;
-	}
-	/* A send completes once copied: what UC lost is sent again while progress runs. */
-	cr_assert_eq(rdm_serve_until_told(&endpoint, socket, &received), 0, "the receiver failed");
-	cr_assert_eq(rdm_send_value(socket, 1), 0);
-	cr_assert_eq(rdm_pair_finish(&setup.options, &endpoint, peer, socket), 0,
-		     "a message was lost, damaged or failed at the receiver");
-	loss_environment_cleanup();
-	free(buffers);
+	loss_stream(&setup, &endpoint, NULL);
+	loss_finish(&setup, &endpoint, peer, socket);
 }
 
 /* 1 % of packets: a 30000-byte message (30 packets) is lost about one time in four. */
@@ -220,4 +260,55 @@ Test(loss, rma_survives_one_percent_without_data_writes_thunderbolt_uc)
 Test(loss, rma_survives_ten_percent_without_data_writes_thunderbolt_uc)
 {
 	rma_survives("100000", "loss-rma-10");
+}
+
+/* Cuts (or restores) both cables between the two hosts of mesh:2x2. */
+static void both_cables(bool cut)
+{
+	cr_assert_eq(softrdma_fault_cut_link(0, 0, cut), 0);
+	cr_assert_eq(softrdma_fault_cut_link(0, 1, cut), 0);
+}
+
+#define CUT_MESSAGES 300
+static struct timespec cut_at;
+static bool cables_cut, cables_restored;
+
+/* A third of the way through, both cables go; half a second later they come back. */
+static void cut_then_restore(int sent)
+{
+	if (sent == CUT_MESSAGES / 3 && !cables_cut) {
+		both_cables(true);
+		clock_gettime(CLOCK_MONOTONIC, &cut_at);
+		cables_cut = true;
+	}
+	if (cables_cut && !cables_restored && loss_seconds_since(&cut_at) > 0.5) {
+		both_cables(false);
+		cables_restored = true;
+	}
+	cr_assert(!cables_cut || loss_seconds_since(&cut_at) < 30.0, "the stream never came back");
+}
+
+/*
+ * Both cables between two hosts cut in the middle of a stream of messages
+ * and brought back half a second later, well within the liveness time:
+ * what went out meanwhile is sent again once they are back, and every
+ * message arrives, in order, once, with no error at either end.
+ */
+Test(loss, cables_cut_and_restored_thunderbolt_uc)
+{
+	struct loss_setup setup = {
+		.options = { .profile = "thunderbolt", .software_device_only = true,
+			     .caps = FI_MSG | FI_TAGGED | FI_RMA, .topology = "mesh:2x2" },
+		.messages = CUT_MESSAGES,
+	};
+	struct bolt_fixture_endpoint endpoint;
+	int socket;
+	pid_t peer;
+
+	loss_environment("0", false);
+	peer = rdm_pair_start(&setup.options, "loss-cut", loss_receiver, &setup, &endpoint, &socket);
+	cr_assert(peer > 0);
+	loss_stream(&setup, &endpoint, cut_then_restore);
+	cr_assert(cables_restored);
+	loss_finish(&setup, &endpoint, peer, socket);
 }

@@ -149,8 +149,12 @@ static void bolt_link_receive_count(struct bolt_link *link, const struct bolt_wi
 	link->send_credits += bolt_wire_credits_brought(header, link->peer_credits_seen);
 	if (bolt_wire_credits_brought(header, link->peer_credits_seen))
 		link->peer_credits_seen = header->credits;
-	/* At most a link's receives can be missing since the last arrival. */
-	if (missing > (int32_t) link->lost && missing - (int32_t) link->lost <= (int32_t) link->receive_depth) {
+	/*
+	 * Any number may be missing (a cut cable loses every probe sent without
+	 * a credit); a peer that claims more only gives itself credits its
+	 * messages will find no receive for.
+	 */
+	if (missing > (int32_t) link->lost) {
 		uint32_t newly = (uint32_t) missing - link->lost;
 
 		link->lost += newly;
