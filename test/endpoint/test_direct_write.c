@@ -7,8 +7,11 @@
  * FI_EACCES instead of being lost. Writes streaming while the target closes
  * the region land or are refused, and the connection (on RC, its queue pair)
  * survives. On RC, to a target that counts no remote writes, direct writes
- * are plain RDMA writes; a counting target sees each.
+ * are plain RDMA writes; a counting target sees each. At the device, the
+ * grant opens exactly the region, for writing only: a raw RDMA read with its
+ * rkey fails, as does a write a byte past its end.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -460,4 +463,128 @@ Test(direct_write, own_address)
 Test(direct_write, own_address_domain_keys_offsets)
 {
 	writes_to_own_address(FI_MR_PROV_KEY | FI_MR_LOCAL | FI_MR_ALLOCATED, "direct-self-offsets");
+}
+
+/*
+ * What the target's grant opens at the device, judged by the device alone:
+ * the initiator posts raw verbs work requests with the granted rkey on its
+ * link's queue pair, past bolt. The region is FI_REMOTE_WRITE only and ends
+ * in the middle of a page: an RDMA read of it, or a write one byte past its
+ * end, must fail with a remote access error (and on RC, that fails the
+ * queue pair, so each test makes one such attempt on a connection of its own).
+ */
+#define EXPOSED_OFFSET 100              /* the region starts (and ends) this far into a page */
+#define EXPOSED_WAIT_MS 5000
+
+/* A target offering a region that starts and ends EXPOSED_OFFSET bytes into a page. */
+static int unaligned_target_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct bolt_fixture_endpoint endpoint;
+	long page = sysconf(_SC_PAGESIZE);
+	char *memory = aligned_alloc((size_t) page, REGION_SIZE + 2 * (size_t) page);
+	struct fid_mr *mr = NULL;
+	int ret;
+
+	if (!memory)
+		return 1;
+	memset(memory, 0x5a, REGION_SIZE + 2 * (size_t) page);
+	ret = rdm_serve_region(&endpoint, options, socket, memory + EXPOSED_OFFSET, REGION_SIZE,
+			       FI_REMOTE_WRITE, &mr);
+	/* The initiator's attempt may have failed our queue pair: only the set-up counts. */
+	if (mr)
+		fi_close(&mr->fid);
+	bolt_fixture_close(&endpoint);
+	free(memory);
+	return ret;
+}
+
+struct raw_access {
+	struct bolt_work_completion work;
+	bool done;
+	enum ibv_wc_status status;
+};
+
+static void raw_access_done(struct bolt_work_completion *work, const struct ibv_wc *wc)
+{
+	struct raw_access *access = bolt_container_of(work, struct raw_access, work);
+
+	access->done = true;
+	access->status = wc->status;
+}
+
+/*
+ * One raw work request (opcode) of length bytes at offset in the region the
+ * target granted, with its rkey; the device's verdict. For a read, *landed
+ * says whether any of the region's bytes arrived.
+ */
+static enum ibv_wc_status granted_raw_access(struct initiator *side, enum ibv_wr_opcode opcode,
+					     size_t offset, size_t length, bool *landed)
+{
+	struct bolt_connection *connection = only_connection(&side->endpoint);
+	struct bolt_domain *domain = bolt_container_of(side->endpoint.domain, struct bolt_domain, domain_fid);
+	struct bolt_verbs *verbs = &domain->fabric->verbs;
+	struct bolt_region_grant *grant = bolt_peer_of(connection)->grants;
+	struct raw_access access = { .work.handle = raw_access_done };
+	char *buffer = calloc(1, length);
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	struct ibv_mr *mr;
+
+	cr_assert(buffer && grant);
+	mr = verbs->reg_mr(connection->link->port->handle.pd, buffer, length, IBV_ACCESS_LOCAL_WRITE);
+	cr_assert(mr, "reg_mr of the local buffer: %s", strerror(errno));
+	sge = (struct ibv_sge) { .addr = (uintptr_t) buffer, .length = (uint32_t) length, .lkey = mr->lkey };
+	wr = (struct ibv_send_wr) { .wr_id = (uintptr_t) &access.work, .sg_list = &sge, .num_sge = 1,
+				    .opcode = opcode, .send_flags = IBV_SEND_SIGNALED,
+				    .wr.rdma = { .remote_addr = grant->target_address + offset,
+						 .rkey = grant->rkey } };
+	bolt_domain_lock(domain);
+	cr_assert_eq(verbs->post_send(connection->link->qp, &wr, &bad), 0);
+	bolt_domain_unlock(domain);
+	for (int waited = 0; !access.done && waited < EXPOSED_WAIT_MS; waited += 10)
+		rdm_progress_for(&side->endpoint, 10);
+	cr_assert(access.done, "the device never answered");
+	*landed = false;
+	for (size_t i = 0; i < length; i++)
+		*landed |= buffer[i] != 0;
+	verbs->dereg_mr(mr);
+	free(buffer);
+	return access.status;
+}
+
+/* The initiator against an unaligned write-only region: granted, then one raw access. */
+static void raw_access_to_granted_region(const char *tag, enum ibv_wr_opcode opcode, size_t offset,
+					 size_t length)
+{
+	struct rdm_options options = { .profile = "rocev2", .mr_mode = RDM_MR_MODE };
+	struct initiator side;
+	enum ibv_wc_status status;
+	bool landed;
+
+	initiator_start(&side, &options, tag, unaligned_target_peer);
+	cr_assert_eq(fi_write(side.endpoint.ep, side.local, FIRST_WRITE, side.desc, side.endpoint.peer,
+			      side.remote_address, side.remote_key, side.local), 0);
+	rdm_expect_completion(&side.endpoint, side.local, 0);
+	cr_assert(wait_for_grants(&side.endpoint, 1), "no grant came with the answer");
+	cr_assert_eq(bolt_peer_of(only_connection(&side.endpoint))->grants->length, REGION_SIZE);
+
+	status = granted_raw_access(&side, opcode, offset, length, &landed);
+	cr_assert_neq(status, IBV_WC_SUCCESS, "the device allowed %s %zu bytes at offset %zu of the region",
+		      opcode == IBV_WR_RDMA_READ ? "reading" : "writing", length, offset);
+	cr_assert_eq(status, IBV_WC_REM_ACCESS_ERR, "status %d", status);
+	cr_assert_not(landed, "the region's bytes were read");
+	initiator_finish(&side, &options);
+}
+
+/* A region registered FI_REMOTE_WRITE only: its grant is no key to read it with. */
+Test(direct_write, write_only_region_read)
+{
+	raw_access_to_granted_region("direct-exposed-read", IBV_WR_RDMA_READ, 0, 4096);
+}
+
+/* Nor to write one byte past its end, though that byte shares the region's last page. */
+Test(direct_write, region_end_not_writable)
+{
+	raw_access_to_granted_region("direct-exposed-end", IBV_WR_RDMA_WRITE, REGION_SIZE - 63, 64);
 }

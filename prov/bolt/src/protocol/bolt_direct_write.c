@@ -28,6 +28,10 @@
  * instead of finding no registration, which on RC fails the queue pair (and
  * every connection of its link) and on UC loses the write (and fails its
  * connection). fi_close does not wait for the answers.
+ *
+ * The registration is of exactly the region, with write access only
+ * (bolt_mr_cache_expose): the rkey the peer holds opens no byte beyond it,
+ * allows no RDMA read, and opens nothing once the registration goes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +60,9 @@ static bool bolt_direct_write_hold(struct bolt_domain *domain, struct bolt_mr *m
 	if (!(mr->access & FI_REMOTE_WRITE) || !mr->length || mr->length > BOLT_MAX_MSG_SIZE ||
 	    !bolt_direct_write_may_hold(domain))
 		return false;
-	ret = bolt_mr_cache_acquire(bolt_link_port_of_index(domain, port)->mr_cache, mr->address,
-				    mr->length, &mr->grants[port]);
+	/* Exactly the region, for the writes its FI_REMOTE_WRITE allows: never a peer's read. */
+	ret = bolt_mr_cache_expose(bolt_link_port_of_index(domain, port)->mr_cache, mr->address,
+				   mr->length, BOLT_MR_CACHE_PEER_WRITE, &mr->grants[port]);
 	if (ret) {
 		FI_INFO(&bolt_prov, FI_LOG_MR, "no registration to grant a region of %zu bytes: %s\n",
 			mr->length, fi_strerror(-ret));

@@ -24,6 +24,9 @@
  * fi_cancel of a granted receive asks back the same way, and the receive
  * ends cancelled once back, unless the peer wrote it first.
  *
+ * Each grant's registration is of exactly its receive's bytes, with write
+ * access only, and goes when the grant ends (bolt_registration_expose).
+ *
  * Only the peer that sent the last two large untagged messages gets grants
  * of receives for any source: two senders in turn get none, and do not make
  * each other ask grants back all the time.
@@ -164,8 +167,8 @@ static bool bolt_receive_grant_one(struct bolt_connection *connection, struct bo
 
 	if (!granted)
 		return false;
-	if (!bolt_registration_acquire(connection, receive->iov[0].iov_base, receive->length,
-				      &granted->registration)) {
+	if (!bolt_registration_expose(connection, receive->iov[0].iov_base, receive->length,
+				     &granted->registration)) {
 		free(granted);
 		return false;
 	}
