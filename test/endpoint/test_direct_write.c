@@ -9,12 +9,16 @@
  * survives. On RC, to a target that counts no remote writes, direct writes
  * are plain RDMA writes; a counting target sees each. At the device, the
  * grant opens exactly the region, for writing only: a raw RDMA read with its
- * rkey fails, as does a write a byte past its end.
+ * rkey fails, as does a write a byte past its end; and a peer that never
+ * answers the revoke is failed after the liveness time, the registration
+ * dropped.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <criterion/criterion.h>
 
 #include "bolt_endpoint.h"
@@ -587,4 +591,97 @@ Test(direct_write, write_only_region_read)
 Test(direct_write, region_end_not_writable)
 {
 	raw_access_to_granted_region("direct-exposed-end", IBV_WR_RDMA_WRITE, REGION_SIZE - 63, 64);
+}
+
+/*
+ * A peer that never answers a revoke: the initiator writes, gets its grant,
+ * and stops itself (SIGSTOP: its kernel still answers the side channel's
+ * keepalives, so only the missing answer shows). The target closes the
+ * region; within FI_BOLT_LIVENESS_TIMEOUT and a little, the connection fails
+ * with FI_ETIMEDOUT and the region's registration is gone.
+ */
+#define SILENT_LIVENESS_MS 2000
+#define SILENT_WAIT_MS (SILENT_LIVENESS_MS + 4000)
+
+static int silent_initiator(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct bolt_fixture_endpoint endpoint;
+	uint64_t address, key;
+	char *local = calloc(1, FIRST_WRITE);
+	int ret = local ? rdm_open_connected(&endpoint, options, socket) : 1;
+
+	if (!ret && (rdm_receive_value(socket, &address) || rdm_receive_value(socket, &key)))
+		ret = 2;
+	if (!ret)
+		ret = (int) fi_write(endpoint.ep, local, FIRST_WRITE, NULL, endpoint.peer, address, key, local);
+	if (!ret)
+		rdm_expect_completion(&endpoint, local, 0);
+	if (!ret && !wait_for_grants(&endpoint, 1))
+		ret = 3;
+	if (!ret)
+		ret = rdm_send_value(socket, 1);        /* granted */
+	if (!ret)
+		raise(SIGSTOP);                         /* and never answers; killed by the target */
+	return ret;
+}
+
+/* The stopped initiator, killed however the test ends: a stopped process would hold its pipes. */
+static pid_t silent_peer;
+
+static void kill_silent_peer(void)
+{
+	if (silent_peer > 0)
+		kill(silent_peer, SIGKILL);
+}
+
+Test(direct_write, silent_revoke, .fini = kill_silent_peer)
+{
+	struct rdm_options options = { .profile = "rocev2", .mr_mode = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR };
+	struct bolt_fixture_endpoint endpoint;
+	struct bolt_domain *domain;
+	struct bolt_connection *connection;
+	struct bolt_mr_cache_stats before, after;
+	char *region = calloc(1, REGION_SIZE);
+	struct fid_mr *mr;
+	struct timespec closed;
+	uint64_t granted;
+	int socket, status;
+	pid_t peer;
+
+	cr_assert(region);
+	setenv("FI_BOLT_LIVENESS_TIMEOUT", "2000", 1);
+	peer = rdm_pair_start(&options, "direct-silent", silent_initiator, &options, &endpoint, &socket);
+	silent_peer = peer;
+	cr_assert(peer > 0);
+	domain = bolt_container_of(endpoint.domain, struct bolt_domain, domain_fid);
+	cr_assert_eq(rdm_register_region(&endpoint, region, REGION_SIZE, FI_REMOTE_WRITE, &mr), 0);
+	cr_assert_eq(rdm_send_value(socket, (uintptr_t) region), 0);
+	cr_assert_eq(rdm_send_value(socket, fi_mr_key(mr)), 0);
+	cr_assert_eq(rdm_serve_until_told(&endpoint, socket, &granted), 0, "the initiator got no grant");
+	cr_assert_eq(waitpid(peer, &status, WUNTRACED), peer);
+	cr_assert(WIFSTOPPED(status), "the initiator did not stop");
+	cr_assert_eq(domain->grants_held, 1);
+	bolt_mr_cache_stats(domain->primary.mr_cache, &before);
+
+	clock_gettime(CLOCK_MONOTONIC, &closed);
+	cr_assert_eq(fi_close(&mr->fid), 0);
+	cr_assert_not_null(domain->revokes, "the close waits for the initiator's answer");
+	while (domain->revokes && bolt_fixture_elapsed_ms(&closed) < SILENT_WAIT_MS)
+		rdm_progress_for(&endpoint, 10);
+	cr_assert_null(domain->revokes, "the silent peer's grant outlived the liveness time");
+	cr_assert_geq(bolt_fixture_elapsed_ms(&closed), SILENT_LIVENESS_MS,
+		      "the peer was failed before the liveness time");
+	connection = only_connection(&endpoint);
+	cr_assert_eq(connection->state, BOLT_CONNECTION_FAILED);
+	cr_assert_eq(connection->error, FI_ETIMEDOUT);
+	cr_assert_eq(domain->grants_held, 0);
+	bolt_mr_cache_stats(domain->primary.mr_cache, &after);
+	cr_assert_lt(after.registered, before.registered, "the region's registration stayed");
+
+	kill(peer, SIGKILL);
+	silent_peer = 0;
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 128 + SIGKILL);
+	unsetenv("FI_BOLT_LIVENESS_TIMEOUT");
+	free(region);
 }

@@ -22,7 +22,9 @@
  * still open when the answer comes are unused. Their receives go back to the
  * posted list, in posting order, where the waiting message finds them. An
  * fi_cancel of a granted receive asks back the same way, and the receive
- * ends cancelled once back, unless the peer wrote it first.
+ * ends cancelled once back, unless the peer wrote it first. A peer that has
+ * not answered within FI_BOLT_LIVENESS_TIMEOUT is not waited for longer:
+ * its connection fails, which takes the grants back and deregisters them.
  *
  * Each grant's registration is of exactly its receive's bytes, with write
  * access only, and goes when the grant ends (bolt_registration_expose).
@@ -312,6 +314,24 @@ void bolt_receive_grant_written(struct bolt_connection *connection, const struct
 	bolt_receive_grant_landed(connection, number, wc->byte_len);
 }
 
+/* Whether the connection's peer was asked to give its grants back and has not answered yet. */
+static void bolt_receive_grant_set_revoking(struct bolt_connection *connection, bool revoking)
+{
+	struct bolt_peer *peer = bolt_peer_of(connection);
+	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
+
+	if (peer->grants_revoking == revoking)
+		return;
+	peer->grants_revoking = revoking;
+	if (!revoking) {
+		endpoint->grant_revokes_waiting--;
+		return;
+	}
+	endpoint->grant_revokes_waiting++;
+	peer->grants_revoke_deadline_ns = bolt_connection_now_ns() +
+		(uint64_t) endpoint->domain->fabric->params.liveness_timeout * 1000000ULL;
+}
+
 /* Asks the connection's peer to give back its grants, unless it is asked already. */
 static void bolt_receive_grant_revoke(struct bolt_connection *connection)
 {
@@ -323,7 +343,7 @@ static void bolt_receive_grant_revoke(struct bolt_connection *connection)
 	revoke = bolt_transmit_internal(connection, BOLT_WIRE_RECEIVE_REVOKE, 0, 0);
 	if (!revoke)
 		return;
-	bolt_peer_of(connection)->grants_revoking = true;
+	bolt_receive_grant_set_revoking(connection, true);
 	bolt_transmit_start(revoke);
 }
 
@@ -372,9 +392,23 @@ void bolt_receive_grant_revoke_answered(struct bolt_connection *connection)
 		bolt_connection_fail(connection, FI_EIO, "receive grants given back unasked");
 		return;
 	}
-	bolt_peer_of(connection)->grants_revoking = false;
+	bolt_receive_grant_set_revoking(connection, false);
 	bolt_receive_grant_return_all(connection);
 	bolt_receive_grant_offer(bolt_connection_endpoint(connection));
+}
+
+void bolt_receive_grant_check_revokes(struct bolt_endpoint *endpoint)
+{
+	struct bolt_connection *connection, *next;
+	uint64_t now_ns;
+
+	if (!endpoint->grant_revokes_waiting)
+		return;
+	now_ns = bolt_connection_now_ns();
+	HASH_ITER(hh, endpoint->connection_manager.connections, connection, next)
+		if (bolt_peer_of(connection)->grants_revoking &&
+		    now_ns >= bolt_peer_of(connection)->grants_revoke_deadline_ns)
+			bolt_peer_fail_unanswered(connection, "its receive grants");
 }
 
 int bolt_receive_grant_cancel(struct bolt_endpoint *endpoint, void *context)
@@ -415,7 +449,7 @@ void bolt_receive_grant_release(struct bolt_connection *connection, bool reuse)
 		endpoint->grant_peer = NULL;
 	if (endpoint->last_large_sender == connection)
 		endpoint->last_large_sender = NULL;
-	bolt_peer_of(connection)->grants_revoking = false;
+	bolt_receive_grant_set_revoking(connection, false);
 	bolt_peer_of(connection)->peer_grants_count = 0;
 	if (reuse) {
 		bolt_receive_grant_return_all(connection);
