@@ -528,8 +528,11 @@ CACHE_TEST(exposed_counts_against_budget)
 	create_cache(3);
 	for (int i = 0; i < 3; i++)
 		bolt_mr_cache_release(cache, acquire(buffer(i), page_size));
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(bolt_mr_cache_room(cache), 3 - i, "unpinned entries leave room");
 		entries[i] = expose(buffer(10 + i), 64);
+	}
+	cr_assert_eq(bolt_mr_cache_room(cache), 0);
 	cr_assert_eq(stats().evictions, 3, "exposures evict unpinned shared entries");
 	cr_assert_eq(bolt_mr_cache_expose(cache, buffer(20), 64, BOLT_MR_CACHE_PEER_WRITE, &entry),
 		     -FI_EAGAIN);

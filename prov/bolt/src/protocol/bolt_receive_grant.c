@@ -104,6 +104,19 @@ static bool bolt_receive_grant_waiting(struct bolt_endpoint *endpoint,
 }
 
 /*
+ * Whether a receive may be granted a registration of its own on the
+ * connection's port: grants only save a request and its answer, so they
+ * leave a quarter of the budget to transfers that need one (Thunderbolt's
+ * 96 would otherwise go to three peers' 32 grants each).
+ */
+static bool bolt_receive_grant_registration_left(const struct bolt_connection *connection)
+{
+	const struct bolt_rail_port *port = connection->link->port;
+
+	return bolt_mr_cache_room(port->mr_cache) > port->budget.user_mr_budget / 4;
+}
+
+/*
  * Whether the connection's peer may be granted one more receive, in batch.
  * A new batch waits until the peer has used half of what it may hold, and
  * then until as many receives wait to be granted as a batch takes, or as
@@ -117,7 +130,7 @@ static bool bolt_receive_grant_may(const struct bolt_connection *connection,
 	uint32_t most, held, enough;
 
 	if (!connection || connection->state != BOLT_CONNECTION_ESTABLISHED ||
-	    bolt_peer_of(connection)->grants_revoking)
+	    bolt_peer_of(connection)->grants_revoking || !bolt_receive_grant_registration_left(connection))
 		return false;
 	most = (uint32_t) connection->manager->domain->fabric->params.receive_grants;
 	held = bolt_peer_of(connection)->granted_count;

@@ -410,6 +410,11 @@ void bolt_mr_cache_invalidate(struct bolt_mr_cache *cache, const void *address, 
 		entry_detach(cache, entry);
 }
 
+int bolt_mr_cache_room(const struct bolt_mr_cache *cache)
+{
+	return cache->budget - cache->pinned;
+}
+
 void bolt_mr_cache_stats(const struct bolt_mr_cache *cache, struct bolt_mr_cache_stats *stats)
 {
 	stats->hits = cache->hits;

@@ -93,5 +93,7 @@ struct ibv_mr *bolt_mr_cache_entry_mr(const struct bolt_mr_cache_entry *entry);
 void bolt_mr_cache_invalidate(struct bolt_mr_cache *cache, const void *address, size_t length);
 
 void bolt_mr_cache_stats(const struct bolt_mr_cache *cache, struct bolt_mr_cache_stats *stats);
+/* Registrations the cache could still make now: its budget less those pinned. */
+int bolt_mr_cache_room(const struct bolt_mr_cache *cache);
 
 #endif /* BOLT_MR_CACHE_H */
