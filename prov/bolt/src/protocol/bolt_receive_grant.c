@@ -327,7 +327,10 @@ void bolt_receive_grant_written(struct bolt_connection *connection, const struct
 	bolt_receive_grant_landed(connection, number, wc->byte_len);
 }
 
-/* Whether the connection's peer was asked to give its grants back and has not answered yet. */
+/*
+ * Records whether the connection's peer was asked to give its grants back
+ * and has not answered yet; asked, it must answer within the liveness time.
+ */
 static void bolt_receive_grant_set_revoking(struct bolt_connection *connection, bool revoking)
 {
 	struct bolt_peer *peer = bolt_peer_of(connection);
