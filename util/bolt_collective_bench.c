@@ -13,6 +13,9 @@
  * starts: MPI only carries the endpoint names, barriers and the #wrong sums,
  * as nccl-tests uses it; the collectives are bolt's.
  */
+#ifdef __linux__
+#define _GNU_SOURCE     /* sched_setaffinity */
+#endif
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -184,17 +187,69 @@ static uint64_t bench_sum_wrong(struct bench_rank *rank, uint64_t wrong)
 	return total;
 }
 
+/*
+ * Waits for the operation's completion by polling, as MPI's progress loops
+ * do, without giving the CPU away: where ranks outnumber cores, bolt itself
+ * yields when its collective has nothing to do (FI_BOLT_COLLECTIVE_YIELD),
+ * as Open MPI's progress does when oversubscribed; a yield of the benchmark's
+ * own would hand a loaded machine's other jobs the core at every poll.
+ */
 static int bench_wait(struct bench_rank *rank, void *context)
 {
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
-	int ret = bolt_fixture_wait_completion(&rank->endpoint, &entry, &error, BENCH_TIMEOUT_MS,
-					       &rank->shared->barrier.failed);
+	struct timespec start;
+	ssize_t ret;
 
-	if (!ret)
-		return entry.op_context == context ? 0 : -FI_EOTHER;
-	return ret == -FI_EAVAIL ? -error.err : ret;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (unsigned long polls = 1;; polls++) {
+		ret = fi_cq_read(rank->endpoint.cq, &entry, 1);
+		if (ret == 1)
+			return entry.op_context == context ? 0 : -FI_EOTHER;
+		if (ret == -FI_EAVAIL) {
+			memset(&error, 0, sizeof(error));
+			fi_cq_readerr(rank->endpoint.cq, &error, 0);
+			return -error.err;
+		}
+		if (ret != -FI_EAGAIN)
+			return (int) ret;
+		if (polls % 4096 == 0 && (atomic_load(&rank->shared->barrier.failed) ||
+					  bolt_fixture_elapsed_ms(&start) > BENCH_TIMEOUT_MS))
+			return -FI_ETIMEDOUT;
+	}
 }
+
+#ifndef BOLT_BENCH_MPI
+#ifdef __linux__
+/*
+ * Where every rank has a core of its own, each is bound to one, as mpirun
+ * binds its ranks by default: the scheduler then never puts two ranks on one
+ * core while another stays idle.
+ */
+static void bench_bind(int rank, int ranks)
+{
+	cpu_set_t allowed, one;
+	int seen = 0;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) || ranks > CPU_COUNT(&allowed))
+		return;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &allowed) || seen++ != rank)
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		sched_setaffinity(0, sizeof(one), &one);
+		return;
+	}
+}
+#else
+static void bench_bind(int rank, int ranks)
+{
+	(void) rank;
+	(void) ranks;
+}
+#endif
+#endif
 
 static int bench_open(struct bench_rank *rank)
 {
@@ -668,6 +723,7 @@ static int bench_start(const struct bench_options *options)
 			struct bench_rank rank = { .rank = index, .ranks = options->ranks, .shared = shared };
 			const char *topology = getenv("FI_BOLT_SOFT_TOPOLOGY");
 
+			bench_bind(index, options->ranks);
 			/* On a mesh of the software device's hosts, rank r is host r. */
 			if (topology && !strncmp(topology, "mesh:", 5))
 				bolt_fixture_set_software_host(index);
