@@ -341,7 +341,7 @@ if [ -n "$plot" ] && [ -s "$outputs/table" ]; then
 			rows=$(echo "$collectives" | tr ',' ' ' | wc -w)
 			columns=$(echo "$ranks_words" | wc -w)
 			{
-				echo "set terminal png size $((columns * 450 + 150)),$((rows * 320))"
+				echo "set terminal png noenhanced size $((columns * 450 + 150)),$((rows * 320))"
 				echo "set output '$plot-$profile.png'"
 				echo "set multiplot layout $rows,$columns title '$profile: us per operation" \
 					"against bytes'"
