@@ -13,9 +13,6 @@
  * starts: MPI only carries the endpoint names, barriers and the #wrong sums,
  * as nccl-tests uses it; the collectives are bolt's.
  */
-#ifdef __linux__
-#define _GNU_SOURCE     /* sched_setaffinity */
-#endif
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -219,37 +216,6 @@ static int bench_wait(struct bench_rank *rank, void *context)
 	}
 }
 
-#ifndef BOLT_BENCH_MPI
-#ifdef __linux__
-/*
- * Where every rank has a core of its own, each is bound to one, as mpirun
- * binds its ranks by default: the scheduler then never puts two ranks on one
- * core while another stays idle.
- */
-static void bench_bind(int rank, int ranks)
-{
-	cpu_set_t allowed, one;
-	int seen = 0;
-
-	if (sched_getaffinity(0, sizeof(allowed), &allowed) || ranks > CPU_COUNT(&allowed))
-		return;
-	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-		if (!CPU_ISSET(cpu, &allowed) || seen++ != rank)
-			continue;
-		CPU_ZERO(&one);
-		CPU_SET(cpu, &one);
-		sched_setaffinity(0, sizeof(one), &one);
-		return;
-	}
-}
-#else
-static void bench_bind(int rank, int ranks)
-{
-	(void) rank;
-	(void) ranks;
-}
-#endif
-#endif
 
 static int bench_open(struct bench_rank *rank)
 {
@@ -723,7 +689,6 @@ static int bench_start(const struct bench_options *options)
 			struct bench_rank rank = { .rank = index, .ranks = options->ranks, .shared = shared };
 			const char *topology = getenv("FI_BOLT_SOFT_TOPOLOGY");
 
-			bench_bind(index, options->ranks);
 			/* On a mesh of the software device's hosts, rank r is host r. */
 			if (topology && !strncmp(topology, "mesh:", 5))
 				bolt_fixture_set_software_host(index);
