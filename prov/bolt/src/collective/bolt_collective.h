@@ -200,12 +200,6 @@ extern const struct bolt_collective_algorithm bolt_collective_ring;
  */
 void bolt_collective_algorithm_choose(struct bolt_collective_operation *operation);
 
-/* ---- The system (bolt_collective_platform.c) ---- */
-
-/* CPUs this process may run on, at least 1. */
-int bolt_collective_usable_cpus(void);
-void bolt_collective_yield(void);
-
 /* ---- The libfabric entry points (bolt_collective_ops.c, bolt_collective_query.c) ---- */
 
 /*

@@ -14,6 +14,7 @@
 #include "bolt_unsupported.h"
 #include "bolt_wait.h"
 #include "collective/bolt_collective.h"
+#include "platform/bolt_platform.h"
 
 /* Longest a closing group waits for a member's message into a receive it was given. */
 #define BOLT_COLLECTIVE_CLOSE_WAIT_MS 2000
@@ -255,7 +256,7 @@ static bool bolt_collective_group_yields(const struct bolt_collective_group *gro
 	for (int rank = 0; rank < group->size; rank++)
 		local += group->members[rank].address.family == own->family &&
 			 !memcmp(group->members[rank].address.ip, own->ip, sizeof(own->ip));
-	return local > bolt_collective_usable_cpus();
+	return local > bolt_platform_usable_cpus();
 }
 
 /* A join is a barrier of the new group that reports on the EQ. */

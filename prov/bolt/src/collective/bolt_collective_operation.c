@@ -7,6 +7,7 @@
  * application's buffers any more, and freed once its sends are back too.
  * Closing a group discards its operations the same way, reporting nothing.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <utlist.h>
 
@@ -246,7 +247,7 @@ static void bolt_collective_idle(struct bolt_collective_endpoint *state)
 		return;
 	DL_FOREACH(state->operations, operation) {
 		if (operation->group->yields) {
-			bolt_collective_yield();
+			sched_yield();
 			return;
 		}
 	}
