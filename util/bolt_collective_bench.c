@@ -78,6 +78,7 @@ struct bench_row {
 	size_t size, count;
 	double time_us, algbw, busbw;
 	uint64_t wrong;
+	char algorithm[32];     /* as bolt ran the last operation: "direct", "ring:256K:4", ... */
 };
 
 /* The page the ranks share. */
@@ -183,17 +184,38 @@ static uint64_t bench_sum_wrong(struct bench_rank *rank, uint64_t wrong)
 	return total;
 }
 
+/*
+ * Waits for the operation's completion by polling, as MPI's progress loops
+ * do, without giving the CPU away: where ranks outnumber cores, bolt itself
+ * yields when its collective has nothing to do (FI_BOLT_COLLECTIVE_YIELD),
+ * as Open MPI's progress does when oversubscribed; a yield of the benchmark's
+ * own would hand a loaded machine's other jobs the core at every poll.
+ */
 static int bench_wait(struct bench_rank *rank, void *context)
 {
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
-	int ret = bolt_fixture_wait_completion(&rank->endpoint, &entry, &error, BENCH_TIMEOUT_MS,
-					       &rank->shared->barrier.failed);
+	struct timespec start;
+	ssize_t ret;
 
-	if (!ret)
-		return entry.op_context == context ? 0 : -FI_EOTHER;
-	return ret == -FI_EAVAIL ? -error.err : ret;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (unsigned long polls = 1;; polls++) {
+		ret = fi_cq_read(rank->endpoint.cq, &entry, 1);
+		if (ret == 1)
+			return entry.op_context == context ? 0 : -FI_EOTHER;
+		if (ret == -FI_EAVAIL) {
+			memset(&error, 0, sizeof(error));
+			fi_cq_readerr(rank->endpoint.cq, &error, 0);
+			return -error.err;
+		}
+		if (ret != -FI_EAGAIN)
+			return (int) ret;
+		if (polls % 4096 == 0 && (atomic_load(&rank->shared->barrier.failed) ||
+					  bolt_fixture_elapsed_ms(&start) > BENCH_TIMEOUT_MS))
+			return -FI_ETIMEDOUT;
+	}
 }
+
 
 static int bench_open(struct bench_rank *rank)
 {
@@ -416,6 +438,25 @@ static int bench_iterations(const struct bench_options *options, size_t size)
 	return iterations > BENCH_MAX_ITERATIONS ? BENCH_MAX_ITERATIONS : (int) iterations;
 }
 
+/* How bolt ran the group's last operation (fi_ext_bolt.h), or "-" where it does not say. */
+static void bench_algorithm(struct bench_rank *rank, char *text, size_t size)
+{
+	struct fi_bolt_collective_choice choice = { 0 };
+
+	snprintf(text, size, "-");
+	if (fi_control(&rank->endpoint.mc->fid, FI_BOLT_COLLECTIVE_GET_CHOICE, &choice) ||
+	    !choice.algorithm)
+		return;
+	if (!choice.segment_size)
+		snprintf(text, size, "%s", choice.algorithm);
+	else if (choice.segment_size % (1 << 20) == 0)
+		snprintf(text, size, "%s:%zuM:%d", choice.algorithm, choice.segment_size >> 20,
+			 choice.lanes);
+	else
+		snprintf(text, size, "%s:%zuK:%d", choice.algorithm, choice.segment_size >> 10,
+			 choice.lanes);
+}
+
 /* One size: a checked run, then timed runs between barriers. */
 static int bench_size(struct bench_rank *rank, const struct bench_collective *collective,
 		      const struct bench_options *options, size_t size, struct bench_row *row)
@@ -451,6 +492,7 @@ static int bench_size(struct bench_rank *rank, const struct bench_collective *co
 	for (int iteration = 0; !ret && iteration < iterations; iteration++)
 		ret = bench_run_once(rank, collective, options, input, result, count);
 	row->time_us = (bench_now() - start) / iterations * 1e6;
+	bench_algorithm(rank, row->algorithm, sizeof(row->algorithm));
 	free(input);
 	free(result);
 	if (ret)
@@ -504,7 +546,8 @@ static void bench_print_header(const struct bench_options *options, int ranks)
 	char load[64];
 
 	if (options->format == BENCH_CSV) {
-		printf("collective,ranks,size,count,type,redop,time_us,algbw_GBps,busbw_GBps,wrong\n");
+		printf("collective,ranks,size,count,type,redop,time_us,algbw_GBps,busbw_GBps,wrong,"
+		       "algorithm\n");
 		return;
 	}
 	if (options->format == BENCH_JSON) {
@@ -515,10 +558,10 @@ static void bench_print_header(const struct bench_options *options, int ranks)
 	printf("# bolt_collective_bench: %d ranks, device %s, %ld cores, load average %s\n", ranks,
 	       profile && profile[0] ? profile : "system", sysconf(_SC_NPROCESSORS_ONLN),
 	       bench_load_average(load, sizeof(load)));
-	printf("# %-14s %12s %12s %8s %6s %12s %10s %10s %8s\n", "collective", "size", "count", "type",
-	       "redop", "time(us)", "algbw", "busbw", "#wrong");
-	printf("# %-14s %12s %12s %8s %6s %12s %10s %10s %8s\n", "", "(B)", "(elements)", "", "",
-	       "", "(GB/s)", "(GB/s)", "");
+	printf("# %-14s %12s %12s %8s %6s %12s %10s %10s %8s  %s\n", "collective", "size", "count",
+	       "type", "redop", "time(us)", "algbw", "busbw", "#wrong", "algorithm");
+	printf("# %-14s %12s %12s %8s %6s %12s %10s %10s %8s  %s\n", "", "(B)", "(elements)", "", "",
+	       "", "(GB/s)", "(GB/s)", "", "(segment:lanes)");
 }
 
 static void bench_print_row(const struct bench_options *options, const struct bench_row *row,
@@ -528,16 +571,19 @@ static void bench_print_row(const struct bench_options *options, const struct be
 	const char *op = bench_op_name(collective, options->op);
 
 	if (options->format == BENCH_CSV)
-		printf("%s,%d,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%" PRIu64 "\n", row->collective, ranks,
-		       row->size, row->count, type, op, row->time_us, row->algbw, row->busbw, row->wrong);
+		printf("%s,%d,%zu,%zu,%s,%s,%.3f,%.4f,%.4f,%" PRIu64 ",%s\n", row->collective, ranks,
+		       row->size, row->count, type, op, row->time_us, row->algbw, row->busbw, row->wrong,
+		       row->algorithm);
 	else if (options->format == BENCH_JSON)
 		printf("%s  {\"collective\": \"%s\", \"size\": %zu, \"count\": %zu, \"type\": \"%s\", "
 		       "\"redop\": \"%s\", \"time_us\": %.3f, \"algbw_GBps\": %.4f, \"busbw_GBps\": %.4f, "
-		       "\"wrong\": %" PRIu64 "}", first ? "" : ",\n", row->collective, row->size, row->count,
-		       type, op, row->time_us, row->algbw, row->busbw, row->wrong);
+		       "\"wrong\": %" PRIu64 ", \"algorithm\": \"%s\"}", first ? "" : ",\n", row->collective,
+		       row->size, row->count, type, op, row->time_us, row->algbw, row->busbw, row->wrong,
+		       row->algorithm);
 	else
-		printf("  %-14s %12zu %12zu %8s %6s %12.2f %10.3f %10.3f %8" PRIu64 "\n", row->collective,
-		       row->size, row->count, type, op, row->time_us, row->algbw, row->busbw, row->wrong);
+		printf("  %-14s %12zu %12zu %8s %6s %12.2f %10.3f %10.3f %8" PRIu64 "  %s\n",
+		       row->collective, row->size, row->count, type, op, row->time_us, row->algbw,
+		       row->busbw, row->wrong, row->algorithm);
 	fflush(stdout);
 }
 

@@ -156,6 +156,12 @@ void bolt_fixture_scale_software_limits(int hosts, bool overwrite);
 
 /* Milliseconds since start, on CLOCK_MONOTONIC. */
 long bolt_fixture_elapsed_ms(const struct timespec *start);
+/*
+ * libfabric reads FI_LOG_LEVEL when it initialises, in its first fi_getinfo:
+ * this asks it for a provider that does not exist, so that the FI_WARN lines
+ * of code called directly (not through libfabric) show.
+ */
+void bolt_fixture_logging_start(void);
 /* A child's exit status, 128 + the signal that killed it, or -1 when waitpid fails. */
 int bolt_fixture_process_status(pid_t pid);
 

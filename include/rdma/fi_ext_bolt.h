@@ -44,4 +44,18 @@
  * A member's rank is its position in the AV set it joined with.
  */
 
+/*
+ * How bolt ran a group's last collective operation started, for benchmarks
+ * and tuning: fi_control(&mc->fid, FI_BOLT_COLLECTIVE_GET_CHOICE, &choice)
+ * on a joined group (fi_bolt(7) has the table it is chosen from). algorithm
+ * is "direct", "doubling" or "ring" (a string that lives as long as the
+ * provider); segment_size and lanes are the ring's, 0 for the others.
+ */
+#define FI_BOLT_COLLECTIVE_GET_CHOICE 0xb017
+struct fi_bolt_collective_choice {
+	const char *algorithm;
+	size_t segment_size;
+	int lanes;
+};
+
 #endif /* FI_EXT_BOLT_H */

@@ -145,6 +145,8 @@ static void collective_environment(const struct collective_options *options, con
 	collective_setenv("FI_BOLT_COLLECTIVE_RING_THRESHOLD", options->ring_threshold);
 	collective_setenv("FI_BOLT_COLLECTIVE_SEGMENT_SIZE", options->segment_size);
 	collective_setenv("FI_BOLT_COLLECTIVE_DOUBLING_MEMBERS", options->doubling_members);
+	collective_setenv("FI_BOLT_COLLECTIVE_LANES", options->lanes);
+	collective_setenv("FI_BOLT_COLLECTIVE_YIELD", options->yield);
 	collective_setenv("FI_BOLT_UNEXPECTED_LIMIT", options->unexpected_limit);
 }
 

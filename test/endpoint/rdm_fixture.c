@@ -23,23 +23,6 @@
 
 static char rdm_namespace[64];
 
-/*
- * libfabric reads FI_LOG_LEVEL when it initialises, in its first fi_getinfo;
- * ask it for a provider that does not exist so that bolt's FI_WARN lines show.
- */
-static void rdm_logging_start(void)
-{
-	struct fi_info *hints = fi_allocinfo();
-	struct fi_info *info = NULL;
-
-	if (!hints)
-		return;
-	hints->fabric_attr->prov_name = strdup("bolt-logging-only");
-	fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
-	fi_freeinfo(info);
-	fi_freeinfo(hints);
-}
-
 static bool rdm_system_device(void)
 {
 	const char *device = getenv("BOLT_TEST_DEVICE");
@@ -55,10 +38,10 @@ void rdm_environment(const struct rdm_options *options, const char *tag)
 		if (options->software_device_only)
 			cr_skip_test("this tests the software device itself");
 		unsetenv("FI_BOLT_SOFT");
-		rdm_logging_start();
+		bolt_fixture_logging_start();
 		return;
 	}
-	rdm_logging_start();
+	bolt_fixture_logging_start();
 	snprintf(rdm_namespace, sizeof(rdm_namespace), "%s-%d", tag, getpid());
 	setenv("FI_BOLT_SOFT", options->profile, 1);
 	setenv("FI_BOLT_SOFT_NAMESPACE", rdm_namespace, 1);

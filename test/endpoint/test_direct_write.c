@@ -7,11 +7,18 @@
  * FI_EACCES instead of being lost. Writes streaming while the target closes
  * the region land or are refused, and the connection (on RC, its queue pair)
  * survives. On RC, to a target that counts no remote writes, direct writes
- * are plain RDMA writes; a counting target sees each.
+ * are plain RDMA writes; a counting target sees each. At the device, the
+ * grant opens exactly the region, for writing only: a raw RDMA read with its
+ * rkey fails, as does a write a byte past its end; and a peer that never
+ * answers the revoke is failed after the liveness time, the registration
+ * dropped.
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <criterion/criterion.h>
 
 #include "bolt_endpoint.h"
@@ -460,4 +467,221 @@ Test(direct_write, own_address)
 Test(direct_write, own_address_domain_keys_offsets)
 {
 	writes_to_own_address(FI_MR_PROV_KEY | FI_MR_LOCAL | FI_MR_ALLOCATED, "direct-self-offsets");
+}
+
+/*
+ * What the target's grant opens at the device, judged by the device alone:
+ * the initiator posts raw verbs work requests with the granted rkey on its
+ * link's queue pair, past bolt. The region is FI_REMOTE_WRITE only and ends
+ * in the middle of a page: an RDMA read of it, or a write one byte past its
+ * end, must fail with a remote access error (and on RC, that fails the
+ * queue pair, so each test makes one such attempt on a connection of its own).
+ */
+#define EXPOSED_OFFSET 100              /* the region starts (and ends) this far into a page */
+#define EXPOSED_WAIT_MS 5000
+
+/* A target offering a region that starts and ends EXPOSED_OFFSET bytes into a page. */
+static int unaligned_target_peer(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct bolt_fixture_endpoint endpoint;
+	long page = sysconf(_SC_PAGESIZE);
+	char *memory = aligned_alloc((size_t) page, REGION_SIZE + 2 * (size_t) page);
+	struct fid_mr *mr = NULL;
+	int ret;
+
+	if (!memory)
+		return 1;
+	memset(memory, 0x5a, REGION_SIZE + 2 * (size_t) page);
+	ret = rdm_serve_region(&endpoint, options, socket, memory + EXPOSED_OFFSET, REGION_SIZE,
+			       FI_REMOTE_WRITE, &mr);
+	/* The initiator's attempt may have failed our queue pair: only the set-up counts. */
+	if (mr)
+		fi_close(&mr->fid);
+	bolt_fixture_close(&endpoint);
+	free(memory);
+	return ret;
+}
+
+struct raw_access {
+	struct bolt_work_completion work;
+	bool done;
+	enum ibv_wc_status status;
+};
+
+static void raw_access_done(struct bolt_work_completion *work, const struct ibv_wc *wc)
+{
+	struct raw_access *access = bolt_container_of(work, struct raw_access, work);
+
+	access->done = true;
+	access->status = wc->status;
+}
+
+/*
+ * One raw work request (opcode) of length bytes at offset in the region the
+ * target granted, with its rkey; the device's verdict. For a read, *landed
+ * says whether any of the region's bytes arrived.
+ */
+static enum ibv_wc_status granted_raw_access(struct initiator *side, enum ibv_wr_opcode opcode,
+					     size_t offset, size_t length, bool *landed)
+{
+	struct bolt_connection *connection = only_connection(&side->endpoint);
+	struct bolt_domain *domain = bolt_container_of(side->endpoint.domain, struct bolt_domain, domain_fid);
+	struct bolt_verbs *verbs = &domain->fabric->verbs;
+	struct bolt_region_grant *grant = bolt_peer_of(connection)->grants;
+	struct raw_access access = { .work.handle = raw_access_done };
+	char *buffer = calloc(1, length);
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	struct ibv_mr *mr;
+
+	cr_assert(buffer && grant);
+	mr = verbs->reg_mr(connection->link->port->handle.pd, buffer, length, IBV_ACCESS_LOCAL_WRITE);
+	cr_assert(mr, "reg_mr of the local buffer: %s", strerror(errno));
+	sge = (struct ibv_sge) { .addr = (uintptr_t) buffer, .length = (uint32_t) length, .lkey = mr->lkey };
+	wr = (struct ibv_send_wr) { .wr_id = (uintptr_t) &access.work, .sg_list = &sge, .num_sge = 1,
+				    .opcode = opcode, .send_flags = IBV_SEND_SIGNALED,
+				    .wr.rdma = { .remote_addr = grant->target_address + offset,
+						 .rkey = grant->rkey } };
+	bolt_domain_lock(domain);
+	cr_assert_eq(verbs->post_send(connection->link->qp, &wr, &bad), 0);
+	bolt_domain_unlock(domain);
+	for (int waited = 0; !access.done && waited < EXPOSED_WAIT_MS; waited += 10)
+		rdm_progress_for(&side->endpoint, 10);
+	cr_assert(access.done, "the device never answered");
+	*landed = false;
+	for (size_t i = 0; i < length; i++)
+		*landed |= buffer[i] != 0;
+	verbs->dereg_mr(mr);
+	free(buffer);
+	return access.status;
+}
+
+/* The initiator against an unaligned write-only region: granted, then one raw access. */
+static void raw_access_to_granted_region(const char *tag, enum ibv_wr_opcode opcode, size_t offset,
+					 size_t length)
+{
+	struct rdm_options options = { .profile = "rocev2", .mr_mode = RDM_MR_MODE };
+	struct initiator side;
+	enum ibv_wc_status status;
+	bool landed;
+
+	initiator_start(&side, &options, tag, unaligned_target_peer);
+	cr_assert_eq(fi_write(side.endpoint.ep, side.local, FIRST_WRITE, side.desc, side.endpoint.peer,
+			      side.remote_address, side.remote_key, side.local), 0);
+	rdm_expect_completion(&side.endpoint, side.local, 0);
+	cr_assert(wait_for_grants(&side.endpoint, 1), "no grant came with the answer");
+	cr_assert_eq(bolt_peer_of(only_connection(&side.endpoint))->grants->length, REGION_SIZE);
+
+	status = granted_raw_access(&side, opcode, offset, length, &landed);
+	cr_assert_neq(status, IBV_WC_SUCCESS, "the device allowed %s %zu bytes at offset %zu of the region",
+		      opcode == IBV_WR_RDMA_READ ? "reading" : "writing", length, offset);
+	cr_assert_eq(status, IBV_WC_REM_ACCESS_ERR, "status %d", status);
+	cr_assert_not(landed, "the region's bytes were read");
+	initiator_finish(&side, &options);
+}
+
+/* A region registered FI_REMOTE_WRITE only: its grant is no key to read it with. */
+Test(direct_write, write_only_region_read)
+{
+	raw_access_to_granted_region("direct-exposed-read", IBV_WR_RDMA_READ, 0, 4096);
+}
+
+/* Nor to write one byte past its end, though that byte shares the region's last page. */
+Test(direct_write, region_end_not_writable)
+{
+	raw_access_to_granted_region("direct-exposed-end", IBV_WR_RDMA_WRITE, REGION_SIZE - 63, 64);
+}
+
+/*
+ * A peer that never answers a revoke: the initiator writes, gets its grant,
+ * and stops itself (SIGSTOP: its kernel still answers the side channel's
+ * keepalives, so only the missing answer shows). The target closes the
+ * region; within FI_BOLT_LIVENESS_TIMEOUT and a little, the connection fails
+ * with FI_ETIMEDOUT and the region's registration is gone.
+ */
+#define SILENT_LIVENESS_MS 2000
+#define SILENT_WAIT_MS (SILENT_LIVENESS_MS + 4000)
+
+static int silent_initiator(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct bolt_fixture_endpoint endpoint;
+	uint64_t address, key;
+	char *local = calloc(1, FIRST_WRITE);
+	int ret = local ? rdm_open_connected(&endpoint, options, socket) : 1;
+
+	if (!ret && (rdm_receive_value(socket, &address) || rdm_receive_value(socket, &key)))
+		ret = 2;
+	if (!ret)
+		ret = (int) fi_write(endpoint.ep, local, FIRST_WRITE, NULL, endpoint.peer, address, key, local);
+	if (!ret)
+		rdm_expect_completion(&endpoint, local, 0);
+	if (!ret && !wait_for_grants(&endpoint, 1))
+		ret = 3;
+	if (!ret)
+		ret = rdm_send_value(socket, 1);        /* granted */
+	if (!ret)
+		raise(SIGSTOP);                         /* and never answers; killed by the target */
+	return ret;
+}
+
+/* The stopped initiator, killed however the test ends: a stopped process would hold its pipes. */
+static pid_t silent_peer;
+
+static void kill_silent_peer(void)
+{
+	if (silent_peer > 0)
+		kill(silent_peer, SIGKILL);
+}
+
+Test(direct_write, silent_revoke, .fini = kill_silent_peer)
+{
+	struct rdm_options options = { .profile = "rocev2", .mr_mode = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR };
+	struct bolt_fixture_endpoint endpoint;
+	struct bolt_domain *domain;
+	struct bolt_connection *connection;
+	struct bolt_mr_cache_stats before, after;
+	char *region = calloc(1, REGION_SIZE);
+	struct fid_mr *mr;
+	struct timespec closed;
+	uint64_t granted;
+	int socket, status;
+	pid_t peer;
+
+	cr_assert(region);
+	setenv("FI_BOLT_LIVENESS_TIMEOUT", "2000", 1);
+	peer = rdm_pair_start(&options, "direct-silent", silent_initiator, &options, &endpoint, &socket);
+	silent_peer = peer;
+	cr_assert(peer > 0);
+	domain = bolt_container_of(endpoint.domain, struct bolt_domain, domain_fid);
+	cr_assert_eq(rdm_register_region(&endpoint, region, REGION_SIZE, FI_REMOTE_WRITE, &mr), 0);
+	cr_assert_eq(rdm_send_value(socket, (uintptr_t) region), 0);
+	cr_assert_eq(rdm_send_value(socket, fi_mr_key(mr)), 0);
+	cr_assert_eq(rdm_serve_until_told(&endpoint, socket, &granted), 0, "the initiator got no grant");
+	cr_assert_eq(waitpid(peer, &status, WUNTRACED), peer);
+	cr_assert(WIFSTOPPED(status), "the initiator did not stop");
+	cr_assert_eq(domain->grants_held, 1);
+	bolt_mr_cache_stats(domain->primary.mr_cache, &before);
+
+	clock_gettime(CLOCK_MONOTONIC, &closed);
+	cr_assert_eq(fi_close(&mr->fid), 0);
+	cr_assert_not_null(domain->revokes, "the close waits for the initiator's answer");
+	while (domain->revokes && bolt_fixture_elapsed_ms(&closed) < SILENT_WAIT_MS)
+		rdm_progress_for(&endpoint, 10);
+	cr_assert_null(domain->revokes, "the silent peer's grant outlived the liveness time");
+	cr_assert_geq(bolt_fixture_elapsed_ms(&closed), SILENT_LIVENESS_MS,
+		      "the peer was failed before the liveness time");
+	connection = only_connection(&endpoint);
+	cr_assert_eq(connection->state, BOLT_CONNECTION_FAILED);
+	cr_assert_eq(connection->error, FI_ETIMEDOUT);
+	cr_assert_eq(domain->grants_held, 0);
+	bolt_mr_cache_stats(domain->primary.mr_cache, &after);
+	cr_assert_lt(after.registered, before.registered, "the region's registration stayed");
+
+	kill(peer, SIGKILL);
+	silent_peer = 0;
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 128 + SIGKILL);
+	unsetenv("FI_BOLT_LIVENESS_TIMEOUT");
+	free(region);
 }

@@ -5,7 +5,9 @@
  * cannot use a grant (small, too long, with remote CQ data) still take the
  * receive granted for them, in order. Another peer's message gets granted
  * receives back, as do a cancel and the death of the peer that held them;
- * a cancelled receive ends FI_ECANCELED and is never written. A lost
+ * a cancelled receive ends FI_ECANCELED and is never written, also when
+ * the holder never answers (its connection fails after the liveness time,
+ * which takes the grants and their registrations back). A lost
  * granted write fails the connection; a connection that fails holding
  * grants takes its shared link with it.
  */
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <criterion/criterion.h>
 #include <utlist.h>
 
@@ -447,6 +450,91 @@ Test(receive_grant, cancel_asks_it_back)
 	cr_assert_eq(memcmp(buffers + 2 * SIZE, zeros, SMALL), 0, "the cancelled receive was written");
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the holder failed");
+	free(buffers);
+}
+
+/*
+ * A holder that stops (SIGSTOP) once it holds its grants, and so never
+ * answers the cancel's revoke: its kernel still answers the side channel's
+ * keepalives, so only the missing answer shows.
+ */
+static int silent_holder(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct bolt_fixture_endpoint endpoint;
+	char *buffer = malloc(SIZE);
+	int ret = buffer ? rdm_open_connected(&endpoint, options, socket) : 1;
+
+	for (uint32_t i = 0; !ret && i < 2; i++)
+		ret = send_one(&endpoint, buffer, SIZE, i, false);
+	if (!ret && !wait_for_grants(&endpoint, HELD_RECEIVES - 2))
+		ret = 10;
+	if (!ret)
+		ret = rdm_send_value(socket, 1);        /* holding */
+	if (!ret)
+		raise(SIGSTOP);                         /* killed by the receiver */
+	return ret;
+}
+
+#define SILENT_LIVENESS_MS 2000
+#define SILENT_WAIT_MS (SILENT_LIVENESS_MS + 4000)
+
+/* The stopped holder, killed however the test ends: a stopped process would hold its pipes. */
+static pid_t silent_peer;
+
+static void kill_silent_peer(void)
+{
+	if (silent_peer > 0)
+		kill(silent_peer, SIGKILL);
+}
+
+/*
+ * A granted receive cancelled while its holder never answers: within
+ * FI_BOLT_LIVENESS_TIMEOUT and a little, the holder's connection fails with
+ * FI_ETIMEDOUT, the receive ends FI_ECANCELED, and no grant (nor its
+ * registration) is left to the holder.
+ */
+Test(receive_grant, silent_holder_cancel, .fini = kill_silent_peer)
+{
+	struct rdm_options options = { .profile = "rocev2" };
+	struct bolt_fixture_endpoint endpoint;
+	struct bolt_domain *domain;
+	struct bolt_connection *connection;
+	struct bolt_mr_cache_stats before, after;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	struct timespec cancelled;
+	char *buffers = calloc(HELD_RECEIVES, SIZE);
+	int socket, status;
+
+	cr_assert(buffers);
+	setenv("FI_BOLT_LIVENESS_TIMEOUT", "2000", 1);
+	silent_peer = start_holder_with(&options, "grant-silent", silent_holder, &endpoint, &socket, buffers);
+	cr_assert_eq(waitpid(silent_peer, &status, WUNTRACED), silent_peer);
+	cr_assert(WIFSTOPPED(status), "the holder did not stop");
+	domain = bolt_container_of(endpoint.domain, struct bolt_domain, domain_fid);
+	connection = connection_to(&endpoint, endpoint.peer);
+	bolt_mr_cache_stats(domain->primary.mr_cache, &before);
+
+	clock_gettime(CLOCK_MONOTONIC, &cancelled);
+	cr_assert_eq(fi_cancel(&endpoint.ep->fid, buffers + 2 * SIZE), 0);
+	cr_assert_eq(bolt_fixture_wait_completion(&endpoint, &entry, &error, SILENT_WAIT_MS, NULL),
+		     -FI_EAVAIL, "the cancel never ended: the holder kept its grants");
+	cr_assert_eq(error.err, FI_ECANCELED);
+	cr_assert_eq(error.op_context, buffers + 2 * SIZE);
+	cr_assert_geq(bolt_fixture_elapsed_ms(&cancelled), SILENT_LIVENESS_MS,
+		      "the holder was failed before the liveness time");
+	cr_assert_eq(connection->state, BOLT_CONNECTION_FAILED);
+	cr_assert_eq(connection->error, FI_ETIMEDOUT);
+	cr_assert_eq(bolt_peer_of(connection)->granted_count, 0);
+	bolt_mr_cache_stats(domain->primary.mr_cache, &after);
+	cr_assert_leq(after.registered, before.registered - (HELD_RECEIVES - 2),
+		      "the grants' registrations stayed");
+
+	kill(silent_peer, SIGKILL);
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, silent_peer, socket), 128 + SIGKILL);
+	silent_peer = 0;
+	unsetenv("FI_BOLT_LIVENESS_TIMEOUT");
 	free(buffers);
 }
 

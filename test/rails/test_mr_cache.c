@@ -3,8 +3,10 @@
  * device allows 100 MRs, as Thunderbolt does (seed 001): hits and misses,
  * LRU eviction, the budget, pinning, invalidation, a device that refuses
  * below the budget because other processes hold its MRs, 10,000 buffers
- * through a 96-MR budget, and teardown without leaks. The fake device never
- * touches memory, so buffers are synthetic page-aligned addresses.
+ * through a 96-MR budget, and teardown without leaks; and exposed
+ * registrations: exactly the bytes and the access asked for, never shared,
+ * never kept after release. The fake device never touches memory, so
+ * buffers are synthetic page-aligned addresses.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,7 +17,7 @@
 
 #define DEVICE_MR_LIMIT 100
 #define THUNDERBOLT_BUDGET 96
-#define TEST_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+#define TEST_ACCESS IBV_ACCESS_LOCAL_WRITE
 #define FAKE_MR_MAGIC 0xb017b017u
 #define BUFFER_BASE ((uintptr_t) 1 << 40)
 
@@ -23,6 +25,7 @@ struct fake_mr {
 	struct ibv_mr mr;               /* first: the cache sees only this */
 	uint32_t magic;
 	bool live;
+	int access;
 	struct fake_mr *next_allocated; /* kept until teardown, so stale pointers stay checkable */
 };
 
@@ -45,8 +48,10 @@ static struct ibv_mr *fake_reg_mr(struct ibv_pd *pd, void *addr, size_t length, 
 {
 	struct fake_mr *fake;
 
-	if (pd != &device.pd || !length || (uintptr_t) addr % page_size || length % page_size ||
-	    access != TEST_ACCESS) {
+	/* Shared entries come in whole pages with local access; exposed ones exactly as asked. */
+	bool shared = access == TEST_ACCESS && !((uintptr_t) addr % page_size) && !(length % page_size);
+
+	if (pd != &device.pd || !length || (!shared && access != BOLT_MR_CACHE_PEER_WRITE)) {
 		device.errors++;
 		errno = EINVAL;
 		return NULL;
@@ -68,6 +73,7 @@ static struct ibv_mr *fake_reg_mr(struct ibv_pd *pd, void *addr, size_t length, 
 	fake->mr.lkey = fake->mr.rkey = ++device.next_key;
 	fake->magic = FAKE_MR_MAGIC;
 	fake->live = true;
+	fake->access = access;
 	fake->next_allocated = device.allocated;
 	device.allocated = fake;
 	device.registrations++;
@@ -185,6 +191,13 @@ CACHE_TEST(create_rejects_empty_budget)
 	cr_assert_null(cache);
 	create_cache(THUNDERBOLT_BUDGET);
 	cr_assert_eq(stats().budget, THUNDERBOLT_BUDGET);
+}
+
+CACHE_TEST(create_rejects_remote_access)
+{
+	cr_assert_eq(bolt_mr_cache_create(&fake_verbs, &device.pd, 4, BOLT_MR_CACHE_PEER_WRITE, &cache),
+		     -FI_EINVAL, "shared entries are never a peer's");
+	cr_assert_null(cache);
 }
 
 CACHE_TEST(rejects_empty_and_wrapping_ranges)
@@ -436,4 +449,114 @@ CACHE_TEST(destroy_deregisters_everything)
 	bolt_mr_cache_invalidate(cache, buffer(8), page_size);  /* one retired */
 	cr_assert_eq(device.live, 12);
 	/* destroy_cache_and_check_device finds every MR deregistered exactly once. */
+}
+
+/* An exposed registration: exactly its bytes and its access, checked live. */
+static struct bolt_mr_cache_entry *expose(const void *address, size_t length)
+{
+	struct bolt_mr_cache_entry *entry;
+	struct fake_mr *fake;
+	int ret = bolt_mr_cache_expose(cache, address, length, BOLT_MR_CACHE_PEER_WRITE, &entry);
+
+	cr_assert_eq(ret, 0, "expose of %p + %zu: %d", address, length, ret);
+	fake = (struct fake_mr *) bolt_mr_cache_entry_mr(entry);
+	cr_assert(fake->magic == FAKE_MR_MAGIC && fake->live, "exposed MR is not live");
+	cr_assert_eq(fake->mr.addr, address, "an exposed MR starts where asked, not at its page");
+	cr_assert_eq(fake->mr.length, length, "an exposed MR ends where asked");
+	cr_assert_eq(fake->access, BOLT_MR_CACHE_PEER_WRITE, "an exposed MR has the access asked, no more");
+	return entry;
+}
+
+CACHE_TEST(exposed_is_exactly_the_range)
+{
+	char *base = buffer(0);
+	struct bolt_mr_cache_entry *entry;
+
+	create_cache(4);
+	/* A 100-byte receive in the middle of a page exposes those 100 bytes, not the page. */
+	entry = expose(base + 1000, 100);
+	cr_assert_eq(stats().exposed, 1);
+	cr_assert_eq(stats().pinned, 1);
+	bolt_mr_cache_release(cache, entry);
+}
+
+CACHE_TEST(exposed_never_shared_nor_merged)
+{
+	char *base = buffer(0);
+	struct bolt_mr_cache_entry *first, *second, *local;
+
+	create_cache(8);
+	/* A shared local entry over the same pages is not handed out for exposure, nor widened. */
+	local = acquire(base, 2 * page_size);
+	first = expose(base + 100, 200);
+	second = expose(base + 100, 200);
+	cr_assert_neq(first, second, "each exposure is its holder's alone");
+	cr_assert_neq(first, local);
+	cr_assert_eq(device.live, 3);
+	/* Nor is an exposed entry handed out for a local request. */
+	cr_assert_eq(bolt_mr_cache_entry_mr(acquire(base + 100, 200)), bolt_mr_cache_entry_mr(local));
+	bolt_mr_cache_release(cache, local);
+	bolt_mr_cache_release(cache, local);
+	bolt_mr_cache_release(cache, first);
+	bolt_mr_cache_release(cache, second);
+	cr_assert(cached(base, 2 * page_size), "the local entry stays cached, its range unchanged");
+	cr_assert_eq(bolt_mr_cache_entry_mr(local)->length, 2 * page_size);
+}
+
+CACHE_TEST(exposed_deregistered_at_release)
+{
+	struct bolt_mr_cache_entry *entry;
+	uint64_t misses;
+
+	create_cache(4);
+	entry = expose(buffer(0), page_size);
+	bolt_mr_cache_release(cache, entry);
+	cr_assert_eq(device.live, 0, "the peer's key opens nothing once released");
+	cr_assert_eq(stats().registered, 0);
+	cr_assert_eq(stats().exposed, 0);
+	misses = stats().misses;
+	bolt_mr_cache_release(cache, expose(buffer(0), page_size));
+	cr_assert_eq(stats().hits, 0);
+	cr_assert_eq(stats().misses, misses + 1);
+	cr_assert_eq(device.registrations, 2, "exposing again registers again");
+}
+
+CACHE_TEST(exposed_counts_against_budget)
+{
+	struct bolt_mr_cache_entry *entries[3], *entry;
+
+	create_cache(3);
+	for (int i = 0; i < 3; i++)
+		bolt_mr_cache_release(cache, acquire(buffer(i), page_size));
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(bolt_mr_cache_room(cache), 3 - i, "unpinned entries leave room");
+		entries[i] = expose(buffer(10 + i), 64);
+	}
+	cr_assert_eq(bolt_mr_cache_room(cache), 0);
+	cr_assert_eq(stats().evictions, 3, "exposures evict unpinned shared entries");
+	cr_assert_eq(bolt_mr_cache_expose(cache, buffer(20), 64, BOLT_MR_CACHE_PEER_WRITE, &entry),
+		     -FI_EAGAIN);
+	cr_assert_eq(device.most_live, 3);
+	for (int i = 0; i < 3; i++)
+		bolt_mr_cache_release(cache, entries[i]);
+	cr_assert_eq(device.live, 0);
+}
+
+CACHE_TEST(exposed_survives_invalidate_until_released)
+{
+	struct bolt_mr_cache_entry *entry;
+
+	create_cache(4);
+	entry = expose(buffer(0), page_size);
+	bolt_mr_cache_invalidate(cache, buffer(0), page_size);
+	cr_assert(((struct fake_mr *) bolt_mr_cache_entry_mr(entry))->live,
+		  "a peer's transfer keeps its registration until it ends");
+	bolt_mr_cache_release(cache, entry);
+	cr_assert_eq(device.live, 0);
+}
+
+CACHE_TEST(destroy_deregisters_exposed)
+{
+	create_cache(4);
+	expose(buffer(0), 10);
 }

@@ -18,24 +18,8 @@
 
 #include <rdma/fabric.h>
 
+#include "bolt_fixture.h"
 #include "softrdma_test.h"
-
-/*
- * libfabric reads FI_LOG_LEVEL in its first fi_getinfo; asking it for a
- * provider that does not exist lets the device's FI_WARN lines show.
- */
-static void member_logging_start(void)
-{
-	struct fi_info *hints = fi_allocinfo();
-	struct fi_info *info = NULL;
-
-	if (!hints)
-		return;
-	hints->fabric_attr->prov_name = strdup("bolt-logging-only");
-	fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
-	fi_freeinfo(info);
-	fi_freeinfo(hints);
-}
 
 /* Reachable after main returns: a member that exits holding its objects leaks nothing. */
 static struct test_side member_side;
@@ -76,7 +60,7 @@ int main(int argc, char **argv)
 	if (getenv("FI_BOLT_SOFT_COPY") &&
 	    softrdma_copy_mode_parse(getenv("FI_BOLT_SOFT_COPY"), &config.copy_mode))
 		return EINVAL;
-	member_logging_start();
+	bolt_fixture_logging_start();
 	ret = -softrdma_attach(&config);
 	if (ret || !strcmp(end, "attach"))
 		return ret;

@@ -64,10 +64,12 @@ struct bolt_params {
 				     * messages no receive has taken, before that peer must wait */
 	int unexpected_endpoint_limit;  /* FI_BOLT_UNEXPECTED_ENDPOINT_LIMIT: the same of every peer */
 	int receive_grants;         /* FI_BOLT_RECEIVE_GRANTS: receives granted a peer ahead, at most */
+	/* The collectives' overrides of their table; -1: as the table says. */
 	int collective_ring_threshold;  /* FI_BOLT_COLLECTIVE_RING_THRESHOLD: bytes */
 	int collective_doubling_members; /* FI_BOLT_COLLECTIVE_DOUBLING_MEMBERS: group size */
 	int collective_segment_size;    /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE: bytes */
 	int collective_lanes;           /* FI_BOLT_COLLECTIVE_LANES: segments in flight */
+	char collective_yield[8];       /* FI_BOLT_COLLECTIVE_YIELD: "auto", "yes", "no" */
 	bool share_queue_pairs;     /* FI_BOLT_SHARE_QUEUE_PAIRS: connections to one domain share a link */
 };
 

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -117,6 +118,24 @@ static inline int bolt_address_to_sockaddr(const struct bolt_address *address,
 		return 0;
 	}
 	return -FI_EINVAL;
+}
+
+/* Room for bolt_address_format's text of any address. */
+#define BOLT_ADDRESS_TEXT_SIZE (INET6_ADDRSTRLEN + 32)
+
+/* "bolt://10.1.2.3:5000/7" or "bolt://[fe80::1]:5000/7" into text; snprintf's return. */
+static inline int bolt_address_format(const struct bolt_address *address, char *text, size_t size)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	if (address->family == BOLT_ADDRESS_FAMILY_IPV4) {
+		inet_ntop(AF_INET, address->ip, ip, sizeof(ip));
+		return snprintf(text, size, "bolt://%s:%u/%u", ip, ntohs(address->port),
+				ntohl(address->endpoint_id));
+	}
+	inet_ntop(AF_INET6, address->ip, ip, sizeof(ip));
+	return snprintf(text, size, "bolt://[%s]:%u/%u", ip, ntohs(address->port),
+			ntohl(address->endpoint_id));
 }
 
 #endif /* BOLT_ADDRESS_H */

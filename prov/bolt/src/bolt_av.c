@@ -277,19 +277,11 @@ static int bolt_av_lookup(struct fid_av *av_fid, fi_addr_t fi_addr, void *addr,
 static int bolt_av_format_address(const void *bytes, char *text, size_t size)
 {
 	struct bolt_address address;
-	char ip[INET6_ADDRSTRLEN];
 
 	if (!bolt_address_is_valid(bytes, sizeof(address)))
 		return snprintf(text, size, "bolt://(invalid address)");
 	memcpy(&address, bytes, sizeof(address));
-	if (address.family == BOLT_ADDRESS_FAMILY_IPV4) {
-		inet_ntop(AF_INET, address.ip, ip, sizeof(ip));
-		return snprintf(text, size, "bolt://%s:%u/%u", ip, ntohs(address.port),
-				ntohl(address.endpoint_id));
-	}
-	inet_ntop(AF_INET6, address.ip, ip, sizeof(ip));
-	return snprintf(text, size, "bolt://[%s]:%u/%u", ip, ntohs(address.port),
-			ntohl(address.endpoint_id));
+	return bolt_address_format(&address, text, size);
 }
 
 /* fi_av(3): truncates to *len, sets *len to the size the whole text needs, returns buf. */

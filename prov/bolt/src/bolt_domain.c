@@ -81,8 +81,12 @@ void bolt_domain_progress(struct bolt_domain *domain)
 	if (!(++domain->progress_count % BOLT_DOMAIN_EVENT_INTERVAL))
 		bolt_domain_read_port_events(domain);
 	bolt_domain_poll_device(domain);
-	DL_FOREACH(domain->endpoints, endpoint)
+	DL_FOREACH(domain->endpoints, endpoint) {
 		bolt_endpoint_progress(endpoint);
+		bolt_receive_grant_check_revokes(endpoint);
+	}
+	/* Peers that never answer a revoke keep no access past the liveness time. */
+	bolt_direct_write_check_revokes(domain);
 }
 
 /*

@@ -91,6 +91,7 @@ struct bolt_endpoint {
 	struct bolt_connection *grant_peer;
 	struct bolt_connection *last_large_sender;      /* whom two large messages in a row name */
 	uint32_t unspecified_grants;            /* granted receives for any source, all peers' */
+	uint32_t grant_revokes_waiting;         /* peers asked to give grants back, not answered */
 	struct bolt_receive *posted_tagged;     /* fi_trecv, in order */
 	struct bolt_unexpected *unexpected;
 	struct bolt_unexpected *unexpected_tagged;

@@ -149,18 +149,27 @@ static const struct bolt_param bolt_param_table[] = {
 		"writes those messages straight into them, without a request and its answer; "
 		"they go out in batches once the peer holds half of them or fewer "
 		"(default: 32; 0: none, every large message asks)"),
-	BOLT_INT_PARAM("collective_ring_threshold", collective_ring_threshold, 0, 1 << 30,
-		"All-reduce, all-gather and reduce-scatter of at least this many bytes in all run "
-		"as a pipelined ring; smaller ones fully connected, in one round, or by recursive "
-		"doubling (default: 131072)"),
-	BOLT_INT_PARAM("collective_doubling_members", collective_doubling_members, 2, 1 << 15,
-		"Groups of at least this many members run small all-reduces and barriers by "
-		"recursive doubling, log2(n) rounds of one message each, instead of fully "
-		"connected, one round of n-1 messages (default: 4)"),
-	BOLT_INT_PARAM("collective_segment_size", collective_segment_size, 1, 1 << 30,
-		"Bytes of the segments the ring pipelines (default: 4194304)"),
-	BOLT_INT_PARAM("collective_lanes", collective_lanes, 1, 256,
-		"Segments each ring member keeps in flight at once (default: 4)"),
+	BOLT_INT_PARAM("collective_ring_threshold", collective_ring_threshold, -1, 1 << 30,
+		"Overrides the table of collective algorithms: all-reduce, all-gather and "
+		"reduce-scatter of at least this many bytes in all run as a pipelined ring, "
+		"smaller ones fully connected, in one round, or by recursive doubling "
+		"(default: -1, as the table says)"),
+	BOLT_INT_PARAM("collective_doubling_members", collective_doubling_members, -1, 1 << 15,
+		"Overrides the table of collective algorithms: groups of at least this many "
+		"members run the all-reduces and barriers that do not take the ring by recursive "
+		"doubling, log2(n) rounds of one message each; smaller groups fully connected, one "
+		"round of n-1 messages (default: -1, as the table says)"),
+	BOLT_INT_PARAM("collective_segment_size", collective_segment_size, -1, 1 << 30,
+		"Overrides the table of collective algorithms: bytes of the segments the ring "
+		"pipelines (default: -1, as the table says)"),
+	BOLT_INT_PARAM("collective_lanes", collective_lanes, -1, 256,
+		"Overrides the table of collective algorithms: segments each ring member keeps in "
+		"flight at once (default: -1, as the table says)"),
+	BOLT_STRING_PARAM("collective_yield", collective_yield,
+		"Whether a collective's progress that found nothing to do gives the CPU away "
+		"(sched_yield), as Open MPI does when ranks outnumber cores: yes, no, or auto, "
+		"when the group's members on this host outnumber the CPUs this process may run "
+		"on (default: auto)"),
 	BOLT_BOOL_PARAM("share_queue_pairs", share_queue_pairs,
 		"Connections of a domain's endpoints to endpoints of one peer domain share one "
 		"control queue pair, up to 32 connections on a link (default: yes; no: a queue "
@@ -189,10 +198,11 @@ static const struct bolt_params bolt_param_defaults = {
 	.side_channel_pending = BOLT_SIDE_CHANNEL_PENDING,
 	.side_channel_pending_per_source = BOLT_SIDE_CHANNEL_PENDING_PER_SOURCE,
 	.receive_grants = BOLT_RECEIVE_GRANTS,
-	.collective_ring_threshold = 131072,
-	.collective_doubling_members = 4,
-	.collective_segment_size = 4 << 20,
-	.collective_lanes = 4,
+	.collective_ring_threshold = -1,
+	.collective_doubling_members = -1,
+	.collective_segment_size = -1,
+	.collective_lanes = -1,
+	.collective_yield = "auto",
 	.share_queue_pairs = true,
 };
 
@@ -303,15 +313,26 @@ static int bolt_params_check_profile(const struct bolt_params *params)
 	return -FI_EINVAL;
 }
 
-static int bolt_params_check_copy(const struct bolt_params *params)
+/* value, FI_BOLT_<name>, must be one of words (NULL-terminated). */
+static int bolt_params_check_word(const char *name, const char *value, const char *const *words)
 {
-	if (!strcmp(params->soft_copy, "auto") || !strcmp(params->soft_copy, "cma") ||
-	    !strcmp(params->soft_copy, "shm"))
-		return 0;
-	FI_WARN(&bolt_prov, FI_LOG_CORE,
-		"FI_BOLT_SOFT_COPY=%s is not a copy mode: use auto, cma or shm\n",
-		params->soft_copy);
+	for (const char *const *word = words; *word; word++)
+		if (!strcmp(value, *word))
+			return 0;
+	FI_WARN(&bolt_prov, FI_LOG_CORE, "FI_BOLT_%s=%s is not one of the values it takes\n",
+		name, value);
 	return -FI_EINVAL;
+}
+
+static int bolt_params_check_words(const struct bolt_params *params)
+{
+	static const char *const copy_modes[] = { "auto", "cma", "shm", NULL };
+	static const char *const yield_modes[] = { "auto", "yes", "no", NULL };
+
+	int ret = bolt_params_check_word("SOFT_COPY", params->soft_copy, copy_modes);
+
+	return ret ? ret : bolt_params_check_word("COLLECTIVE_YIELD", params->collective_yield,
+						  yield_modes);
 }
 
 int bolt_params_read(struct bolt_params *params)
@@ -326,5 +347,5 @@ int bolt_params_read(struct bolt_params *params)
 			return ret;
 	}
 	ret = bolt_params_check_profile(params);
-	return ret ? ret : bolt_params_check_copy(params);
+	return ret ? ret : bolt_params_check_words(params);
 }

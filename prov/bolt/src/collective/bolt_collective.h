@@ -60,6 +60,8 @@ struct bolt_collective_group {
 	int active;                             /* operations not yet reported, the join included */
 	bool joined;
 	int error;                              /* a member is gone: positive FI_E* */
+	bool yields;                            /* progress with nothing to do gives the CPU away */
+	struct fi_bolt_collective_choice last_choice;   /* of the last operation started */
 	struct bolt_collective_group *prev, *next;
 };
 
@@ -77,6 +79,8 @@ struct bolt_collective_endpoint {
 	struct bolt_collective_operation *retired;      /* failed, transfers still out: reported
 							 * once its receives are back */
 	struct bolt_collective_join_count *join_counts;
+	uint64_t transfers_done;        /* completions of collective transfers, ever */
+	uint64_t transfers_seen;        /* ... as the last progress saw them */
 };
 
 /* The endpoint's collective side; NULL before its first join. */
@@ -151,6 +155,8 @@ struct bolt_collective_operation {
 	int steps;                      /* ring: reduce-scatter steps, then all-gather steps */
 	int reduce_steps;
 	size_t block_elements;          /* ring: the largest block */
+	size_t segment_size;            /* ring: bytes of a segment, as the table chose */
+	int lane_limit;                 /* ring: lanes at most, as the table chose */
 	struct bolt_collective_operation *prev, *next;
 };
 
@@ -187,9 +193,12 @@ void bolt_collective_cancel(struct bolt_endpoint *endpoint, struct bolt_collecti
 extern const struct bolt_collective_algorithm bolt_collective_direct;
 extern const struct bolt_collective_algorithm bolt_collective_doubling;
 extern const struct bolt_collective_algorithm bolt_collective_ring;
-/* The algorithm for operation, by kind, size and the FI_BOLT_COLLECTIVE_* params. */
-const struct bolt_collective_algorithm *
-bolt_collective_algorithm_choose(const struct bolt_collective_operation *operation);
+/*
+ * Sets operation's algorithm, and the ring's segment size and lanes, from the
+ * table of bolt_collective_algorithm.c by kind, size, members and device,
+ * and the FI_BOLT_COLLECTIVE_* params that override it.
+ */
+void bolt_collective_algorithm_choose(struct bolt_collective_operation *operation);
 
 /* ---- The libfabric entry points (bolt_collective_ops.c, bolt_collective_query.c) ---- */
 

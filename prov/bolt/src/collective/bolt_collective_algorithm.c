@@ -1,13 +1,87 @@
 /*
- * bolt_collective_algorithm.c: which algorithm runs an operation. Few round
- * trips matter for small messages: the fully connected algorithm sends
- * everything in one round. In larger groups the number of messages matters
- * too, where ranks share cores: recursive doubling sends n log2(n) instead
- * of n(n-1), in log2(n) rounds (FI_BOLT_COLLECTIVE_DOUBLING_MEMBERS).
- * Bandwidth matters for large messages: the pipelined ring moves the least
- * data. FI_BOLT_COLLECTIVE_RING_THRESHOLD is where the others give way to it.
+ * bolt_collective_algorithm.c: which algorithm runs an operation, and with
+ * which ring segments and lanes, read from one table in the spirit of Open
+ * MPI's tuned decision rules. Few rounds matter for small messages: the
+ * fully connected algorithm (direct) sends everything in one round, which
+ * for two members is one exchange. Where ranks share cores the number of
+ * messages matters too: recursive doubling sends n log2(n) instead of
+ * n(n-1), in log2(n) rounds. Bandwidth matters for large messages: the
+ * pipelined ring moves the least data; smaller segments start its pipeline
+ * sooner, larger ones cost fewer messages.
+ *
+ * The FI_BOLT_COLLECTIVE_* parameters, where set, override the table
+ * (bolt_collective_algorithm_override): the ring threshold picks among the
+ * ring's rows or among the others, the doubling members between doubling
+ * and direct, and the segment size and lanes replace the row's.
  */
+#include <stdint.h>
+
 #include "collective/bolt_collective.h"
+
+#define KIB ((size_t) 1 << 10)
+#define MIB ((size_t) 1 << 20)
+#define ANY_SIZE SIZE_MAX
+#define ANY_MEMBERS 0
+
+#define KIND(kind) (1u << (kind))
+#define BARRIER KIND(FI_BARRIER)
+#define BROADCAST KIND(FI_BROADCAST)
+#define ALLTOALL KIND(FI_ALLTOALL)
+#define ALLREDUCE KIND(FI_ALLREDUCE)
+#define ALLGATHER KIND(FI_ALLGATHER)
+#define REDUCE_SCATTER KIND(FI_REDUCE_SCATTER)
+#define EVERY_KIND (~0u)
+/* What each algorithm can run. */
+#define RING_KINDS (ALLREDUCE | ALLGATHER | REDUCE_SCATTER)
+#define DOUBLING_KINDS (ALLREDUCE | BARRIER)
+
+/* The device a row is for: UC links (Thunderbolt) or RC ones (RoCE v2). */
+enum bolt_collective_device {
+	ANY_DEVICE,
+	UC_DEVICE,
+	RC_DEVICE,
+};
+
+/*
+ * One rule: for an operation of one of kinds, among at least min_members
+ * and at most max_members (ANY_MEMBERS: no bound), moving fewer than
+ * below_bytes in all (the result of an all-reduce, the whole result of an
+ * all-gather, the whole input of a reduce-scatter), on device.
+ */
+struct bolt_collective_rule {
+	unsigned int kinds;
+	int min_members, max_members;
+	size_t below_bytes;
+	enum bolt_collective_device device;
+	const struct bolt_collective_algorithm *algorithm;
+	size_t segment_size;    /* ring only */
+	int lanes;              /* ring only */
+};
+
+/*
+ * The first row that matches decides. Measured on the software device
+ * (util/bolt_collective_compare.sh): with two members the ring beats one
+ * exchange of the whole buffer from about 8 KiB (each member then reduces
+ * half the data, and the halves pipeline); with four ranks on two cores,
+ * doubling's two rounds beat the ring's six only for the smallest messages;
+ * segments of 256 KiB start the ring's pipeline sooner up to a few MiB,
+ * where 4 MiB ones then cost fewer messages.
+ */
+static const struct bolt_collective_rule bolt_collective_rules[] = {
+	/* kinds                  members  below      device      algorithm             segment  lanes */
+	{ EVERY_KIND,              1, 1,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
+	{ BROADCAST | ALLTOALL,    2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
+	{ BARRIER,                 2, 3,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
+	{ BARRIER,                 4, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_doubling, 0, 0 },
+	{ ALLREDUCE,               2, 3,    8 * KIB,   ANY_DEVICE, &bolt_collective_direct,   0,       0 },
+	{ ALLREDUCE,               4, ANY_MEMBERS, 4 * KIB, ANY_DEVICE, &bolt_collective_doubling, 0, 0 },
+	{ ALLGATHER | REDUCE_SCATTER, 2, ANY_MEMBERS, 8 * KIB, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
+	{ RING_KINDS,              2, ANY_MEMBERS, 8 * MIB, ANY_DEVICE, &bolt_collective_ring, 256 * KIB, 4 },
+	{ RING_KINDS,              2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_ring, 4 * MIB, 4 },
+	/* What FI_BOLT_COLLECTIVE_RING_THRESHOLD leaves where it keeps the ring out. */
+	{ DOUBLING_KINDS,          4, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_doubling, 0, 0 },
+	{ EVERY_KIND,              1, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
+};
 
 /* Bytes the operation reduces or gathers in all: what the choice is made on. */
 static size_t bolt_collective_algorithm_bytes(const struct bolt_collective_operation *operation)
@@ -17,23 +91,92 @@ static size_t bolt_collective_algorithm_bytes(const struct bolt_collective_opera
 	return operation->kind == FI_ALLREDUCE ? bytes : bytes * (size_t) operation->group->size;
 }
 
-const struct bolt_collective_algorithm *
-bolt_collective_algorithm_choose(const struct bolt_collective_operation *operation)
+static enum bolt_collective_device
+bolt_collective_algorithm_device(const struct bolt_collective_operation *operation)
+{
+	return operation->group->endpoint->domain->primary.qp_type == IBV_QPT_UC ? UC_DEVICE : RC_DEVICE;
+}
+
+/* Whether algorithm can run operation at all. */
+static bool bolt_collective_algorithm_can(const struct bolt_collective_algorithm *algorithm,
+					  const struct bolt_collective_operation *operation)
+{
+	if (algorithm == &bolt_collective_ring)
+		return (KIND(operation->kind) & RING_KINDS) &&
+		       /* The ring keeps reduce-scatter's input until the end. */
+		       !(operation->kind == FI_REDUCE_SCATTER && operation->input == operation->result);
+	if (algorithm == &bolt_collective_doubling)
+		return KIND(operation->kind) & DOUBLING_KINDS;
+	return true;
+}
+
+static bool bolt_collective_rule_matches(const struct bolt_collective_rule *rule,
+					 const struct bolt_collective_operation *operation,
+					 size_t bytes, enum bolt_collective_device device)
+{
+	int members = operation->group->size;
+
+	return (rule->kinds & KIND(operation->kind)) && members >= rule->min_members &&
+	       (rule->max_members == ANY_MEMBERS || members <= rule->max_members) &&
+	       bytes < rule->below_bytes && (rule->device == ANY_DEVICE || rule->device == device) &&
+	       bolt_collective_algorithm_can(rule->algorithm, operation);
+}
+
+/* Which rows a lookup considers: FI_BOLT_COLLECTIVE_RING_THRESHOLD asks for the ring or not. */
+enum bolt_collective_lookup { ANY_ROW, RING_ROWS, OTHER_ROWS };
+
+/* The first row that matches; the last (direct, for everything) if none does. */
+static const struct bolt_collective_rule *
+bolt_collective_rule_find(const struct bolt_collective_operation *operation, size_t bytes,
+			  enum bolt_collective_lookup lookup)
+{
+	size_t count = sizeof(bolt_collective_rules) / sizeof(bolt_collective_rules[0]);
+	enum bolt_collective_device device = bolt_collective_algorithm_device(operation);
+
+	for (size_t i = 0; i < count; i++) {
+		const struct bolt_collective_rule *rule = &bolt_collective_rules[i];
+		bool ring = rule->algorithm == &bolt_collective_ring;
+
+		if ((lookup == RING_ROWS && !ring) || (lookup == OTHER_ROWS && ring))
+			continue;
+		if (bolt_collective_rule_matches(rule, operation, bytes, device))
+			return rule;
+	}
+	return &bolt_collective_rules[count - 1];
+}
+
+/*
+ * FI_BOLT_COLLECTIVE_RING_THRESHOLD, where set, decides between the ring and
+ * the rest; FI_BOLT_COLLECTIVE_DOUBLING_MEMBERS between doubling and direct.
+ */
+static const struct bolt_collective_algorithm *
+bolt_collective_algorithm_override(const struct bolt_collective_operation *operation,
+				   const struct bolt_params *params, size_t bytes,
+				   const struct bolt_collective_rule **rule)
+{
+	const struct bolt_collective_algorithm *algorithm;
+
+	if (params->collective_ring_threshold >= 0 && operation->group->size > 1 &&
+	    bolt_collective_algorithm_can(&bolt_collective_ring, operation))
+		*rule = bolt_collective_rule_find(operation, bytes,
+						  bytes >= (size_t) params->collective_ring_threshold ?
+						  RING_ROWS : OTHER_ROWS);
+	algorithm = (*rule)->algorithm;
+	if (params->collective_doubling_members >= 0 && algorithm != &bolt_collective_ring &&
+	    operation->group->size > 1 && bolt_collective_algorithm_can(&bolt_collective_doubling, operation))
+		algorithm = operation->group->size >= params->collective_doubling_members ?
+			    &bolt_collective_doubling : &bolt_collective_direct;
+	return algorithm;
+}
+
+void bolt_collective_algorithm_choose(struct bolt_collective_operation *operation)
 {
 	const struct bolt_params *params = &operation->group->endpoint->domain->fabric->params;
-	bool ring_capable = operation->kind == FI_ALLREDUCE || operation->kind == FI_ALLGATHER ||
-			    operation->kind == FI_REDUCE_SCATTER;
-	bool doubling_capable = operation->kind == FI_BARRIER || operation->kind == FI_ALLREDUCE;
-	bool small = bolt_collective_algorithm_bytes(operation) <
-		     (size_t) params->collective_ring_threshold;
+	size_t bytes = bolt_collective_algorithm_bytes(operation);
+	const struct bolt_collective_rule *rule = bolt_collective_rule_find(operation, bytes, ANY_ROW);
 
-	if (operation->group->size < 2)
-		return &bolt_collective_direct;
-	if (doubling_capable && (small || operation->kind == FI_BARRIER) &&
-	    operation->group->size >= params->collective_doubling_members)
-		return &bolt_collective_doubling;
-	if (!ring_capable || small ||
-	    (operation->kind == FI_REDUCE_SCATTER && operation->input == operation->result))
-		return &bolt_collective_direct;
-	return &bolt_collective_ring;
+	operation->algorithm = bolt_collective_algorithm_override(operation, params, bytes, &rule);
+	operation->segment_size = params->collective_segment_size > 0 ?
+				  (size_t) params->collective_segment_size : rule->segment_size;
+	operation->lane_limit = params->collective_lanes > 0 ? params->collective_lanes : rule->lanes;
 }

@@ -14,6 +14,7 @@
 #include "bolt_unsupported.h"
 #include "bolt_wait.h"
 #include "collective/bolt_collective.h"
+#include "platform/bolt_platform.h"
 
 /* Longest a closing group waits for a member's message into a receive it was given. */
 #define BOLT_COLLECTIVE_CLOSE_WAIT_MS 2000
@@ -125,11 +126,27 @@ static int bolt_collective_group_close(struct fid *fid)
 	return 0;
 }
 
+/* FI_BOLT_COLLECTIVE_GET_CHOICE (fi_ext_bolt.h): how the last operation started runs. */
+static int bolt_collective_group_control(struct fid *fid, int command, void *arg)
+{
+	struct bolt_collective_group *group = bolt_container_of(fid, struct bolt_collective_group,
+								 mc_fid.fid);
+
+	if (command != FI_BOLT_COLLECTIVE_GET_CHOICE)
+		return -FI_ENOSYS;
+	if (!arg)
+		return -FI_EINVAL;
+	bolt_domain_lock(group->endpoint->domain);
+	*(struct fi_bolt_collective_choice *) arg = group->last_choice;
+	bolt_domain_unlock(group->endpoint->domain);
+	return 0;
+}
+
 static struct fi_ops bolt_collective_group_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = bolt_collective_group_close,
 	.bind = bolt_no_bind,
-	.control = bolt_no_control,
+	.control = bolt_collective_group_control,
 	.ops_open = bolt_no_ops_open,
 };
 
@@ -222,6 +239,26 @@ static int bolt_collective_join_check(const struct bolt_endpoint *endpoint, cons
 	return 0;
 }
 
+/*
+ * Whether the group's progress gives the CPU away when it has nothing to do
+ * (FI_BOLT_COLLECTIVE_YIELD): on auto, when more of its members run on this
+ * host than this process has CPUs, as Open MPI yields when oversubscribed,
+ * since a member spinning on a core its peer needs delays the peer's answer.
+ */
+static bool bolt_collective_group_yields(const struct bolt_collective_group *group)
+{
+	const char *mode = group->endpoint->domain->fabric->params.collective_yield;
+	const struct bolt_address *own = &group->members[group->rank].address;
+	int local = 0;
+
+	if (strcmp(mode, "auto"))
+		return !strcmp(mode, "yes");
+	for (int rank = 0; rank < group->size; rank++)
+		local += group->members[rank].address.family == own->family &&
+			 !memcmp(group->members[rank].address.ip, own->ip, sizeof(own->ip));
+	return local > bolt_platform_usable_cpus();
+}
+
 /* A join is a barrier of the new group that reports on the EQ. */
 static int bolt_collective_join_start(struct bolt_collective_group *group, void *context)
 {
@@ -266,6 +303,8 @@ int bolt_collective_join(struct bolt_endpoint *endpoint, const void *addr, uint6
 	ret = state ? bolt_collective_join_members(endpoint, addr, group) : -FI_ENOMEM;
 	if (!ret)
 		ret = bolt_collective_group_id(state, group);
+	if (!ret)
+		group->yields = bolt_collective_group_yields(group);
 	if (ret) {
 		bolt_domain_unlock(endpoint->domain);
 		bolt_collective_group_free(group);

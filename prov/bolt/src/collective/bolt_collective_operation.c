@@ -7,6 +7,7 @@
  * application's buffers any more, and freed once its sends are back too.
  * Closing a group discards its operations the same way, reporting nothing.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <utlist.h>
 
@@ -15,8 +16,11 @@
 void bolt_collective_transfer_done(void *context, int status)
 {
 	struct bolt_collective_wait *wait = context;
+	struct bolt_collective_group *group = wait->operation->group;
 
 	wait->pending--;
+	if (group)      /* NULL once its group closed: nobody waits for it */
+		bolt_collective_state(group->endpoint)->transfers_done++;
 	if (status && !wait->operation->status)
 		wait->operation->status = status;
 }
@@ -228,6 +232,27 @@ static void bolt_collective_finish(struct bolt_collective_endpoint *state,
 	bolt_collective_operation_free(operation);
 }
 
+/*
+ * Progress found operations running, none of whose transfers completed
+ * since it last looked: if one's group yields, the CPU goes to its members
+ * on this host, which have the next move (bolt_collective_join.c).
+ */
+static void bolt_collective_idle(struct bolt_collective_endpoint *state)
+{
+	const struct bolt_collective_operation *operation;
+	bool idle = state->transfers_done == state->transfers_seen;
+
+	state->transfers_seen = state->transfers_done;
+	if (!idle)
+		return;
+	DL_FOREACH(state->operations, operation) {
+		if (operation->group->yields) {
+			sched_yield();
+			return;
+		}
+	}
+}
+
 void bolt_collective_progress(struct bolt_endpoint *endpoint)
 {
 	struct bolt_collective_endpoint *state = bolt_collective_state(endpoint);
@@ -235,6 +260,7 @@ void bolt_collective_progress(struct bolt_endpoint *endpoint)
 
 	if (!state)
 		return;
+	bolt_collective_idle(state);
 	DL_FOREACH_SAFE(state->operations, operation, next) {
 		/* A member that is gone breaks the group for good. */
 		if (!operation->group->error)
@@ -263,7 +289,12 @@ ssize_t bolt_collective_operation_start(struct bolt_collective_operation *operat
 	operation->sequence = group->next_sequence++;
 	operation->sends.operation = operation;
 	if (!operation->algorithm)
-		operation->algorithm = bolt_collective_algorithm_choose(operation);
+		bolt_collective_algorithm_choose(operation);
+	group->last_choice = (struct fi_bolt_collective_choice) {
+		.algorithm = operation->algorithm->name,
+		.segment_size = operation->algorithm == &bolt_collective_ring ? operation->segment_size : 0,
+		.lanes = operation->algorithm == &bolt_collective_ring ? operation->lane_limit : 0,
+	};
 	group->active++;
 	DL_APPEND(state->operations, operation);
 	/* Whatever was posted is taken back by progress, which reports the error. */

@@ -7,11 +7,12 @@
  * all-gather takes n-1 more steps that pass the finished blocks around.
  * Each member moves 2(n-1)/n of the data, the least any algorithm can.
  *
- * Blocks are cut into segments, and lanes (FI_BOLT_COLLECTIVE_LANES) carry
- * segments through all the steps independently, so that several are in
- * flight and receiving one overlaps reducing another. A lane posts every
- * receive of a segment when it starts it: a message then never waits for a
- * receive that depends on a message behind it on the same connection.
+ * Blocks are cut into segments, and lanes carry segments through all the
+ * steps independently, so that several are in flight and receiving one
+ * overlaps reducing another (the segment size and lanes are the table's of
+ * bolt_collective_algorithm.c). A lane posts every receive of a segment
+ * when it starts it: a message then never waits for a receive that depends
+ * on a message behind it on the same connection.
  * Received data lands where it is used: in the result, or in scratch where
  * the result cannot hold it (reduce-scatter, or all-reduce in place).
  */
@@ -216,10 +217,9 @@ static bool bolt_collective_ring_advance(struct bolt_collective_operation *opera
 	return done && !operation->status && !operation->sends.pending;
 }
 
-/* Segments, lanes, scratch and waits from the operation's size and the params. */
+/* Segments, lanes, scratch and waits from the operation's size and the table's choice. */
 static int bolt_collective_ring_layout(struct bolt_collective_operation *operation)
 {
-	const struct bolt_params *params = &operation->group->endpoint->domain->fabric->params;
 	int size = operation->group->size;
 	bool in_place = operation->input == operation->result;
 	size_t scratch_blocks;
@@ -227,12 +227,12 @@ static int bolt_collective_ring_layout(struct bolt_collective_operation *operati
 	operation->reduce_steps = operation->kind == FI_ALLGATHER ? 0 : size - 1;
 	operation->steps = operation->reduce_steps + (operation->kind == FI_REDUCE_SCATTER ? 0 : size - 1);
 	operation->block_elements = bolt_collective_ring_block_length(operation, 0);
-	operation->segment_elements = (size_t) params->collective_segment_size / operation->element_size;
+	operation->segment_elements = operation->segment_size / operation->element_size;
 	if (!operation->segment_elements)
 		operation->segment_elements = 1;
 	operation->segment_count = (operation->block_elements + operation->segment_elements - 1) /
 				   operation->segment_elements;
-	operation->lane_count = params->collective_lanes;
+	operation->lane_count = operation->lane_limit > 0 ? operation->lane_limit : 1;
 	if ((size_t) operation->lane_count > operation->segment_count)
 		operation->lane_count = (int) operation->segment_count;
 	scratch_blocks = operation->kind == FI_REDUCE_SCATTER ||

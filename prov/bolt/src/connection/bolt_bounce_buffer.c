@@ -41,9 +41,9 @@ void bolt_bounce_create(struct bolt_link *link)
 		bounce->size = 0;
 		return;
 	}
-	/* Held by the link: it counts against the budget of user registrations. */
-	ret = bolt_mr_cache_acquire(link->port->mr_cache, memory, bolt_bounce_memory_size(link),
-				    &bounce->entry);
+	/* Held by the link: it counts against the budget of user registrations. The peer writes only. */
+	ret = bolt_mr_cache_expose(link->port->mr_cache, memory, bolt_bounce_memory_size(link),
+				   BOLT_MR_CACHE_PEER_WRITE, &bounce->entry);
 	if (ret) {
 		FI_INFO(&bolt_prov, FI_LOG_EP_CTRL,
 			"no registration for a link's bounce buffers (%s): its peer asks first\n",
@@ -58,12 +58,11 @@ void bolt_bounce_create(struct bolt_link *link)
 void bolt_bounce_destroy(struct bolt_link *link)
 {
 	struct bolt_bounce *bounce = &link->bounce;
-	struct bolt_mr_cache *cache = link->port->mr_cache;
 
 	if (!bounce->memory)
 		return;
-	bolt_mr_cache_release(cache, bounce->entry);
-	bolt_mr_cache_invalidate(cache, bounce->memory, bolt_bounce_memory_size(link));
+	/* Exposed: deregistered at its release, before the memory goes. */
+	bolt_mr_cache_release(link->port->mr_cache, bounce->entry);
 	munmap(bounce->memory, bolt_bounce_memory_size(link));
 	memset(bounce, 0, sizeof(*bounce));
 }

@@ -25,10 +25,15 @@ struct bolt_connection;
 /*
  * A buffer's device registrations for one transfer: on the domain's port,
  * and on each stripe port its stripes cross, made when a stripe needs one.
+ * Exposed: the peer writes into the buffer, so each is a registration of
+ * exactly its bytes with write access only, gone at release
+ * (bolt_mr_cache_expose); otherwise this end only reads from it, and a
+ * shared cached registration with no remote access does.
  */
 struct bolt_registration {
 	struct bolt_mr_cache_entry *primary;
 	struct bolt_mr_cache_entry *stripe[BOLT_MAX_STRIPE_PORTS];
+	bool exposed;
 };
 
 /* The buffers a link sets aside for its peer's messages written whole (bolt_bounce_buffer.c). */
@@ -236,9 +241,15 @@ const char *bolt_bounce_arrived(const struct bolt_link *link, const struct ibv_w
 				struct bolt_wire_header *header, const char **payload);
 
 /* Registrations of a transfer's buffer (bolt_registration.c). */
-/* Registers length bytes at address on the port of the connection's control rail; false if not now. */
+/*
+ * Registers length bytes at address on the port of the connection's control
+ * rail, for this end to read from (the source of its writes); false if not now.
+ */
 bool bolt_registration_acquire(struct bolt_connection *connection, void *address, size_t length,
 			       struct bolt_registration *registration);
+/* The same for a buffer the peer is to write into: exposed, exactly those bytes, write only. */
+bool bolt_registration_expose(struct bolt_connection *connection, void *address, size_t length,
+			      struct bolt_registration *registration);
 /* registration's MR on the port of the connection's control rail, or NULL if it has none there. */
 struct ibv_mr *bolt_registration_link_mr(const struct bolt_connection *connection,
 					 const struct bolt_registration *registration);
@@ -246,7 +257,10 @@ struct ibv_mr *bolt_registration_link_mr(const struct bolt_connection *connectio
 struct ibv_mr *bolt_registration_rail_mr(struct bolt_connection *connection, int rail,
 					 struct bolt_registration *registration, void *address,
 					 size_t length);
-/* Gives back a transfer's registration; it stays cached only if covered by an open MR. */
+/*
+ * Gives back a transfer's registration: an exposed one is deregistered; one
+ * of this end's stays cached only if covered by an open MR.
+ */
 void bolt_registration_release(struct bolt_domain *domain, struct bolt_registration *registration,
 			       bool covered);
 

@@ -3,16 +3,23 @@
  * reads or writes by RDMA, on the ports a connection's rails are on: the
  * port of its control rail (its link's), and each data rail's. Every RDMA
  * protocol (rendezvous, direct writes, receives granted ahead, bounce
- * buffers, reads written back) registers through here. Registrations stay
- * in the port's cache only for memory inside an open MR; other memory may be
- * freed as soon as the transfer completes, and a cached registration would
- * then name the wrong pages.
+ * buffers, reads written back) registers through here. A buffer the peer
+ * writes into is exposed: registered for exactly its bytes with write access
+ * only, and deregistered when the transfer releases it, so the key the peer
+ * was given opens nothing else and nothing afterwards. A buffer this end
+ * only reads from gets a shared cached registration no peer has a key to;
+ * it stays in the port's cache only for memory inside an open MR: other
+ * memory may be freed as soon as the transfer completes, and a cached
+ * registration would then name the wrong pages.
  */
 #include "connection/bolt_connection.h"
 
-/* Gives back one port's registration; outside an open MR it may not stay cached. */
+/*
+ * Gives back one port's registration: an exposed one goes at release;
+ * outside an open MR, a shared one may not stay cached.
+ */
 static void bolt_registration_release_entry(struct bolt_mr_cache *cache,
-					  struct bolt_mr_cache_entry **entry, bool covered)
+					  struct bolt_mr_cache_entry **entry, bool keep)
 {
 	struct ibv_mr *mr;
 	void *address;
@@ -25,7 +32,7 @@ static void bolt_registration_release_entry(struct bolt_mr_cache *cache,
 	address = mr->addr;
 	length = mr->length;
 	bolt_mr_cache_release(cache, *entry);
-	if (!covered)
+	if (!keep)
 		bolt_mr_cache_invalidate(cache, address, length);
 	*entry = NULL;
 }
@@ -33,17 +40,22 @@ static void bolt_registration_release_entry(struct bolt_mr_cache *cache,
 void bolt_registration_release(struct bolt_domain *domain, struct bolt_registration *registration,
 				bool covered)
 {
+	/* An exposed entry is gone already when released: nothing cached to drop. */
+	bool keep = covered || registration->exposed;
+
 	for (int index = domain->stripe_port_count - 1; index >= 0; index--)
 		bolt_registration_release_entry(domain->stripe_ports[index].mr_cache,
-					      &registration->stripe[index], covered);
-	bolt_registration_release_entry(domain->primary.mr_cache, &registration->primary, covered);
+					      &registration->stripe[index], keep);
+	bolt_registration_release_entry(domain->primary.mr_cache, &registration->primary, keep);
+	registration->exposed = false;
 }
 
-/* Registers length bytes at address in cache; false, logged, if it cannot now. */
+/* Registers length bytes at address in cache, exposed or shared; false, logged, if it cannot now. */
 static bool bolt_registration_acquire_entry(struct bolt_mr_cache *cache, void *address, size_t length,
-				    struct bolt_mr_cache_entry **entry)
+				    bool exposed, struct bolt_mr_cache_entry **entry)
 {
-	int ret = bolt_mr_cache_acquire(cache, address, length, entry);
+	int ret = exposed ? bolt_mr_cache_expose(cache, address, length, BOLT_MR_CACHE_PEER_WRITE, entry) :
+		  bolt_mr_cache_acquire(cache, address, length, entry);
 
 	if (ret) {
 		FI_INFO(&bolt_prov, FI_LOG_EP_DATA,
@@ -75,7 +87,8 @@ static struct ibv_mr *bolt_registration_port_mr(struct bolt_domain *domain, stru
 {
 	struct bolt_mr_cache_entry **entry = bolt_registration_entry(domain, registration, port);
 
-	if (!*entry && !bolt_registration_acquire_entry(port->mr_cache, address, length, entry))
+	if (!*entry && !bolt_registration_acquire_entry(port->mr_cache, address, length,
+						       registration->exposed, entry))
 		return NULL;
 	return bolt_mr_cache_entry_mr(*entry);
 }
@@ -85,6 +98,16 @@ bool bolt_registration_acquire(struct bolt_connection *connection, void *address
 {
 	return bolt_registration_port_mr(connection->manager->domain, bolt_registration_link_port(connection),
 				       registration, address, length) != NULL;
+}
+
+bool bolt_registration_expose(struct bolt_connection *connection, void *address, size_t length,
+			      struct bolt_registration *registration)
+{
+	registration->exposed = true;
+	if (bolt_registration_acquire(connection, address, length, registration))
+		return true;
+	registration->exposed = false;
+	return false;
 }
 
 struct ibv_mr *bolt_registration_link_mr(const struct bolt_connection *connection,

@@ -22,6 +22,12 @@
  */
 int bolt_platform_socket_liveness(int fd, unsigned int liveness_ms);
 
+/*
+ * CPUs this process may run on, at least 1: its affinity mask, which taskset
+ * and mpirun's binding narrow, where the system has one; else those online.
+ */
+int bolt_platform_usable_cpus(void);
+
 /* Fills bytes with length bytes of the kernel's random generator; 0 or a negative errno. */
 int bolt_platform_random_bytes(void *bytes, size_t length);
 

@@ -27,8 +27,16 @@
  * answer on the queue pair, and land as they would have a moment earlier,
  * instead of finding no registration, which on RC fails the queue pair (and
  * every connection of its link) and on UC loses the write (and fails its
- * connection). fi_close does not wait for the answers.
+ * connection). fi_close does not wait for the answers. A peer that has not
+ * answered within FI_BOLT_LIVENESS_TIMEOUT (stopped, or hostile) is not
+ * waited for longer: its connection fails, with its link's queue pair where
+ * others share it (bolt_peer_exposes_memory), and the registration goes.
+ *
+ * The registration is of exactly the region, with write access only
+ * (bolt_mr_cache_expose): the rkey the peer holds opens no byte beyond it,
+ * allows no RDMA read, and opens nothing once the registration goes.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utlist.h>
@@ -56,8 +64,9 @@ static bool bolt_direct_write_hold(struct bolt_domain *domain, struct bolt_mr *m
 	if (!(mr->access & FI_REMOTE_WRITE) || !mr->length || mr->length > BOLT_MAX_MSG_SIZE ||
 	    !bolt_direct_write_may_hold(domain))
 		return false;
-	ret = bolt_mr_cache_acquire(bolt_link_port_of_index(domain, port)->mr_cache, mr->address,
-				    mr->length, &mr->grants[port]);
+	/* Exactly the region, for the writes its FI_REMOTE_WRITE allows: never a peer's read. */
+	ret = bolt_mr_cache_expose(bolt_link_port_of_index(domain, port)->mr_cache, mr->address,
+				   mr->length, BOLT_MR_CACHE_PEER_WRITE, &mr->grants[port]);
 	if (ret) {
 		FI_INFO(&bolt_prov, FI_LOG_MR, "no registration to grant a region of %zu bytes: %s\n",
 			mr->length, fi_strerror(-ret));
@@ -209,6 +218,9 @@ void bolt_direct_write_revoke(struct bolt_mr *mr)
 	revoke = calloc(1, sizeof(*revoke));
 	if (revoke) {
 		revoke->id = ++domain->next_revoke_id;
+		revoke->key = mr->mr_fid.key;
+		revoke->deadline_ns = bolt_connection_now_ns() +
+				      (uint64_t) domain->fabric->params.liveness_timeout * 1000000ULL;
 		memcpy(revoke->grants, mr->grants, sizeof(revoke->grants));
 		memset(mr->grants, 0, sizeof(mr->grants));
 		/* A failed post may fail a connection told already: it must not free revoke yet. */
@@ -248,6 +260,49 @@ void bolt_direct_write_release_all(struct bolt_domain *domain)
 {
 	while (domain->revokes)
 		bolt_direct_write_revoke_destroy(domain, domain->revokes);
+}
+
+/* A revoke past its deadline that a peer still owes an answer, or NULL. */
+static struct bolt_revoke *bolt_direct_write_overdue(struct bolt_domain *domain, uint64_t now_ns)
+{
+	struct bolt_revoke *revoke;
+
+	DL_FOREACH(domain->revokes, revoke)
+		if (revoke->owed_count && now_ns >= revoke->deadline_ns)
+			return revoke;
+	return NULL;
+}
+
+void bolt_direct_write_check_revokes(struct bolt_domain *domain)
+{
+	struct bolt_revoke *revoke;
+	uint64_t now_ns;
+	char what[64];
+
+	if (!domain->revokes)
+		return;
+	now_ns = bolt_connection_now_ns();
+	/* Each failure settles all its connection owed, which may free revokes: look again from the start. */
+	while ((revoke = bolt_direct_write_overdue(domain, now_ns))) {
+		struct bolt_connection *connection = revoke->owed[0];
+
+		snprintf(what, sizeof(what), "the grant of region %#llx",
+			 (unsigned long long) revoke->key);
+		bolt_peer_fail_unanswered(connection, what);
+		/* Settled by the failure already; this makes sure the loop moves on whatever it did. */
+		bolt_direct_write_forget_all(connection);
+	}
+}
+
+bool bolt_direct_write_owes_answer(const struct bolt_connection *connection)
+{
+	const struct bolt_revoke *revoke;
+
+	DL_FOREACH(connection->manager->domain->revokes, revoke)
+		for (int index = 0; index < revoke->owed_count; index++)
+			if (revoke->owed[index] == connection)
+				return true;
+	return false;
 }
 
 /* Whether the region of a grant over connection is still granted there. */

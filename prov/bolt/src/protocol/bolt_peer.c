@@ -68,14 +68,16 @@ bool bolt_peer_busy(const struct bolt_connection *connection)
 /*
  * Whether the peer may still write into buffers of ours: receives granted
  * it, receives answered to its rendezvous requests, and reads it was asked
- * to write back. They go back to the application when the connection fails.
+ * to write back, and regions whose revoke it has not answered. They go
+ * back to the application when the connection fails.
  */
 static bool bolt_peer_exposes_memory(const struct bolt_connection *connection)
 {
 	const struct bolt_peer *peer = bolt_peer_of(connection);
 	const struct bolt_transmit *transmit;
 
-	if (peer->granted_count || peer->rendezvous)
+	/* A region's grant revoked but not answered yet: the peer's writes may still come. */
+	if (peer->granted_count || peer->rendezvous || bolt_direct_write_owes_answer(connection))
 		return true;
 	DL_FOREACH(peer->posted, transmit)
 		if (transmit->op == BOLT_WIRE_READ_REQUEST &&
@@ -89,6 +91,18 @@ static bool bolt_peer_in_use(const struct bolt_connection *connection)
 {
 	return bolt_peer_busy(connection) || bolt_peer_exposes_memory(connection) ||
 	       bolt_peer_of(connection)->unexpected_bytes;
+}
+
+void bolt_peer_fail_unanswered(struct bolt_connection *connection, const char *what)
+{
+	char peer[BOLT_ADDRESS_TEXT_SIZE];
+
+	bolt_address_format(&connection->peer, peer, sizeof(peer));
+	FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
+		"peer %s did not answer the revoke of %s within FI_BOLT_LIVENESS_TIMEOUT (%d ms): "
+		"its connection fails, and what it was given is deregistered\n", peer, what,
+		connection->manager->domain->fabric->params.liveness_timeout);
+	bolt_connection_fail(connection, FI_ETIMEDOUT, "a revoke unanswered within the liveness time");
 }
 
 /* A message of the connection layer's own, queued with ours so that the peer sees them in order. */

@@ -180,7 +180,8 @@ struct bolt_peer {
 	uint64_t granted_by_immediate;  /* of which with immediate data naming them (no DONE) */
 	uint64_t receives_granted;      /* all it was granted, */
 	uint64_t grant_messages;        /* in so many messages */
-	bool grants_revoking;           /* it was told to stop using them; none granted until it answers */
+	bool grants_revoking;           /* it was told to stop using them; none granted until it answers, */
+	uint64_t grants_revoke_deadline_ns;     /* which it must by then (FI_BOLT_LIVENESS_TIMEOUT) */
 	/* and the peer's to us. */
 	uint64_t messages_started;      /* our untagged messages so far */
 	uint64_t messages_posted;       /* the last of them that went out (or took its grant) */
@@ -208,6 +209,12 @@ extern const struct bolt_connection_events bolt_peer_events;
 fi_addr_t bolt_peer_fi_addr(struct bolt_connection *connection);
 /* Whether operations wait on the connection: transmits, replies, or data coming in. */
 bool bolt_peer_busy(const struct bolt_connection *connection);
+/*
+ * The peer did not answer our revoke of what (a region's grant, receives
+ * granted) within FI_BOLT_LIVENESS_TIMEOUT: says so, naming it, and fails
+ * its connection (FI_ETIMEDOUT), which gives back what it held.
+ */
+void bolt_peer_fail_unanswered(struct bolt_connection *connection, const char *what);
 
 /* Sending (bolt_transmit.c) and receiving (bolt_receive.c). */
 /* Queues a transmit on its connection and sends what credits allow. */

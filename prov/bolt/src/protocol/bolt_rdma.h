@@ -18,6 +18,8 @@ struct bolt_revoke {
 	struct bolt_mr_cache_entry *grants[BOLT_LINK_PORTS_MAX];        /* the region's, by port */
 	struct bolt_connection **owed;  /* connections whose answer is still to come */
 	int owed_count;
+	uint64_t key;                   /* the region's libfabric key, for the log */
+	uint64_t deadline_ns;           /* a peer still owing then is failed (FI_BOLT_LIVENESS_TIMEOUT) */
 	bool telling;                   /* the peers are being told: kept even with none owing */
 	struct bolt_revoke *prev, *next;        /* domain->revokes */
 };
@@ -131,6 +133,13 @@ void bolt_direct_write_revoke_answered(struct bolt_connection *connection,
 				       const struct bolt_wire_header *header);
 /* The domain closes: the registrations of revokes still unanswered go. */
 void bolt_direct_write_release_all(struct bolt_domain *domain);
+/*
+ * Target, at each progress: a peer that has not answered a revoke within
+ * FI_BOLT_LIVENESS_TIMEOUT fails, and the registration goes with its answer.
+ */
+void bolt_direct_write_check_revokes(struct bolt_domain *domain);
+/* Target: whether the connection's peer owes an answer to a revoke (it may still write). */
+bool bolt_direct_write_owes_answer(const struct bolt_connection *connection);
 /* Initiator: makes a write into a granted region a direct one; false if it cannot be. */
 bool bolt_direct_write_prepare(struct bolt_transmit *transmit);
 /* Initiator: the work request of transmit's direct write (wr_id and flags are the caller's). */
@@ -172,6 +181,11 @@ uint32_t bolt_receive_grant_immediate(const struct bolt_connection *connection, 
 void bolt_receive_grant_revoke_others(struct bolt_connection *connection);
 /* Receiver: the peer answered the revoke: the grants still open go back to the posted list. */
 void bolt_receive_grant_revoke_answered(struct bolt_connection *connection);
+/*
+ * Receiver, at each progress: a peer asked to give its grants back that has
+ * not answered within FI_BOLT_LIVENESS_TIMEOUT fails, and its grants come back.
+ */
+void bolt_receive_grant_check_revokes(struct bolt_endpoint *endpoint);
 /* Receiver: fi_cancel of a granted receive: 0 once it is asked back; -FI_ENOENT if none. */
 int bolt_receive_grant_cancel(struct bolt_endpoint *endpoint, void *context);
 /*

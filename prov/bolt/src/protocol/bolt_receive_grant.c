@@ -22,7 +22,12 @@
  * still open when the answer comes are unused. Their receives go back to the
  * posted list, in posting order, where the waiting message finds them. An
  * fi_cancel of a granted receive asks back the same way, and the receive
- * ends cancelled once back, unless the peer wrote it first.
+ * ends cancelled once back, unless the peer wrote it first. A peer that has
+ * not answered within FI_BOLT_LIVENESS_TIMEOUT is not waited for longer:
+ * its connection fails, which takes the grants back and deregisters them.
+ *
+ * Each grant's registration is of exactly its receive's bytes, with write
+ * access only, and goes when the grant ends (bolt_registration_expose).
  *
  * Only the peer that sent the last two large untagged messages gets grants
  * of receives for any source: two senders in turn get none, and do not make
@@ -99,6 +104,19 @@ static bool bolt_receive_grant_waiting(struct bolt_endpoint *endpoint,
 }
 
 /*
+ * Whether a receive may be granted a registration of its own on the
+ * connection's port: grants only save a request and its answer, so they
+ * leave a quarter of the budget to transfers that need one (Thunderbolt's
+ * 96 would otherwise go to three peers' 32 grants each).
+ */
+static bool bolt_receive_grant_registration_left(const struct bolt_connection *connection)
+{
+	const struct bolt_rail_port *port = connection->link->port;
+
+	return bolt_mr_cache_room(port->mr_cache) > port->budget.user_mr_budget / 4;
+}
+
+/*
  * Whether the connection's peer may be granted one more receive, in batch.
  * A new batch waits until the peer has used half of what it may hold, and
  * then until as many receives wait to be granted as a batch takes, or as
@@ -112,7 +130,7 @@ static bool bolt_receive_grant_may(const struct bolt_connection *connection,
 	uint32_t most, held, enough;
 
 	if (!connection || connection->state != BOLT_CONNECTION_ESTABLISHED ||
-	    bolt_peer_of(connection)->grants_revoking)
+	    bolt_peer_of(connection)->grants_revoking || !bolt_receive_grant_registration_left(connection))
 		return false;
 	most = (uint32_t) connection->manager->domain->fabric->params.receive_grants;
 	held = bolt_peer_of(connection)->granted_count;
@@ -164,8 +182,8 @@ static bool bolt_receive_grant_one(struct bolt_connection *connection, struct bo
 
 	if (!granted)
 		return false;
-	if (!bolt_registration_acquire(connection, receive->iov[0].iov_base, receive->length,
-				      &granted->registration)) {
+	if (!bolt_registration_expose(connection, receive->iov[0].iov_base, receive->length,
+				     &granted->registration)) {
 		free(granted);
 		return false;
 	}
@@ -309,6 +327,27 @@ void bolt_receive_grant_written(struct bolt_connection *connection, const struct
 	bolt_receive_grant_landed(connection, number, wc->byte_len);
 }
 
+/*
+ * Records whether the connection's peer was asked to give its grants back
+ * and has not answered yet; asked, it must answer within the liveness time.
+ */
+static void bolt_receive_grant_set_revoking(struct bolt_connection *connection, bool revoking)
+{
+	struct bolt_peer *peer = bolt_peer_of(connection);
+	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
+
+	if (peer->grants_revoking == revoking)
+		return;
+	peer->grants_revoking = revoking;
+	if (!revoking) {
+		endpoint->grant_revokes_waiting--;
+		return;
+	}
+	endpoint->grant_revokes_waiting++;
+	peer->grants_revoke_deadline_ns = bolt_connection_now_ns() +
+		(uint64_t) endpoint->domain->fabric->params.liveness_timeout * 1000000ULL;
+}
+
 /* Asks the connection's peer to give back its grants, unless it is asked already. */
 static void bolt_receive_grant_revoke(struct bolt_connection *connection)
 {
@@ -320,7 +359,7 @@ static void bolt_receive_grant_revoke(struct bolt_connection *connection)
 	revoke = bolt_transmit_internal(connection, BOLT_WIRE_RECEIVE_REVOKE, 0, 0);
 	if (!revoke)
 		return;
-	bolt_peer_of(connection)->grants_revoking = true;
+	bolt_receive_grant_set_revoking(connection, true);
 	bolt_transmit_start(revoke);
 }
 
@@ -369,9 +408,23 @@ void bolt_receive_grant_revoke_answered(struct bolt_connection *connection)
 		bolt_connection_fail(connection, FI_EIO, "receive grants given back unasked");
 		return;
 	}
-	bolt_peer_of(connection)->grants_revoking = false;
+	bolt_receive_grant_set_revoking(connection, false);
 	bolt_receive_grant_return_all(connection);
 	bolt_receive_grant_offer(bolt_connection_endpoint(connection));
+}
+
+void bolt_receive_grant_check_revokes(struct bolt_endpoint *endpoint)
+{
+	struct bolt_connection *connection, *next;
+	uint64_t now_ns;
+
+	if (!endpoint->grant_revokes_waiting)
+		return;
+	now_ns = bolt_connection_now_ns();
+	HASH_ITER(hh, endpoint->connection_manager.connections, connection, next)
+		if (bolt_peer_of(connection)->grants_revoking &&
+		    now_ns >= bolt_peer_of(connection)->grants_revoke_deadline_ns)
+			bolt_peer_fail_unanswered(connection, "its receive grants");
 }
 
 int bolt_receive_grant_cancel(struct bolt_endpoint *endpoint, void *context)
@@ -412,7 +465,7 @@ void bolt_receive_grant_release(struct bolt_connection *connection, bool reuse)
 		endpoint->grant_peer = NULL;
 	if (endpoint->last_large_sender == connection)
 		endpoint->last_large_sender = NULL;
-	bolt_peer_of(connection)->grants_revoking = false;
+	bolt_receive_grant_set_revoking(connection, false);
 	bolt_peer_of(connection)->peer_grants_count = 0;
 	if (reuse) {
 		bolt_receive_grant_return_all(connection);

@@ -146,7 +146,7 @@ void bolt_rendezvous_answer(struct bolt_connection *connection, struct bolt_inbo
 
 	record->covered = receive->covered;
 	if (receive->iov_count == 1 && length)
-		bolt_registration_acquire(connection, receive->iov[0].iov_base, length, &record->registration);
+		bolt_registration_expose(connection, receive->iov[0].iov_base, length, &record->registration);
 	bolt_rendezvous_send_answer(connection, record->request_id, record,
 				    receive->iov[0].iov_base, length, BOLT_RENDEZVOUS_USE_SEGMENTS);
 }
@@ -177,8 +177,8 @@ void bolt_rendezvous_write_request(struct bolt_connection *connection,
 				   FI_REMOTE_WRITE, &local);
 	if (!status) {
 		record = calloc(1, sizeof(*record));
-		if (!record || !bolt_registration_acquire(connection, local, header->total_length,
-							 &record->registration)) {
+		if (!record || !bolt_registration_expose(connection, local, header->total_length,
+							&record->registration)) {
 			free(record);
 			record = NULL;
 			status = BOLT_RENDEZVOUS_USE_SEGMENTS;
@@ -412,8 +412,8 @@ bool bolt_rendezvous_read_prepare(struct bolt_transmit *read)
 
 	if (!bolt_rail_port_data_writes(domain, &domain->primary) ||
 	    !bolt_rendezvous_registration_pays(read) ||
-	    !bolt_registration_acquire(read->connection, read->iov[0].iov_base, read->length,
-				      &read->registration))
+	    !bolt_registration_expose(read->connection, read->iov[0].iov_base, read->length,
+				     &read->registration))
 		return false;
 	read->tag = (uintptr_t) read->iov[0].iov_base;
 	read->cq_data = bolt_registration_link_mr(read->connection, &read->registration)->rkey;

@@ -359,8 +359,8 @@ void bolt_transmit_other_ports(struct bolt_connection *connection)
 		if (transmit->op != BOLT_WIRE_READ_REQUEST ||
 		    !(transmit->wire_flags & BOLT_WIRE_FLAG_WRITE_BACK))
 			continue;
-		mr = bolt_registration_acquire(connection, transmit->iov[0].iov_base, transmit->length,
-					      &transmit->registration) ?
+		mr = bolt_registration_expose(connection, transmit->iov[0].iov_base, transmit->length,
+					     &transmit->registration) ?
 		     bolt_registration_link_mr(connection, &transmit->registration) : NULL;
 		if (mr)
 			transmit->cq_data = mr->rkey;

@@ -1,10 +1,13 @@
 /*
- * bolt_mr_cache.c: the registration cache. Findable entries never overlap (a
- * new registration absorbs the entries its range overlaps), so an array
- * sorted by start address yields the one candidate for a range by binary
- * search. Unpinned findable entries sit on an LRU list, least recently used
- * first. Pinned entries that are invalidated or absorbed are retired: out of
- * the array, on a list of their own, deregistered when released.
+ * bolt_mr_cache.c: the registration cache. Findable entries (the shared,
+ * local-access ones) never overlap (a new registration absorbs the entries
+ * its range overlaps), so an array sorted by start address yields the one
+ * candidate for a range by binary search. Unpinned findable entries sit on
+ * an LRU list, least recently used first. Pinned entries that are
+ * invalidated or absorbed are retired: out of the array, on a list of their
+ * own, deregistered when released. Exposed entries (remote access, for a
+ * peer) are never findable: each is its holder's alone, on a list of its
+ * own, and deregistered when released.
  *
  * The array is allocated for the whole budget at creation, so acquire never
  * grows it; inserting or removing moves pointers, which costs far less than
@@ -19,16 +22,24 @@
 
 #include "rails/bolt_mr_cache.h"
 
+/* The access bits that open a registration to peers. */
+#define BOLT_MR_CACHE_REMOTE_ACCESS \
+	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
 /* The smallest page of any system bolt runs on, should sysconf not say. */
 #define BOLT_MR_CACHE_FALLBACK_PAGE_SIZE 4096
 
 struct bolt_mr_cache_entry {
-	uintptr_t start;        /* the registered range, page-aligned */
+	uintptr_t start;        /* the registered range: page-aligned, or exactly the exposed one */
 	uintptr_t end;
 	struct ibv_mr *mr;
 	int pin_count;
 	bool retired;
-	/* On the LRU list while findable and unpinned, on the retired list while retired. */
+	bool exposed;           /* bolt_mr_cache_expose's: one holder, gone at its release */
+	/*
+	 * On the LRU list while findable and unpinned, on the retired list while
+	 * retired, on the exposed list while exposed.
+	 */
 	struct bolt_mr_cache_entry *prev, *next;
 };
 
@@ -43,6 +54,8 @@ struct bolt_mr_cache {
 	int sorted_count;
 	struct bolt_mr_cache_entry *lru;        /* findable unpinned entries, oldest first */
 	struct bolt_mr_cache_entry *retired;    /* pinned entries acquire no longer finds */
+	struct bolt_mr_cache_entry *exposed;    /* registrations a peer may access */
+	int exposed_count;
 
 	int registered;
 	int pinned;
@@ -180,8 +193,8 @@ static int device_refused(const struct bolt_mr_cache *cache, uintptr_t start, ui
 	return -FI_ENOMEM;
 }
 
-/* A new device MR for [start, end), evicting while the budget is full or the device refuses. */
-static int register_range(struct bolt_mr_cache *cache, uintptr_t start, uintptr_t end,
+/* A new device MR for [start, end) with access, evicting while the budget is full or the device refuses. */
+static int register_range(struct bolt_mr_cache *cache, uintptr_t start, uintptr_t end, int access,
 			  struct ibv_mr **mr)
 {
 	int error;
@@ -191,7 +204,7 @@ static int register_range(struct bolt_mr_cache *cache, uintptr_t start, uintptr_
 			return -FI_EAGAIN;
 	for (;;) {
 		errno = 0;
-		*mr = cache->verbs->reg_mr(cache->pd, (void *) start, end - start, cache->access);
+		*mr = cache->verbs->reg_mr(cache->pd, (void *) start, end - start, access);
 		if (*mr)
 			return 0;
 		error = errno ? errno : EIO;
@@ -224,7 +237,7 @@ static int entry_create(struct bolt_mr_cache *cache, uintptr_t start, uintptr_t 
 	if (!entry)
 		return -FI_ENOMEM;
 	absorb_overlapping(cache, &start, &end);
-	ret = register_range(cache, start, end, &entry->mr);
+	ret = register_range(cache, start, end, cache->access, &entry->mr);
 	if (ret) {
 		free(entry);
 		return ret;
@@ -239,14 +252,22 @@ static int entry_create(struct bolt_mr_cache *cache, uintptr_t start, uintptr_t 
 	return 0;
 }
 
+/* Whether [address, address + length) is a range acquire takes: not empty, and whole pages fit. */
+static bool range_valid(const struct bolt_mr_cache *cache, const void *address, size_t length)
+{
+	uintptr_t first = (uintptr_t) address;
+
+	return length && length <= UINTPTR_MAX - first &&
+	       first + length <= UINTPTR_MAX - (cache->page_size - 1);
+}
+
 /* [address, address + length) widened to whole pages, or -FI_EINVAL. */
 static int page_range(const struct bolt_mr_cache *cache, const void *address, size_t length,
 		      uintptr_t *start, uintptr_t *end)
 {
 	uintptr_t first = (uintptr_t) address;
 
-	if (!length || length > UINTPTR_MAX - first ||
-	    first + length > UINTPTR_MAX - (cache->page_size - 1))
+	if (!range_valid(cache, address, length))
 		return -FI_EINVAL;
 	*start = first & ~(cache->page_size - 1);
 	*end = (first + length + cache->page_size - 1) & ~(cache->page_size - 1);
@@ -260,7 +281,8 @@ int bolt_mr_cache_create(struct bolt_verbs *verbs, struct ibv_pd *pd, int budget
 	long page_size = sysconf(_SC_PAGESIZE);
 
 	*cache_out = NULL;
-	if (budget < 1)
+	/* Shared entries are never a peer's: remote access goes only through bolt_mr_cache_expose. */
+	if (budget < 1 || access & BOLT_MR_CACHE_REMOTE_ACCESS)
 		return -FI_EINVAL;
 	cache = calloc(1, sizeof(*cache));
 	if (!cache)
@@ -290,6 +312,8 @@ void bolt_mr_cache_destroy(struct bolt_mr_cache *cache)
 		entry_deregister(cache, cache->sorted[i]);
 	DL_FOREACH_SAFE2(cache->retired, entry, following, next)
 		entry_deregister(cache, entry);
+	DL_FOREACH_SAFE2(cache->exposed, entry, following, next)
+		entry_deregister(cache, entry);
 	free(cache->sorted);
 	free(cache);
 }
@@ -313,6 +337,37 @@ int bolt_mr_cache_acquire(struct bolt_mr_cache *cache, const void *address, size
 	return entry_create(cache, start, end, entry);
 }
 
+int bolt_mr_cache_expose(struct bolt_mr_cache *cache, const void *address, size_t length,
+			 int access, struct bolt_mr_cache_entry **entry_out)
+{
+	uintptr_t start = (uintptr_t) address;
+	struct bolt_mr_cache_entry *entry;
+	int ret;
+
+	if (!range_valid(cache, address, length))
+		return -FI_EINVAL;
+	/* Never found in the cache: every exposure is a registration of its own. */
+	cache->misses++;
+	entry = calloc(1, sizeof(*entry));
+	if (!entry)
+		return -FI_ENOMEM;
+	ret = register_range(cache, start, start + length, access, &entry->mr);
+	if (ret) {
+		free(entry);
+		return ret;
+	}
+	entry->start = start;
+	entry->end = start + length;
+	entry->exposed = true;
+	entry->pin_count = 1;
+	cache->registered++;
+	cache->pinned++;
+	cache->exposed_count++;
+	DL_APPEND2(cache->exposed, entry, prev, next);
+	*entry_out = entry;
+	return 0;
+}
+
 void bolt_mr_cache_release(struct bolt_mr_cache *cache, struct bolt_mr_cache_entry *entry)
 {
 	if (entry->pin_count <= 0) {
@@ -323,6 +378,13 @@ void bolt_mr_cache_release(struct bolt_mr_cache *cache, struct bolt_mr_cache_ent
 	if (--entry->pin_count)
 		return;
 	cache->pinned--;
+	if (entry->exposed) {
+		/* What the peer was given ends here: kept, it could still be written. */
+		DL_DELETE2(cache->exposed, entry, prev, next);
+		cache->exposed_count--;
+		entry_deregister(cache, entry);
+		return;
+	}
 	if (entry->retired) {
 		DL_DELETE2(cache->retired, entry, prev, next);
 		entry_deregister(cache, entry);
@@ -348,6 +410,11 @@ void bolt_mr_cache_invalidate(struct bolt_mr_cache *cache, const void *address, 
 		entry_detach(cache, entry);
 }
 
+int bolt_mr_cache_room(const struct bolt_mr_cache *cache)
+{
+	return cache->budget - cache->pinned;
+}
+
 void bolt_mr_cache_stats(const struct bolt_mr_cache *cache, struct bolt_mr_cache_stats *stats)
 {
 	stats->hits = cache->hits;
@@ -355,5 +422,6 @@ void bolt_mr_cache_stats(const struct bolt_mr_cache *cache, struct bolt_mr_cache
 	stats->evictions = cache->evictions;
 	stats->registered = cache->registered;
 	stats->pinned = cache->pinned;
+	stats->exposed = cache->exposed_count;
 	stats->budget = cache->budget;
 }

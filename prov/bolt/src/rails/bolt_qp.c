@@ -52,8 +52,8 @@ int bolt_qp_init(struct bolt_verbs *verbs, struct ibv_qp *qp, uint8_t port_num)
 		.qp_state = IBV_QPS_INIT,
 		.port_num = port_num,
 		.pkey_index = 0,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				   (qp->qp_type == IBV_QPT_RC ? IBV_ACCESS_REMOTE_READ : 0),
+		/* bolt never reads by RDMA (reads are written back): peers may only write. */
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
 	};
 
 	return bolt_qp_modify(verbs, qp, &attr,

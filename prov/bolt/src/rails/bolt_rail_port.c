@@ -47,10 +47,7 @@ int bolt_rail_port_open(struct bolt_verbs *verbs, const struct bolt_device_repor
 	ret = bolt_rail_port_probe(rail_port);
 	if (!ret)
 		ret = bolt_mr_cache_create(verbs, rail_port->handle.pd, rail_port->budget.user_mr_budget,
-					   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-					   (rail_port->qp_type == IBV_QPT_RC ?
-					    IBV_ACCESS_REMOTE_READ : 0),
-					   &rail_port->mr_cache);
+					   IBV_ACCESS_LOCAL_WRITE, &rail_port->mr_cache);
 	if (ret)
 		bolt_device_handle_close(&rail_port->handle);
 	return ret;

@@ -1,0 +1,182 @@
+/*
+ * test_collective_choice.c: which algorithm runs an operation, as the group
+ * tells through fi_control(FI_BOLT_COLLECTIVE_GET_CHOICE): the table's
+ * choice by kind, size and members (one exchange for two members, recursive
+ * doubling for small all-reduces among four, the ring with its segments and
+ * lanes for large ones), and the FI_BOLT_COLLECTIVE_* parameters overriding
+ * it. Each operation must also complete. And the yielding progress of
+ * FI_BOLT_COLLECTIVE_YIELD=yes still gets every member through.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <criterion/criterion.h>
+
+#include "collective_fixture.h"
+
+/* One operation and the choice it must get. */
+struct choice_case {
+	enum fi_collective_op kind;
+	size_t count;                   /* float elements, per member where the kind has shares */
+	bool in_place;
+	const char *algorithm;
+	size_t segment_size;
+	int lanes;
+};
+
+struct choice_cases {
+	const struct choice_case *cases;
+	size_t count;
+};
+
+static ssize_t choice_post(struct collective_rank *rank, const struct choice_case *c, float *input,
+			   float *result, void *context)
+{
+	struct fid_ep *ep = rank->endpoint.ep;
+	fi_addr_t group = rank->endpoint.coll_addr;
+	float *output = c->in_place ? input : result;
+
+	switch (c->kind) {
+	case FI_BARRIER:
+		return fi_barrier(ep, group, context);
+	case FI_BROADCAST:
+		return fi_broadcast(ep, input, c->count, NULL, group, rank->addresses[0], FI_FLOAT, 0,
+				    context);
+	case FI_ALLGATHER:
+		return fi_allgather(ep, input, c->count, NULL, output, NULL, group, FI_FLOAT, 0, context);
+	case FI_REDUCE_SCATTER:
+		return fi_reduce_scatter(ep, input, c->count, NULL, output, NULL, group, FI_FLOAT, FI_SUM,
+					 0, context);
+	default:
+		return fi_allreduce(ep, input, c->count, NULL, output, NULL, group, FI_FLOAT, FI_SUM, 0,
+				    context);
+	}
+}
+
+/* Runs the case and compares the choice; 0 if both are right. */
+static int choice_check(struct collective_rank *rank, const struct choice_case *c)
+{
+	size_t elements = c->count * (size_t) rank->size + 1;
+	float *input = calloc(elements, sizeof(float)), *result = calloc(elements, sizeof(float));
+	struct fi_bolt_collective_choice choice = { 0 };
+	int context, error = 0, ret = -FI_ENOMEM;
+
+	if (input && result)
+		ret = (int) choice_post(rank, c, input, result, &context);
+	if (!ret)
+		ret = collective_wait(rank, &context, &error);
+	if (!ret)
+		ret = fi_control(&rank->endpoint.mc->fid, FI_BOLT_COLLECTIVE_GET_CHOICE, &choice);
+	free(input);
+	free(result);
+	if (ret)
+		return ret;
+	if (!choice.algorithm || strcmp(choice.algorithm, c->algorithm) ||
+	    choice.segment_size != c->segment_size || choice.lanes != c->lanes) {
+		fprintf(stderr, "rank %d: operation %d of %zu elements: %s, %zu B, %d lanes; "
+			"expected %s, %zu B, %d lanes\n", rank->rank, c->kind, c->count,
+			choice.algorithm ? choice.algorithm : "(none)", choice.segment_size,
+			choice.lanes, c->algorithm, c->segment_size, c->lanes);
+		return -FI_EOTHER;
+	}
+	return 0;
+}
+
+static int choice_body(struct collective_rank *rank, void *argument)
+{
+	const struct choice_cases *cases = argument;
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < cases->count; i++)
+		ret = choice_check(rank, &cases->cases[i]);
+	return ret;
+}
+
+static void choice_run(const struct collective_options *options, const struct choice_case *cases,
+		       size_t count)
+{
+	struct choice_cases argument = { cases, count };
+
+	cr_assert_eq(collective_run(options, "coll-choice", choice_body, &argument), 0);
+}
+
+#define CASES(array) array, sizeof(array) / sizeof(array[0])
+#define KIB 1024
+#define FLOATS(bytes) ((bytes) / sizeof(float))
+
+Test(collective_choice, two_members_by_the_table)
+{
+	static const struct choice_case cases[] = {
+		{ FI_ALLREDUCE, 2, false, "direct", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(4 * KIB), true, "direct", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4 },
+		{ FI_ALLGATHER, 2, false, "direct", 0, 0 },
+		{ FI_ALLGATHER, FLOATS(32 * KIB), false, "ring", 256 * KIB, 4 },
+		{ FI_REDUCE_SCATTER, FLOATS(32 * KIB), false, "ring", 256 * KIB, 4 },
+		/* The ring keeps reduce-scatter's input to the end: in place, it cannot run it. */
+		{ FI_REDUCE_SCATTER, FLOATS(32 * KIB), true, "direct", 0, 0 },
+		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0 },
+		{ FI_BARRIER, 0, false, "direct", 0, 0 },
+	};
+	struct collective_options options = { .profile = "thunderbolt", .size = 2 };
+
+	choice_run(&options, CASES(cases));
+}
+
+Test(collective_choice, four_members_by_the_table)
+{
+	static const struct choice_case cases[] = {
+		{ FI_ALLREDUCE, 2, false, "doubling", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "ring", 256 * KIB, 4 },
+		{ FI_ALLGATHER, 2, false, "direct", 0, 0 },
+		{ FI_BARRIER, 0, false, "doubling", 0, 0 },
+	};
+	struct collective_options options = { .profile = "rocev2", .size = 4 };
+
+	choice_run(&options, CASES(cases));
+}
+
+Test(collective_choice, parameters_override_the_table)
+{
+	static const struct choice_case ring[] = {
+		{ FI_ALLREDUCE, 2, false, "ring", 4 * KIB, 2 },
+		{ FI_ALLGATHER, 2, false, "ring", 4 * KIB, 2 },
+		{ FI_BROADCAST, 2, false, "direct", 0, 0 },
+	};
+	static const struct choice_case doubling[] = {
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "doubling", 0, 0 },
+		{ FI_ALLGATHER, FLOATS(64 * KIB), false, "direct", 0, 0 },
+		{ FI_BARRIER, 0, false, "doubling", 0, 0 },
+	};
+	static const struct choice_case direct[] = {
+		{ FI_ALLREDUCE, 2, false, "direct", 0, 0 },
+		{ FI_BARRIER, 0, false, "direct", 0, 0 },
+	};
+	struct collective_options ring_options = {
+		.profile = "rocev2", .size = 2, .ring_threshold = "0", .segment_size = "4096",
+		.lanes = "2",
+	};
+	struct collective_options doubling_options = {
+		.profile = "rocev2", .size = 2, .ring_threshold = "1073741824", .doubling_members = "2",
+	};
+	struct collective_options direct_options = {
+		.profile = "rocev2", .size = 4, .doubling_members = "8",
+	};
+
+	choice_run(&ring_options, CASES(ring));
+	choice_run(&doubling_options, CASES(doubling));
+	choice_run(&direct_options, CASES(direct));
+}
+
+/* Four ranks on two cores giving the CPU away whenever they wait: all still finish. */
+Test(collective_choice, yielding_progress)
+{
+	static const struct choice_case cases[] = {
+		{ FI_ALLREDUCE, 2, false, "doubling", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4 },
+		{ FI_BARRIER, 0, false, "doubling", 0, 0 },
+	};
+	struct collective_options options = { .profile = "thunderbolt", .size = 4, .yield = "yes" };
+
+	choice_run(&options, CASES(cases));
+}
