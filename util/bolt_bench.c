@@ -46,7 +46,7 @@ enum bench_test { BENCH_TEST_DONE, BENCH_TEST_SEND, BENCH_TEST_WRITE, BENCH_TEST
 struct bench_options {
 	char *providers;
 	size_t min_size, max_size, latency_max_size;
-	size_t bandwidth_bytes;         /* moved per bandwidth size */
+	unsigned int iterations;        /* of every figure; 0: from the size */
 	unsigned int factor, window;
 	bool csv;
 };
@@ -700,9 +700,12 @@ static void bench_print_header(const struct bench_endpoint *endpoint,
 	       bench_profile(endpoint), info->fabric_attr->name, info->domain_attr->name);
 	printf("# mr_mode [%s], window %u operations in flight, FI_CQ_FORMAT_CONTEXT\n",
 	       fi_tostr_r(mr_text, sizeof(mr_text), &mr_mode, FI_TYPE_MR_MODE), options->window);
-	printf("# iterations: bandwidth %zu MiB per size (16 to 20000), latency %llu MiB per size "
-	       "(100 to 10000), each after a warm-up of 1/8\n", options->bandwidth_bytes >> 20,
-	       BENCH_LATENCY_BYTES >> 20);
+	if (options->iterations)
+		printf("# iterations: %u per figure, after a warm-up of 1/8\n", options->iterations);
+	else
+		printf("# iterations: bandwidth %llu MiB per size (16 to 20000), latency %llu MiB per "
+		       "size (100 to 10000), each after a warm-up of 1/8\n", BENCH_BANDWIDTH_BYTES >> 20,
+		       BENCH_LATENCY_BYTES >> 20);
 	printf("# fi_send and fi_write bandwidth, GB/s = 1e9 B/s; send: from the first post until "
 	       "the target has every message; write: until the last write completion, as the "
 	       "provider defines it (bolt: placed at the target)\n");
@@ -726,7 +729,8 @@ static int bench_bandwidth_table(struct bench_endpoint *endpoint,
 	for (size_t size = options->min_size; size <= options->max_size; size *= options->factor) {
 		struct bench_request request = {
 			.window = options->window, .size = size,
-			.iterations = bench_iterations(size, options->bandwidth_bytes, 16, 20000),
+			.iterations = options->iterations ? options->iterations :
+				      bench_iterations(size, BENCH_BANDWIDTH_BYTES, 16, 20000),
 		};
 		double send_seconds, write_seconds, send_rate, write_rate;
 		int64_t send_wrong = 0, write_wrong = 0;
@@ -773,7 +777,8 @@ static int bench_latency_table(struct bench_endpoint *endpoint,
 	     size *= options->factor) {
 		struct bench_request request = {
 			.test = BENCH_TEST_PINGPONG, .seed = seed++, .window = 1, .size = size,
-			.iterations = bench_iterations(size, BENCH_LATENCY_BYTES, 100, 10000),
+			.iterations = options->iterations ? options->iterations :
+				      bench_iterations(size, BENCH_LATENCY_BYTES, 100, 10000),
 		};
 		double seconds, latency;
 		int64_t wrong = 0;
@@ -885,12 +890,13 @@ static int bench_parse_size(const char *text, size_t *size)
 static void bench_usage(const char *program)
 {
 	fprintf(stderr,
-		"usage: %s [-p bolt,shm,tcp] [-b 8] [-e 64M] [-f 2] [-l 64K] [-w 16] [-m 1G] [--csv]\n"
+		"usage: %s [-p bolt,shm,tcp] [-b 8] [-e 64M] [-f 2] [-l 64K] [-w 16] [-i N] [--csv]\n"
 		"  -p, --providers  providers to measure, in order (tcp is served as tcp;ofi_rxm)\n"
 		"  -b, --min-size   smallest size;  -e, --max-size  largest bandwidth size\n"
 		"  -f, --factor     size step (x2, x4, ...);  -l, --latency-max  largest latency size\n"
 		"  -w, --window     operations in flight for bandwidth (1 to %d)\n"
-		"  -m, --bytes      bytes moved per bandwidth size (default 1G)\n"
+		"  -i, --iterations of every figure (default: 1 GiB per bandwidth size, 64 MiB per\n"
+		"                   latency size, within 16 to 20000 and 100 to 10000)\n"
 		"  -c, --csv        machine-readable rows only\n", program, BENCH_MAX_WINDOW);
 }
 
@@ -900,15 +906,14 @@ static int bench_parse_options(int argc, char **argv, struct bench_options *opti
 		{ "providers", required_argument, NULL, 'p' }, { "min-size", required_argument, NULL, 'b' },
 		{ "max-size", required_argument, NULL, 'e' }, { "factor", required_argument, NULL, 'f' },
 		{ "latency-max", required_argument, NULL, 'l' }, { "window", required_argument, NULL, 'w' },
-		{ "bytes", required_argument, NULL, 'm' },
+		{ "iterations", required_argument, NULL, 'i' },
 		{ "csv", no_argument, NULL, 'c' }, { "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	int option, bad = 0;
 
 	*options = (struct bench_options) { .providers = "bolt,shm,tcp", .min_size = 8,
-		.max_size = 64u << 20, .latency_max_size = 64u << 10, .factor = 2, .window = 16,
-		.bandwidth_bytes = BENCH_BANDWIDTH_BYTES };
-	while ((option = getopt_long(argc, argv, "p:b:e:f:l:w:m:ch", long_options, NULL)) != -1) {
+		.max_size = 64u << 20, .latency_max_size = 64u << 10, .factor = 2, .window = 16 };
+	while ((option = getopt_long(argc, argv, "p:b:e:f:l:w:i:ch", long_options, NULL)) != -1) {
 		if (option == 'p')
 			options->providers = optarg;
 		else if (option == 'b')
@@ -917,8 +922,8 @@ static int bench_parse_options(int argc, char **argv, struct bench_options *opti
 			bad |= bench_parse_size(optarg, &options->max_size);
 		else if (option == 'l')
 			bad |= bench_parse_size(optarg, &options->latency_max_size);
-		else if (option == 'm')
-			bad |= bench_parse_size(optarg, &options->bandwidth_bytes);
+		else if (option == 'i')
+			bad |= !(options->iterations = (unsigned int) strtoul(optarg, NULL, 0));
 		else if (option == 'f')
 			options->factor = (unsigned int) strtoul(optarg, NULL, 0);
 		else if (option == 'w')

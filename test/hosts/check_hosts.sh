@@ -155,9 +155,11 @@ criterion() {
 	fi
 }
 
-# bench SIZE BYTES: bolt_bench across, host 0 the initiator, moving BYTES (64M...) at SIZE.
+# bench SIZE ITERATIONS LATENCY: bolt_bench across, host 0 the initiator: fi_send and
+# fi_write bandwidth at SIZE, and fi_send latency at SIZE if LATENCY is yes.
 bench() {
-	two_hosts bolt_bench 600 "\"$build/util/bolt_bench\" -p bolt -b $1 -e $1 -l $1 -m $2 --csv"
+	two_hosts bolt_bench 600 "\"$build/util/bolt_bench\" -p bolt -b $1 -e $1 \
+		-l $([ "$3" = yes ] && echo "$1" || echo 1) -i $2 --csv"
 	bench_status=$test_side
 	[ $peer_side -eq 0 ] || bench_status=$peer_side
 }
@@ -170,7 +172,7 @@ bench_field() {
 }
 
 check_bench() {
-	bench "$1" 64M
+	bench "$1" 64 yes
 	write=$(bench_field "$1" 9)
 	latency=$(bench_field "$1" 10)
 	if [ $bench_status -eq 0 ] && [ -n "$write" ] && [ -n "$latency" ]; then
@@ -214,23 +216,24 @@ median() {
 figures() {
 	perftest_rounds=""
 	bolt_rounds=""
-	iterations=$([ "$quick" = 1 ] && echo 100 || echo 300)
+	iterations=$([ "$quick" = 1 ] && echo 64 || echo 200)
 	for round in $(seq "$1"); do
 		perftest ib_write_bw 1048576 "$iterations"
 		[ $perftest_status -eq 0 ] && perftest_rounds="$perftest_rounds $perftest_result"
-		bench 1048576 "${iterations}M"
+		bench 1048576 "$iterations" no
 		write=$(bench_field 1048576 9)
 		[ $bench_status -eq 0 ] && [ -n "$write" ] && bolt_rounds="$bolt_rounds $write"
 	done
-	perftest ib_send_lat 8 $([ "$quick" = 1 ] && echo 1000 || echo 10000)
+	latency_iterations=$([ "$quick" = 1 ] && echo 200 || echo 1000)
+	perftest ib_send_lat 8 "$latency_iterations"
 	send_lat=$([ $perftest_status -eq 0 ] && echo "$perftest_result")
-	bench 8 1M
+	bench 8 "$latency_iterations" yes
 	latency=$(bench_field 8 10)
 	if [ -n "$perftest_rounds" ] && [ -n "$bolt_rounds" ] && [ -n "$send_lat" ] && [ -n "$latency" ]; then
 		perftest_median=$(median $perftest_rounds)
 		bolt_median=$(median $bolt_rounds)
 		# Faults need a transfer of about 30 s.
-		fault_bytes=$(awk -v rate="$bolt_median" 'BEGIN { printf "%.0fM", rate * 30 < 64 ? 64 : rate * 30 }')
+		fault_iterations=$(awk -v rate="$bolt_median" 'BEGIN { printf "%.0f", rate * 30 < 64 ? 64 : rate * 30 }')
 		pass "$case: figures measured (ib_write_bw$perftest_rounds; bolt fi_write$bolt_rounds)"
 		echo "hosts write bandwidth, 1 MiB, median of $1 rounds in turn (MiB/s): ib_write_bw $perftest_median, bolt fi_write $bolt_median ($(awk -v b="$bolt_median" -v p="$perftest_median" 'BEGIN { printf "%.0f", 100 * b / p }') %; target >= 90 %)"
 		echo "hosts latency, 8 bytes (us): ib_send_lat $send_lat (average), bolt fi_send $latency ($(awk -v b="$latency" -v p="$send_lat" 'BEGIN { printf "%+.0f", 100 * (b - p) / p }') %; target <= +20 %)"
@@ -291,12 +294,12 @@ mpi() {
 # --- Faults: with a short liveness time, on a long fi_write transfer between the hosts.
 
 # fault_start: a long bolt_bench transfer (about a gigabyte at 1 MiB) between the hosts.
-fault_bytes=256M
+fault_iterations=256
 fault_start() {
 	export FI_BOLT_LIVENESS_TIMEOUT=$liveness
 	hosts_start 1 fault "$(peer_environment 1 peer) echo \$\$ >\"$hosts_work/guest1/jobs/fault.pid\";
-		exec timeout 600 \"$build/util/bolt_bench\" -p bolt -b 1M -e 1M -l 8 -m $fault_bytes --csv"
-	hosts_start 0 fault "$(peer_environment 0 test) exec timeout 600 \"$build/util/bolt_bench\" -p bolt -b 1M -e 1M -l 8 -m $fault_bytes --csv"
+		exec timeout 600 \"$build/util/bolt_bench\" -p bolt -b 1M -e 1M -l 1 -i $fault_iterations --csv"
+	hosts_start 0 fault "$(peer_environment 0 test) exec timeout 600 \"$build/util/bolt_bench\" -p bolt -b 1M -e 1M -l 1 -i $fault_iterations --csv"
 	unset FI_BOLT_LIVENESS_TIMEOUT
 	# Until data flows: the bench's target has connected and the transfer runs.
 	sleep 8
