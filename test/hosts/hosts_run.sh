@@ -123,22 +123,29 @@ hosts_wait_ready() {
 	return 125
 }
 
+# Each job runs under a name of its own (NAME-N, N in NAME.last): a file the
+# host removed may live on in a guest that still has it open (9p).
+hosts_job() {
+	echo "$2-$(cat "$hosts_work/guest$1/jobs/$2.last" 2>/dev/null || echo 0)"
+}
+
 hosts_output() {
-	echo "$hosts_work/guest$1/jobs/$2.output"
+	echo "$hosts_work/guest$1/jobs/$(hosts_job "$1" "$2").output"
 }
 
 hosts_start() {
 	jobs=$hosts_work/guest$1/jobs
-	rm -f "$jobs/$2".*
+	echo $(($(cat "$jobs/$2.last" 2>/dev/null || echo 0) + 1)) >"$jobs/$2.last"
+	job=$(hosts_job "$1" "$2")
 	{
 		guest_exports
 		printf '%s\n' "$3"
-	} >"$jobs/$2.tmp"
-	mv "$jobs/$2.tmp" "$jobs/$2.command"
+	} >"$jobs/$job.tmp"
+	mv "$jobs/$job.tmp" "$jobs/$job.command"
 }
 
 hosts_wait() {
-	status_file=$hosts_work/guest$1/jobs/$2.status
+	status_file=$hosts_work/guest$1/jobs/$(hosts_job "$1" "$2").status
 	deadline=$(($(date +%s) + $3))
 	while [ ! -s "$status_file" ]; do
 		[ "$(date +%s)" -lt "$deadline" ] || return 124
