@@ -189,8 +189,14 @@ perftest() {
 	index=$(gid_table 0 | awk '/ 0000:0000:0000:0000:0000:ffff:/ { print $1; exit }')
 	peer_index=$(gid_table 1 | awk '/ 0000:0000:0000:0000:0000:ffff:/ { print $1; exit }')
 	hosts_start 1 perftest "exec timeout 300 $1 -d rxe0 -x $peer_index -s $2 -n $3 -F"
-	sleep 1
-	hosts_run 0 perftest 300 "exec timeout 300 $1 -d rxe0 -x $index -s $2 -n $3 -F $(hosts_control_address 1)"
+	# The server may take seconds to listen on a loaded machine: the client tries again.
+	hosts_run 0 perftest 300 "for attempt in 1 2 3 4 5 6 7 8 9 10; do
+			sleep 1
+			timeout 300 $1 -d rxe0 -x $index -s $2 -n $3 -F $(hosts_control_address 1) >/tmp/perftest.out 2>&1
+			status=\$?
+			grep -q \"Couldn't connect\" /tmp/perftest.out || break
+		done
+		cat /tmp/perftest.out; exit \$status"
 	perftest_status=$?
 	hosts_wait 1 perftest 60
 	[ $? -eq 0 ] || perftest_status=1
