@@ -177,7 +177,7 @@ static bool bolt_receive_grant_one(struct bolt_connection *connection, struct bo
 				   struct bolt_receive_grant_batch *batch)
 {
 	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
-	struct bolt_granted_receive *granted = calloc(1, sizeof(*granted));
+	struct bolt_granted_receive *granted = bolt_allocate_zeroed(sizeof(*granted));
 	struct bolt_wire_receive_grant *grant = &batch->grants[batch->count];
 
 	if (!granted)
