@@ -275,9 +275,15 @@ struct bolt_connection *bolt_connection_get(struct bolt_connection_manager *mana
 	struct bolt_connection *connection;
 	int ret;
 
-	HASH_FIND(hh, manager->connections, peer, sizeof(*peer), connection);
-	if (connection)
+	/* Most sends go where the last one went: no hash of the address then. */
+	connection = manager->last_got;
+	if (connection && bolt_connection_same_address(&connection->peer, peer))
 		return connection;
+	HASH_FIND(hh, manager->connections, peer, sizeof(*peer), connection);
+	if (connection) {
+		manager->last_got = connection;
+		return connection;
+	}
 	connection = bolt_connection_create(manager, peer);
 	if (!connection)
 		return NULL;
@@ -357,6 +363,8 @@ static void bolt_connection_destroy(struct bolt_connection **table, struct bolt_
 	bolt_connection_release_device(connection);
 	manager->events->destroyed(connection);
 	HASH_DEL(*table, connection);
+	if (manager->last_got == connection)
+		manager->last_got = NULL;
 	free(connection);
 }
 
@@ -453,6 +461,8 @@ static void bolt_connection_retire(struct bolt_connection *connection)
 	struct bolt_connection_manager *manager = connection->manager;
 
 	HASH_DEL(manager->connections, connection);
+	if (manager->last_got == connection)
+		manager->last_got = NULL;
 	HASH_ADD(hh, manager->retired, peer, sizeof(connection->peer), connection);
 }
 

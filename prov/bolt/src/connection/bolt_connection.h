@@ -124,6 +124,7 @@ struct bolt_connection_manager {
 	struct bolt_address address;            /* this end's, as peers reach it */
 	struct bolt_side_channel_listener listener;
 	struct bolt_connection *connections;    /* hash by peer address */
+	struct bolt_connection *last_got;       /* of connections, the last bolt_connection_get found */
 	struct bolt_accepted *accepted;
 	struct bolt_connection *retired;        /* failed, replaced by a new one to their peer:
 						 * freed once nothing names them */
