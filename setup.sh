@@ -6,7 +6,8 @@
 #                       Debian 13's libfabric 2.x in a Debian 13 root, which
 #                       BOLT_DEBIAN13=0 skips, the AddressSanitizer/UBSan
 #                       build, then the reduced Soft-RoCE set in a virtual
-#                       machine, which BOLT_RXE=0 skips)
+#                       machine, which BOLT_RXE=0 skips, and the reduced
+#                       two-host set in two, which BOLT_HOSTS=0 skips)
 #   ./setup.sh package  installs what is missing, builds the Debian package
 #                       build-package/libbolt-fi_*.deb with dpkg-buildpackage
 set -eu
@@ -51,7 +52,7 @@ summarize() {
 		for log in $(find "$directory/test" -name '*.log'); do
 			synthesis=$(grep -a 'Synthesis: Tested:' "$log" | tail -n 1 || true)
 			# Scripts that are no Criterion program close with "NAME: N passed, N failed".
-			rxe=$(grep -a -E '^(rxe|fuzz): [0-9]* passed, [0-9]* failed$' "$log" | tail -n 1 || true)
+			rxe=$(grep -a -E '^(rxe|fuzz|hosts): [0-9]* passed, [0-9]* failed$' "$log" | tail -n 1 || true)
 			if [ -n "$rxe" ]; then
 				passed=$((passed + $(echo "$rxe" | sed 's/^[a-z]*: \([0-9]*\) passed.*/\1/')))
 				failed=$((failed + $(echo "$rxe" | sed 's/.* \([0-9]*\) failed$/\1/')))
@@ -79,16 +80,19 @@ summarize() {
 	[ "$failed" -eq 0 ]
 }
 
-# run_rxe: bolt on Soft-RoCE in a virtual machine (make check-rxe, reduced set).
-run_rxe() {
-	rm -f build/test/rxe/check_rxe.log
-	[ "${BOLT_RXE:-1}" = 0 ] && return 0
-	mkdir -p build/test/rxe
-	(cd build && BOLT_RXE_QUICK=1 make check-rxe) >build/test/rxe/check_rxe.log 2>&1
-	rxe_status=$?
-	grep -a -E '^(== |ok: |FAILED: |rxe[: ])' build/test/rxe/check_rxe.log || true
-	[ $rxe_status -eq 0 ] || tail -n 40 build/test/rxe/check_rxe.log
-	return $rxe_status
+# run_machines NAME: make check-NAME's reduced set (BOLT_<NAME>_QUICK=1), bolt
+# in virtual machines, its log kept in build/test/NAME; BOLT_<NAME>=0 skips it.
+run_machines() {
+	upper=$(echo "$1" | tr '[:lower:]' '[:upper:]')
+	log=build/test/$1/check_$1.log
+	rm -f "$log"
+	[ "$(eval echo "\${BOLT_$upper:-1}")" = 0 ] && return 0
+	mkdir -p "build/test/$1"
+	(cd build && env "BOLT_${upper}_QUICK=1" make "check-$1") >"$log" 2>&1
+	machines_status=$?
+	grep -a -E "^(== |ok: |FAILED: |$1[: ])" "$log" || true
+	[ $machines_status -eq 0 ] || tail -n 60 "$log"
+	return $machines_status
 }
 
 # stage NAME COMMAND...: runs COMMAND, then says how long it took.
@@ -142,7 +146,9 @@ run_tests() {
 	build build-asan --enable-sanitizers
 	(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		make -j"$jobs" check) || status=1
-	stage "Soft-RoCE" run_rxe || status=1
+	# bolt on Soft-RoCE in one virtual machine, then between two.
+	stage "Soft-RoCE" run_machines rxe || status=1
+	stage "two hosts" run_machines hosts || status=1
 	summarize build build-asan build-debian13/build || status=1
 	return $status
 }

@@ -29,6 +29,7 @@
 #include <rdma/fi_rma.h>
 
 #include "bolt_fixture.h"
+#include "bolt_peer_host.h"
 
 #define BENCH_POOL_SIZE 256             /* operations in flight, receives included */
 #define BENCH_MAX_WINDOW 64
@@ -45,6 +46,7 @@ enum bench_test { BENCH_TEST_DONE, BENCH_TEST_SEND, BENCH_TEST_WRITE, BENCH_TEST
 struct bench_options {
 	char *providers;
 	size_t min_size, max_size, latency_max_size;
+	unsigned int iterations;        /* of every figure; 0: from the size */
 	unsigned int factor, window;
 	bool csv;
 };
@@ -698,9 +700,12 @@ static void bench_print_header(const struct bench_endpoint *endpoint,
 	       bench_profile(endpoint), info->fabric_attr->name, info->domain_attr->name);
 	printf("# mr_mode [%s], window %u operations in flight, FI_CQ_FORMAT_CONTEXT\n",
 	       fi_tostr_r(mr_text, sizeof(mr_text), &mr_mode, FI_TYPE_MR_MODE), options->window);
-	printf("# iterations: bandwidth %llu MiB per size (16 to 20000), latency %llu MiB per size "
-	       "(100 to 10000), each after a warm-up of 1/8\n", BENCH_BANDWIDTH_BYTES >> 20,
-	       BENCH_LATENCY_BYTES >> 20);
+	if (options->iterations)
+		printf("# iterations: %u per figure, after a warm-up of 1/8\n", options->iterations);
+	else
+		printf("# iterations: bandwidth %llu MiB per size (16 to 20000), latency %llu MiB per "
+		       "size (100 to 10000), each after a warm-up of 1/8\n", BENCH_BANDWIDTH_BYTES >> 20,
+		       BENCH_LATENCY_BYTES >> 20);
 	printf("# fi_send and fi_write bandwidth, GB/s = 1e9 B/s; send: from the first post until "
 	       "the target has every message; write: until the last write completion, as the "
 	       "provider defines it (bolt: placed at the target)\n");
@@ -724,7 +729,8 @@ static int bench_bandwidth_table(struct bench_endpoint *endpoint,
 	for (size_t size = options->min_size; size <= options->max_size; size *= options->factor) {
 		struct bench_request request = {
 			.window = options->window, .size = size,
-			.iterations = bench_iterations(size, BENCH_BANDWIDTH_BYTES, 16, 20000),
+			.iterations = options->iterations ? options->iterations :
+				      bench_iterations(size, BENCH_BANDWIDTH_BYTES, 16, 20000),
 		};
 		double send_seconds, write_seconds, send_rate, write_rate;
 		int64_t send_wrong = 0, write_wrong = 0;
@@ -771,7 +777,8 @@ static int bench_latency_table(struct bench_endpoint *endpoint,
 	     size *= options->factor) {
 		struct bench_request request = {
 			.test = BENCH_TEST_PINGPONG, .seed = seed++, .window = 1, .size = size,
-			.iterations = bench_iterations(size, BENCH_LATENCY_BYTES, 100, 10000),
+			.iterations = options->iterations ? options->iterations :
+				      bench_iterations(size, BENCH_LATENCY_BYTES, 100, 10000),
 		};
 		double seconds, latency;
 		int64_t wrong = 0;
@@ -883,11 +890,13 @@ static int bench_parse_size(const char *text, size_t *size)
 static void bench_usage(const char *program)
 {
 	fprintf(stderr,
-		"usage: %s [-p bolt,shm,tcp] [-b 8] [-e 64M] [-f 2] [-l 64K] [-w 16] [--csv]\n"
+		"usage: %s [-p bolt,shm,tcp] [-b 8] [-e 64M] [-f 2] [-l 64K] [-w 16] [-i N] [--csv]\n"
 		"  -p, --providers  providers to measure, in order (tcp is served as tcp;ofi_rxm)\n"
 		"  -b, --min-size   smallest size;  -e, --max-size  largest bandwidth size\n"
 		"  -f, --factor     size step (x2, x4, ...);  -l, --latency-max  largest latency size\n"
 		"  -w, --window     operations in flight for bandwidth (1 to %d)\n"
+		"  -i, --iterations of every figure (default: 1 GiB per bandwidth size, 64 MiB per\n"
+		"                   latency size, within 16 to 20000 and 100 to 10000)\n"
 		"  -c, --csv        machine-readable rows only\n", program, BENCH_MAX_WINDOW);
 }
 
@@ -897,13 +906,14 @@ static int bench_parse_options(int argc, char **argv, struct bench_options *opti
 		{ "providers", required_argument, NULL, 'p' }, { "min-size", required_argument, NULL, 'b' },
 		{ "max-size", required_argument, NULL, 'e' }, { "factor", required_argument, NULL, 'f' },
 		{ "latency-max", required_argument, NULL, 'l' }, { "window", required_argument, NULL, 'w' },
+		{ "iterations", required_argument, NULL, 'i' },
 		{ "csv", no_argument, NULL, 'c' }, { "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	int option, bad = 0;
 
 	*options = (struct bench_options) { .providers = "bolt,shm,tcp", .min_size = 8,
 		.max_size = 64u << 20, .latency_max_size = 64u << 10, .factor = 2, .window = 16 };
-	while ((option = getopt_long(argc, argv, "p:b:e:f:l:w:ch", long_options, NULL)) != -1) {
+	while ((option = getopt_long(argc, argv, "p:b:e:f:l:w:i:ch", long_options, NULL)) != -1) {
 		if (option == 'p')
 			options->providers = optarg;
 		else if (option == 'b')
@@ -912,6 +922,8 @@ static int bench_parse_options(int argc, char **argv, struct bench_options *opti
 			bad |= bench_parse_size(optarg, &options->max_size);
 		else if (option == 'l')
 			bad |= bench_parse_size(optarg, &options->latency_max_size);
+		else if (option == 'i')
+			bad |= !(options->iterations = (unsigned int) strtoul(optarg, NULL, 0));
 		else if (option == 'f')
 			options->factor = (unsigned int) strtoul(optarg, NULL, 0);
 		else if (option == 'w')
@@ -930,6 +942,37 @@ static int bench_parse_options(int argc, char **argv, struct bench_options *opti
 	return 0;
 }
 
+/* Before the target forks, so that it has nothing of it to flush. */
+static void bench_print_csv_header(const struct bench_options *options)
+{
+	if (options->csv)
+		printf("provider,profile,fabric,domain,test,size,iters,send_GB/s,write_GB/s,"
+		       "latency_us,#wrong\n");
+	fflush(stdout);
+}
+
+/*
+ * The target on another host (test/hosts): the same program runs there with
+ * BOLT_TEST_PEER_ROLE=peer, this one with test, and they meet over TCP.
+ */
+static int bench_run_on_two_hosts(const struct bench_options *options)
+{
+	bool initiator = bolt_peer_host_role() == BOLT_PEER_HOST_TEST;
+	int socket, ret;
+
+	if (bolt_peer_host_role() < 0)
+		return 2;
+	bench_role = initiator ? "initiator" : "target";
+	socket = bolt_peer_host_connect("bolt_bench", BENCH_SOCKET_TIMEOUT_MS);
+	if (socket < 0)
+		return bench_fail("meeting the other host", socket) ? 1 : 0;
+	if (initiator)
+		bench_print_csv_header(options);
+	ret = bench_run(options, socket, initiator);
+	close(socket);
+	return ret ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct bench_options options;
@@ -938,12 +981,11 @@ int main(int argc, char **argv)
 
 	if (bench_parse_options(argc, argv, &options))
 		return 2;
+	if (bolt_peer_host_role() != BOLT_PEER_HOST_NONE)
+		return bench_run_on_two_hosts(&options);
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sockets))
 		return bench_fail("socketpair", -errno) ? 1 : 0;
-	if (options.csv)
-		printf("provider,profile,fabric,domain,test,size,iters,send_GB/s,write_GB/s,"
-		       "latency_us,#wrong\n");
-	fflush(stdout);
+	bench_print_csv_header(&options);
 	target = fork();
 	if (target < 0)
 		return bench_fail("fork", -errno) ? 1 : 0;

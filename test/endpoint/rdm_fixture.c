@@ -11,11 +11,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <criterion/criterion.h>
 
 #include "rdm_fixture.h"
+#include "bolt_peer_host.h"
 #include "bolt_endpoint.h"
 #include "bolt_fabric.h"
 #include "bolt_getinfo.h"
@@ -288,10 +290,125 @@ int rdm_pair_finish(const struct rdm_options *options, struct bolt_fixture_endpo
 	return status;
 }
 
+/* The test's name, and which of its connections: what both hosts must agree on. */
+static void rdm_peer_host_tag(char *tag, size_t size, const char *which)
+{
+	snprintf(tag, size, "%s/%s %s", criterion_current_test->category, criterion_current_test->name,
+		 which);
+}
+
+/* Connections for the peer's names and values, and for its end. */
+static int rdm_peer_host_connect(int *data, int *control)
+{
+	char tag[128];
+
+	rdm_peer_host_tag(tag, sizeof(tag), "values");
+	*data = bolt_peer_host_connect(tag, RDM_SERVE_TIMEOUT_MS);
+	if (*data < 0)
+		return *data;
+	rdm_peer_host_tag(tag, sizeof(tag), "end");
+	*control = bolt_peer_host_connect(tag, RDM_SERVE_TIMEOUT_MS);
+	if (*control < 0) {
+		close(*data);
+		return *control;
+	}
+	return 0;
+}
+
+/*
+ * The test side of a peer on the other host: a local stand-in process whose
+ * exit status is the peer's (read from the end connection), so the tests
+ * wait for it and kill it as they would a forked peer; killed, it closes the
+ * connection and the other host kills the peer.
+ */
+static pid_t rdm_fork_to_peer_host(int *socket)
+{
+	static pid_t first_peer;
+	int data, control;
+	uint8_t status;
+	pid_t pid;
+
+	/* The other host serves one peer per test: the first ends there, killed. */
+	if (first_peer > 0) {
+		kill(first_peer, SIGKILL);
+		waitpid(first_peer, NULL, 0);
+		cr_skip_test("a test with two peers runs on one host only");
+	}
+	if (rdm_peer_host_connect(&data, &control))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(data);
+		_exit(bolt_fixture_socket_read(control, &status, 1, -1, NULL) ? 128 + SIGKILL : status);
+	}
+	close(control);
+	*socket = data;
+	first_peer = pid;
+	return pid;
+}
+
+/* Until the peer ends, or the test side's stand-in does (then the peer is killed). */
+static int rdm_peer_host_watch(pid_t peer, int control)
+{
+	struct pollfd ended = { .fd = control, .events = POLLIN };
+	int status;
+
+	while (waitpid(peer, &status, WNOHANG) == 0) {
+		if (poll(&ended, 1, 20) == 1) {
+			kill(peer, SIGKILL);
+			waitpid(peer, &status, 0);
+			return -1;
+		}
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/*
+ * The peer's side on this host: the peer runs in a child, as forked on one
+ * host, and its exit status goes to the test side. This side's test ends
+ * there: the rest of it is the test side's.
+ */
+static void rdm_serve_peer_host(int (*peer)(int socket, void *argument), void *argument)
+{
+	int data, control, status;
+	uint8_t byte;
+	pid_t pid;
+
+	cr_assert_eq(rdm_peer_host_connect(&data, &control), 0, "no test side on the other host");
+	pid = fork();
+	if (pid == 0) {
+		close(control);
+		_exit(peer(data, argument) ? 1 : 0);
+	}
+	close(data);
+	cr_assert_gt(pid, 0, "fork");
+	status = rdm_peer_host_watch(pid, control);
+	byte = (uint8_t) status;
+	if (status >= 0)
+		bolt_fixture_socket_write(control, &byte, 1);
+	close(control);
+	if (status < 0)
+		cr_skip_test("the peer's side of a two-host test, killed by the test side");
+	cr_assert_eq(status, 0, "the peer's side of a two-host test failed");
+	cr_skip_test("the peer's side of a two-host test: passed");
+}
+
 pid_t rdm_fork(int (*peer)(int socket, void *argument), void *argument, int *socket)
 {
 	int sockets[2];
 	pid_t pid;
+
+	switch (bolt_peer_host_role()) {
+	case BOLT_PEER_HOST_TEST:
+		return rdm_fork_to_peer_host(socket);
+	case BOLT_PEER_HOST_PEER:
+		rdm_serve_peer_host(peer, argument);
+		return -1;
+	case BOLT_PEER_HOST_NONE:
+		break;
+	default:
+		return -1;
+	}
 
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sockets))
 		return -1;

@@ -127,6 +127,11 @@ int rdm_pair_finish(const struct rdm_options *options, struct bolt_fixture_endpo
 /*
  * Forks the peer; it runs peer(socket, argument) and exits with its result
  * (bolt_fixture_process_status gives it: 0 when the peer returned 0).
+ * Between two hosts (BOLT_TEST_PEER_ROLE, util/bolt_peer_host.h, as
+ * test/hosts runs the tests) the same program runs on both: on the test
+ * side the pid is a local stand-in that exits with the peer's status, and
+ * killing it kills the peer; on the peer side, the peer runs here and the
+ * test ends there (skipped: the test side reports). One peer per test.
  */
 pid_t rdm_fork(int (*peer)(int socket, void *argument), void *argument, int *socket);
 

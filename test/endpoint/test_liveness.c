@@ -105,6 +105,52 @@ Test(liveness, rocev2_rc)
 	peer_dies(&options, "live-roce");
 }
 
+/*
+ * RC's own retries outlast the liveness time: a cable down for a second, or a
+ * peer host stopped for less than FI_BOLT_LIVENESS_TIMEOUT, is no error, and
+ * only the side channel judges a peer gone. With bolt's former 67 ms local
+ * ACK timeout, rxe gave up after half a second (7 retries) and failed every
+ * transfer in flight with "transport retry counter exceeded".
+ */
+Test(liveness, rc_retries_outlast_the_liveness_time)
+{
+	struct rdm_options options = { .profile = "rocev2" };
+	struct bolt_fixture_endpoint endpoint;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	struct bolt_endpoint *bolt;
+	struct ibv_qp *qp;
+	char small[64] = "hello";
+	uint64_t answered;
+	double retrying;
+	int socket;
+	pid_t peer;
+
+	setenv("FI_BOLT_LIVENESS_TIMEOUT", "5000", 1);
+	peer = rdm_pair_start(&options, "live-patience", sleeping_peer, &options, &endpoint, &socket);
+	cr_assert_gt(peer, 0);
+	cr_assert_eq(fi_send(endpoint.ep, small, sizeof(small), NULL, endpoint.peer, small), 0);
+	cr_assert_eq(rdm_wait(&endpoint, &entry, &error), 0);
+	cr_assert_eq(rdm_receive_value(socket, &answered), 0);
+
+	bolt = bolt_container_of(endpoint.ep, struct bolt_endpoint, ep_fid);
+	qp = bolt->connection_manager.connections->link->qp;
+	cr_assert_eq(qp->qp_type, IBV_QPT_RC, "the rocev2 profile and rxe connect with RC");
+	cr_assert_eq(bolt->domain->fabric->verbs.query_qp(qp, &attr, IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT,
+							  &init), 0);
+	/* The first try and each retry wait one local ACK timeout, 4.096 us * 2^timeout. */
+	retrying = (attr.retry_cnt + 1) * 4.096e-6 * (double) (1ull << attr.timeout);
+	cr_expect_geq(retrying, 5.0, "RC gives up after %.2f s (timeout %u, retry_cnt %u)", retrying,
+		      attr.timeout, attr.retry_cnt);
+	cr_expect_lt(retrying, 20.0, "RC retries for %.2f s", retrying);
+
+	kill(peer, SIGKILL);
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 128 + SIGKILL);
+	unsetenv("FI_BOLT_LIVENESS_TIMEOUT");
+}
+
 /* Takes one large message, progresses until told, then stops progressing until it is killed. */
 static int striping_then_sleeping_peer(int socket, void *argument)
 {

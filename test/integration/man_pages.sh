@@ -31,7 +31,7 @@ done
 # (without the sanitizer runtimes, which are for the provider, not groff).
 render() {
 	command -v groff >/dev/null 2>&1 || return 0
-	env -u LD_PRELOAD LC_ALL=C.UTF-8 groff -man -Tutf8 -ww -z "$1" 2>&1
+	env -u LD_PRELOAD LC_ALL=C.UTF-8 groff -t -man -Tutf8 -ww -z "$1" 2>&1
 }
 for manual in "$page" "$top_srcdir/man/bolt_info.1"; do
 	warnings=$(render "$manual")

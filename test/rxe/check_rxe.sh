@@ -18,20 +18,9 @@ build=$(cd "${1:?usage: check_rxe.sh BUILD_DIRECTORY}" && pwd)
 quick=${BOLT_RXE_QUICK:-0}
 export FI_PROVIDER_PATH="$build/.libs"
 unset FI_BOLT_SOFT
-passed=0
-failed=0
+. "$(dirname "$0")/tally.sh"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-
-pass() {
-	echo "ok: $*"
-	passed=$((passed + 1))
-}
-
-fail() {
-	echo "FAILED: $*"
-	failed=$((failed + 1))
-}
 
 # The index of rxe0's IPv4-mapped GID, read from the kernel's own table.
 ipv4_mapped_index() {
@@ -150,5 +139,4 @@ criterion test/endpoint/test_link --filter 'links/*rocev2'
 criterion test/collective/test_collective --filter 'collective_focused/*'
 criterion test/collective/test_collective_failure
 write_bandwidth 1048576
-echo "rxe: $passed passed, $failed failed"
-[ $failed -eq 0 ]
+tally_end rxe

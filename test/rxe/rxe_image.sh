@@ -17,14 +17,16 @@ here=$(cd "$(dirname "$0")" && pwd)
 cache=${BOLT_RXE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bolt-rxe}
 suite=bookworm
 # The guest's packages: verbs library and providers (rxe), verbs and perftest
-# tools, ip and rdma (iproute2), modprobe (kmod), and what bolt's programs link.
+# tools, ip and rdma (iproute2), modprobe (kmod), what bolt's programs link,
+# and Open MPI for the MPI consumer between guests (test/hosts).
 # busybox-static is for the initramfs, taken from the guest's root, so that the
 # host needs no busybox package (busybox-static replaces a host's busybox).
-guest_packages=iproute2,kmod,procps,ibverbs-providers,ibverbs-utils,perftest,libfabric1,libfabric-bin,libcriterion3,libsodium23,busybox-static
+guest_packages=iproute2,kmod,procps,ibverbs-providers,ibverbs-utils,perftest,libfabric1,libfabric-bin,libcriterion3,libsodium23,openmpi-bin,busybox-static
 # Modules the initramfs loads to reach the root disk and the shares.
 boot_modules="virtio_pci virtio_blk ext4 9pnet_virtio 9p"
-# Modules the guest loads: Soft-RoCE, its user verbs, a veth pair.
-guest_modules="rdma_rxe ib_uverbs crc32_generic veth"
+# Modules the guest loads: Soft-RoCE, its user verbs, a veth pair, and the
+# virtio network card of test/hosts' wires between guests.
+guest_modules="rdma_rxe ib_uverbs crc32_generic veth virtio_net"
 
 digest=$(cat "$0" "$here/initramfs_init.sh" | sha256sum | cut -c1-12)
 image="$cache/image-$digest"

@@ -2,8 +2,8 @@
 # rxe_run.sh: runs a command inside a virtual machine that has a real kernel
 # verbs device, Linux's Soft-RoCE (rdma_rxe), and prints its output; exits
 # with the command's exit status (124 when it timed out, 125 when the machine
-# could not run it). The machine is qemu with TCG emulation (no KVM needed),
-# booting the image of rxe_image.sh (built and cached on first use). The
+# could not run it). The machine is qemu, with KVM where /dev/kvm can be
+# opened and TCG emulation elsewhere (BOLT_RXE_KVM=0 asks for TCG), booting the image of rxe_image.sh (built and cached on first use). The
 # source tree, and each --share directory, appear in the guest at the same
 # path over 9p, so binaries built on the host run there as they are; the
 # command starts in the current directory when it is shared, else in /.
@@ -49,47 +49,21 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# quote WORD: WORD in single quotes for sh.
-quote() {
-	printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"
-}
-
-cp "$here/guest_init.sh" "$control/"
+guest_qemu_script=$here/guest_qemu.sh
+. "$guest_qemu_script"
 {
-	env | grep -E '^(FI|BOLT)_[A-Za-z0-9_]*=' | while IFS= read -r assignment; do
-		printf 'export %s=%s\n' "${assignment%%=*}" "$(quote "${assignment#*=}")"
-	done
+	guest_exports
 	printf 'exec'
 	for word in "$@"; do
-		printf ' %s' "$(quote "$word")"
+		printf ' %s' "$(guest_quote "$word")"
 	done
 	printf '\n'
 } >"$control/command"
-
-# Shares: tag shareN at the host's path; nested shares mount after their parents.
-directory=/
-share_options=""
-index=0
-: >"$control/shares"
-for share in $(printf '%s\n' "$shares" | sort -u); do
-	echo "share$index $share" >>"$control/shares"
-	share_options="$share_options -virtfs local,path=$share,mount_tag=share$index,security_model=none,multidevs=remap"
-	case "$PWD/" in "$share"/*) [ ${#share} -lt ${#directory} ] && [ "$directory" != / ] || directory=$PWD ;; esac
-	index=$((index + 1))
-done
-echo "$directory" >"$control/directory"
+share_options=$(guest_prepare "$control" "$shares")
 : >"$control/output"
 
-# -kernel takes the uncompressed ELF kernel through PVH boot.
-qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m "$memory" \
-	-display none -monitor none -no-reboot -nic none \
-	-serial "file:$control/console.log" \
-	-kernel "$image/vmlinux" -initrd "$image/initramfs.cpio" \
-	-append "console=ttyS0 quiet loglevel=3 panic=-1 rw" \
-	-drive "file=$image/root.img,format=raw,if=virtio,snapshot=on" \
-	-virtfs "local,path=$control,mount_tag=bolt-control,security_model=none,multidevs=remap" \
-	$share_options </dev/null &
-qemu=$!
+guest_start "$image" "$control" 2 "$memory" -monitor none $share_options
+qemu=$guest_pid
 tail -n +1 -f --pid="$qemu" "$control/output" &
 tail_pid=$!
 

@@ -135,6 +135,19 @@ static void bolt_domain_close_stripe_ports(struct bolt_domain *domain)
 		bolt_rail_port_close(&domain->stripe_ports[--domain->stripe_port_count]);
 }
 
+/*
+ * RC queue pairs on every port retry for as long as the side channel gives a
+ * silent peer host: a cable down for a second must not fail them sooner.
+ */
+static void bolt_domain_set_patience(struct bolt_domain *domain)
+{
+	uint8_t ack_timeout = bolt_qp_ack_timeout(domain->fabric->params.liveness_timeout);
+
+	domain->primary.qp_local.ack_timeout = ack_timeout;
+	for (int index = 0; index < domain->stripe_port_count; index++)
+		domain->stripe_ports[index].qp_local.ack_timeout = ack_timeout;
+}
+
 /* The device port the domain name ("rdma_en0", "rdma_en0:2") stands for, and the stripe ports. */
 static int bolt_domain_open_ports(struct bolt_domain *domain, const char *name)
 {
@@ -162,6 +175,7 @@ static int bolt_domain_open_ports(struct bolt_domain *domain, const char *name)
 	if (!ret) {
 		bolt_rail_port_claim(&domain->primary);
 		bolt_domain_open_stripe_ports(domain, devices, count);
+		bolt_domain_set_patience(domain);
 	}
 	bolt_device_reports_destroy(devices);
 	return ret;

@@ -10,9 +10,22 @@
 
 #define BOLT_QP_SGE 4
 #define BOLT_QP_RC_TIMEOUT 14           /* 4.096 us * 2^14: about 67 ms per retry */
+#define BOLT_QP_RC_TIMEOUT_MAX 31       /* the attribute's 5 bits */
 #define BOLT_QP_RC_RETRY_COUNT 7
 #define BOLT_QP_RNR_RETRY_FOREVER 7
 #define BOLT_QP_MIN_RNR_TIMER 12        /* 0.64 ms */
+
+uint8_t bolt_qp_ack_timeout(int patience_ms)
+{
+	uint64_t patience_ns = patience_ms > 0 ? (uint64_t) patience_ms * 1000000 : 0;
+	uint8_t exponent = BOLT_QP_RC_TIMEOUT;
+
+	/* The first try and every retry each wait one timeout, 4096 ns * 2^exponent. */
+	while (exponent < BOLT_QP_RC_TIMEOUT_MAX &&
+	       (BOLT_QP_RC_RETRY_COUNT + 1) * (4096ull << exponent) < patience_ns)
+		exponent++;
+	return exponent;
+}
 
 struct ibv_qp *bolt_qp_create(struct bolt_verbs *verbs, struct ibv_pd *pd, struct ibv_cq *cq,
 			      enum ibv_qp_type type, uint32_t depth, uint32_t max_inline)
@@ -89,12 +102,13 @@ static int bolt_qp_ready_to_receive(struct bolt_verbs *verbs, struct ibv_qp *qp,
 	return bolt_qp_modify(verbs, qp, &attr, mask, "RTR");
 }
 
-static int bolt_qp_ready_to_send(struct bolt_verbs *verbs, struct ibv_qp *qp, uint32_t psn)
+static int bolt_qp_ready_to_send(struct bolt_verbs *verbs, struct ibv_qp *qp,
+				 const struct bolt_qp_local *local)
 {
 	struct ibv_qp_attr attr = {
 		.qp_state = IBV_QPS_RTS,
-		.sq_psn = psn,
-		.timeout = BOLT_QP_RC_TIMEOUT,
+		.sq_psn = local->psn,
+		.timeout = local->ack_timeout ? local->ack_timeout : BOLT_QP_RC_TIMEOUT,
 		.retry_cnt = BOLT_QP_RC_RETRY_COUNT,
 		.rnr_retry = BOLT_QP_RNR_RETRY_FOREVER,
 		.max_rd_atomic = 1,
@@ -114,5 +128,5 @@ int bolt_qp_connect(struct bolt_verbs *verbs, struct ibv_qp *qp, const struct bo
 	ret = bolt_qp_ready_to_receive(verbs, qp, local, remote);
 	if (ret)
 		return ret;
-	return bolt_qp_ready_to_send(verbs, qp, local->psn);
+	return bolt_qp_ready_to_send(verbs, qp, local);
 }

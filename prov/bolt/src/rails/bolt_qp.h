@@ -30,7 +30,16 @@ struct bolt_qp_local {
 	int gid_index;
 	enum ibv_mtu path_mtu;
 	uint32_t psn;
+	uint8_t ack_timeout;            /* RC's local ACK timeout exponent; 0: bolt's default */
 };
+
+/*
+ * The local ACK timeout (4.096 us * 2^exponent) at which RC's retries span at
+ * least patience_ms: a cable down or a host stopped for less than the
+ * liveness time must not exhaust them, since only the side channel judges
+ * whether a peer is gone (rxe gives up after retry_cnt + 1 timeouts).
+ */
+uint8_t bolt_qp_ack_timeout(int patience_ms);
 
 /* NULL with errno set, as create_qp. depth is the WR capacity of each queue. */
 struct ibv_qp *bolt_qp_create(struct bolt_verbs *verbs, struct ibv_pd *pd, struct ibv_cq *cq,

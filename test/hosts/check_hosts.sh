@@ -1,0 +1,465 @@
+#!/bin/sh
+# check_hosts.sh BUILD_DIRECTORY: bolt between two hosts, two virtual machines
+# of test/rxe's image joined by a virtual wire (hosts_run.sh), each with
+# Linux's Soft-RoCE (rxe0) on its end, run against a plain build of this tree.
+# Only link-local addresses are on the wire. In one boot:
+#   Thunderbolt-like: IPv6 link-local only, so rxe0's GID table holds fe80::
+#   GIDs only, and the side channels listen on the link-local address:
+#   bolt_info, fi_pingpong, bolt_bench and bolt's endpoint tests with their
+#   peer on the other host (util/bolt_peer_host.h);
+#   RoCE v2: an IPv4 link-local address (169.254.24.N/16) on each card, so the
+#   table gains the IPv4-mapped GID: the same, Open MPI's consumer and bolt's
+#   collective benchmark with one rank per host (mpirun starting the other's
+#   through hosts_rsh.sh), perftest's ib_write_bw and ib_send_lat next to
+#   bolt_bench's fi_write bandwidth and fi_send latency, then faults with
+#   FI_BOLT_LIVENESS_TIMEOUT=5000: the wire down for 1 s and a host stopped
+#   for 2 s (no error), the peer process killed (errors within 2 s), a host
+#   stopped for longer than the liveness time and a host killed (errors on the
+#   survivor within the liveness time and 3 s, no hang); in the full set, host
+#   1 booted again and killed in the middle of a collective.
+# Ends with "hosts: N passed, N failed" and exits non-zero on a failure.
+# BOLT_HOSTS_QUICK=1 runs the reduced set that setup.sh test runs.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:?usage: check_hosts.sh BUILD_DIRECTORY}" && pwd)
+quick=${BOLT_HOSTS_QUICK:-0}
+liveness=5000
+. "$here/hosts_run.sh"
+. "$here/../rxe/tally.sh"
+trap 'hosts_cleanup' EXIT
+trap 'exit 130' INT TERM
+export FI_PROVIDER_PATH="$build/.libs" FI_LOG_LEVEL=warn
+unset FI_BOLT_SOFT BOLT_TEST_PEER_ROLE BOLT_TEST_PEER_HOST FI_BOLT_SIDE_CHANNEL_ADDRESS
+
+# show GUEST JOB: a job's output, indented, after a failure.
+show() {
+	echo "  -- host$1 $2:"
+	sed 's/^/  | /' "$(hosts_output "$1" "$2")" | tail -n 60
+}
+
+# The address each case gives guest N, and the side channel's setting there.
+address() {
+	if [ "$case" = ipv6 ]; then
+		echo "$(hosts_link_local "$1")%eth0"
+	else
+		echo "169.254.24.$(($1 + 1))"
+	fi
+}
+
+# Named: by default bolt would take the first IPv4 address, which may be the control wire's.
+side_channel() {
+	echo "export FI_BOLT_SIDE_CHANNEL_ADDRESS=$(address "$1");"
+}
+
+# roce_v2 GUEST: the RoCE v2 case in GUEST: its IPv4 link-local address, until
+# rxe0's IPv4-mapped GID shows; the hosts' names and the side channel's
+# address for Open MPI's ranks (hosts_rank.sh).
+roce_v2() {
+	hosts_run "$1" roce_v2 60 "ip address add $(address "$1")/24 dev eth0 &&
+		echo '$(address "$1")' >/bolt-rxe/side_channel_address &&
+		echo '$(hosts_control_address 0) host0' >>/etc/hosts &&
+		echo '$(hosts_control_address 1) host1' >>/etc/hosts &&
+		for attempt in \$(seq 100); do
+			grep -q '^0000:0000:0000:0000:0000:ffff:' /sys/class/infiniband/rxe0/ports/1/gids/* && exit 0
+			sleep 0.1
+		done; exit 1" || fail "host$1: no IPv4-mapped GID after the address was added"
+}
+
+# gid_table GUEST: rxe0's GIDs that are set, one a line.
+gid_table() {
+	hosts_run "$1" gids 30 'for gid in /sys/class/infiniband/rxe0/ports/1/gids/*; do
+		value=$(cat "$gid" 2>/dev/null) || continue
+		[ "$value" = 0000:0000:0000:0000:0000:0000:0000:0000 ] || echo "$(basename "$gid") $value"
+	done'
+	cat "$(hosts_output "$1" gids)"
+}
+
+# check_gids GUEST: the kernel's table for the case, and bolt_info's choice from it.
+check_gids() {
+	table=$(gid_table "$1")
+	mapped=$(echo "$table" | grep -c ' 0000:0000:0000:0000:0000:ffff:')
+	link_local=$(echo "$table" | grep -c ' fe80:')
+	others=$(echo "$table" | grep -v -c -e ' fe80:' -e ' 0000:0000:0000:0000:0000:ffff:')
+	if [ "$case" = ipv6 ]; then
+		expected=0 kind="link-local"
+	else
+		expected=1 kind="IPv4-mapped"
+	fi
+	if [ "$mapped" -ge "$expected" ] && { [ "$expected" = 1 ] || [ "$mapped" = 0 ]; } &&
+	   [ "$link_local" -ge 1 ] && [ "$others" = 0 ]; then
+		pass "host$1 $case: rxe0's GID table: $(echo "$table" | awk '{ printf "%s[%s] %s", sep, $1, $2; sep = ", " }')"
+	else
+		fail "host$1 $case: rxe0's GID table is not the case's: $table"
+	fi
+	hosts_run "$1" bolt_info 120 "\"$build/util/bolt_info\""
+	status=$?
+	chosen=$(sed -n 's/.*bolt uses GID\[\([0-9]*\)\] as sgid_index: \(.*\)/\1 \2/p' "$(hosts_output "$1" bolt_info)")
+	if [ $status -eq 0 ] && grep -q "GID\[ *${chosen%% *}\] .*$kind.*<- chosen" "$(hosts_output "$1" bolt_info)"; then
+		pass "host$1 $case: bolt_info chooses GID ${chosen%% *}: ${chosen#* }"
+	else
+		fail "host$1 $case: bolt_info (status $status, chose '$chosen', expected a $kind GID)"
+		show "$1" bolt_info
+	fi
+}
+
+# pingpong SIZE ITERATIONS: Debian's fi_pingpong over bolt, server on host 1.
+pingpong() {
+	port=$((30000 + $1 % 20000))
+	hosts_start 1 pingpong_server "$(side_channel 1) exec timeout 300 fi_pingpong -p bolt -e rdm -I $2 -S $1 -B $port"
+	sleep 1
+	hosts_run 0 pingpong_client 300 "$(side_channel 0) exec timeout 300 fi_pingpong -p bolt -e rdm -I $2 -S $1 -P $port $(hosts_control_address 1)"
+	client=$?
+	hosts_wait 1 pingpong_server 60
+	server=$?
+	row=$(awk '$1 ~ /^[0-9]/ && $2 == '"$2"' { print }' "$(hosts_output 0 pingpong_client)" | tail -n 1)
+	if [ $client -eq 0 ] && [ $server -eq 0 ] && [ -n "$row" ]; then
+		pass "$case: fi_pingpong -p bolt host0 -> host1, $1 bytes: $(echo "$row" | awk '{ print $7 " us/xfer, " $6 " MB/s" }')"
+	else
+		fail "$case: fi_pingpong -p bolt between the hosts, $1 bytes: client $client, server $server"
+		show 0 pingpong_client
+		show 1 pingpong_server
+	fi
+}
+
+# peer_environment GUEST ROLE: a two-host program's side on GUEST (util/bolt_peer_host.h).
+peer_environment() {
+	echo "$(side_channel "$1") export BOLT_TEST_PEER_ROLE=$2 BOLT_TEST_PEER_HOST='$(address 0)';"
+}
+
+# two_hosts NAME SECONDS COMMAND: COMMAND's test side on host 0, its peer's side on host 1.
+two_hosts() {
+	hosts_start 1 "$1" "$(peer_environment 1 peer) exec timeout $2 $3"
+	hosts_run 0 "$1" "$2" "$(peer_environment 0 test) exec timeout $2 $3"
+	test_side=$?
+	hosts_wait 1 "$1" 60
+	peer_side=$?
+}
+
+# criterion PROGRAM [criterion options]: one of bolt's endpoint test programs on
+# the system device, its tests' peers on the other host.
+criterion() {
+	program=$1
+	name=$(basename "$1")
+	shift
+	two_hosts "$name" 900 "env BOLT_TEST_DEVICE=system \"$build/$program\" --jobs 1 $*"
+	synthesis=$(grep -a 'Synthesis:' "$(hosts_output 0 "$name")" | tail -n 1)
+	peer_synthesis=$(grep -a 'Synthesis:' "$(hosts_output 1 "$name")" | tail -n 1)
+	if [ $test_side -eq 0 ] && [ $peer_side -eq 0 ] &&
+	   echo "$synthesis" | grep -q 'Tested: [1-9][0-9]* |.*Failing: 0 | Crashing: 0' &&
+	   echo "$peer_synthesis" | grep -q 'Failing: 0 | Crashing: 0'; then
+		pass "$case: $program $* across the hosts: ${synthesis#*Synthesis: }"
+	else
+		fail "$case: $program $* across the hosts (test side $test_side, peer side $peer_side)"
+		show 0 "$name"
+		show 1 "$name"
+	fi
+}
+
+# bench SIZE ITERATIONS LATENCY: bolt_bench across, host 0 the initiator: fi_send and
+# fi_write bandwidth at SIZE, and fi_send latency at SIZE if LATENCY is yes.
+bench() {
+	two_hosts bolt_bench 600 "\"$build/util/bolt_bench\" -p bolt -b $1 -e $1 \
+		-l $([ "$3" = yes ] && echo "$1" || echo 1) -i $2 --csv"
+	bench_status=$test_side
+	[ $peer_side -eq 0 ] || bench_status=$peer_side
+}
+
+# bench_field SIZE FIELD: bolt_bench's last run's GB/s (8: send, 9: write) as MiB/s, or latency (10).
+bench_field() {
+	awk -F, -v size="$1" -v field="$2" '$1 == "bolt" && $6 == size && $field != "" && $11 == 0 {
+		if (field == 10) printf "%.2f", $field; else printf "%.1f", $field * 1e9 / 1048576 }' \
+		"$(hosts_output 0 bolt_bench)" | tail -n 1
+}
+
+check_bench() {
+	bench "$1" 64 yes
+	write=$(bench_field "$1" 9)
+	latency=$(bench_field "$1" 10)
+	if [ $bench_status -eq 0 ] && [ -n "$write" ] && [ -n "$latency" ]; then
+		pass "$case: bolt_bench across the hosts, $1 bytes: fi_write $write MiB/s, fi_send latency $latency us"
+	else
+		fail "$case: bolt_bench across the hosts, $1 bytes (status $test_side, target $peer_side)"
+		show 0 bolt_bench
+		show 1 bolt_bench
+	fi
+}
+
+# perftest NAME SIZE ITERATIONS: perftest's NAME (ib_write_bw, ib_send_lat), server on host 1.
+perftest() {
+	index=$(gid_table 0 | awk '/ 0000:0000:0000:0000:0000:ffff:/ { print $1; exit }')
+	peer_index=$(gid_table 1 | awk '/ 0000:0000:0000:0000:0000:ffff:/ { print $1; exit }')
+	hosts_start 1 perftest "exec timeout 300 $1 -d rxe0 -x $peer_index -s $2 -n $3 -F"
+	# The server may take seconds to listen on a loaded machine: the client tries again.
+	hosts_run 0 perftest 300 "for attempt in 1 2 3 4 5 6 7 8 9 10; do
+			sleep 1
+			timeout 300 $1 -d rxe0 -x $index -s $2 -n $3 -F $(hosts_control_address 1) >/tmp/perftest.out 2>&1
+			status=\$?
+			grep -q \"Couldn't connect\" /tmp/perftest.out || break
+		done
+		cat /tmp/perftest.out; exit \$status"
+	perftest_status=$?
+	hosts_wait 1 perftest 60
+	[ $? -eq 0 ] || perftest_status=1
+	# The row: bytes, iterations, then bandwidth peak and average (MB/s), or latency columns.
+	if [ "$1" = ib_write_bw ]; then
+		perftest_result=$(awk -v size="$2" '$1 == size && NF >= 5 { print $4 }' "$(hosts_output 0 perftest)" | tail -n 1)
+	else
+		# t_min, t_max, t_typical, t_avg...: t_avg, as bolt_bench's (a run's time / iterations).
+		perftest_result=$(awk -v size="$2" '$1 == size && NF >= 6 { print $6 }' "$(hosts_output 0 perftest)" | tail -n 1)
+	fi
+	[ -n "$perftest_result" ] || perftest_status=1
+	[ $perftest_status -eq 0 ] || { show 0 perftest; show 1 perftest; }
+}
+
+# median VALUES...: the median of numbers.
+median() {
+	printf '%s\n' "$@" | sort -g | awk '{ value[NR] = $1 } END {
+		if (NR % 2) print value[(NR + 1) / 2]; else printf "%.2f\n", (value[NR / 2] + value[NR / 2 + 1]) / 2 }'
+}
+
+# figures ROUNDS: ib_write_bw and bolt's fi_write at 1 MiB in turn, then ib_send_lat and
+# bolt's fi_send latency at 8 bytes, side by side.
+figures() {
+	perftest_rounds=""
+	bolt_rounds=""
+	iterations=$([ "$quick" = 1 ] && echo 64 || echo 200)
+	for round in $(seq "$1"); do
+		perftest ib_write_bw 1048576 "$iterations"
+		[ $perftest_status -eq 0 ] && perftest_rounds="$perftest_rounds $perftest_result"
+		bench 1048576 "$iterations" no
+		write=$(bench_field 1048576 9)
+		[ $bench_status -eq 0 ] && [ -n "$write" ] && bolt_rounds="$bolt_rounds $write"
+	done
+	latency_iterations=$([ "$quick" = 1 ] && echo 200 || echo 1000)
+	perftest ib_send_lat 8 "$latency_iterations"
+	send_lat=$([ $perftest_status -eq 0 ] && echo "$perftest_result")
+	bench 8 "$latency_iterations" yes
+	latency=$(bench_field 8 10)
+	if [ -n "$perftest_rounds" ] && [ -n "$bolt_rounds" ] && [ -n "$send_lat" ] && [ -n "$latency" ]; then
+		perftest_median=$(median $perftest_rounds)
+		bolt_median=$(median $bolt_rounds)
+		# Faults need a transfer of about 30 s.
+		fault_iterations=$(awk -v rate="$bolt_median" 'BEGIN { printf "%.0f", rate * 30 < 64 ? 64 : rate * 30 }')
+		pass "$case: figures measured (ib_write_bw$perftest_rounds; bolt fi_write$bolt_rounds)"
+		echo "hosts write bandwidth, 1 MiB, median of $1 rounds in turn (MiB/s): ib_write_bw $perftest_median, bolt fi_write $bolt_median ($(awk -v b="$bolt_median" -v p="$perftest_median" 'BEGIN { printf "%.0f", 100 * b / p }') %; target >= 90 %)"
+		echo "hosts latency, 8 bytes (us): ib_send_lat $send_lat (average), bolt fi_send $latency ($(awk -v b="$latency" -v p="$send_lat" 'BEGIN { printf "%+.0f", 100 * (b - p) / p }') %; target <= +20 %)"
+	else
+		fail "$case: figures (ib_write_bw '$perftest_rounds', bolt '$bolt_rounds', ib_send_lat '$send_lat', bolt latency '$latency')"
+	fi
+}
+
+# mpirun ARGUMENTS...: Open MPI from host 0, one rank on each host, the other
+# started through hosts_rsh.sh; its ofi MTL on bolt; each rank's side channel
+# on its own host's address (hosts_rank.sh reads it from the guest's control
+# directory). mpirun_start starts it; mpirun_across waits, its status in
+# $mpi_status, output in host 0's job mpi.
+mpirun_start() {
+	hosts_start 0 mpi "exec timeout 600 mpirun --allow-run-as-root -np 2 -H host0:1,host1:1 \
+		--mca plm_rsh_agent '$here/hosts_rsh.sh' --mca oob_tcp_if_include eth1 \
+		--mca btl self,vader --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include bolt \
+		--mca mtl_ofi_verbose 1 -x FI_PROVIDER_PATH -x FI_LOG_LEVEL \
+		${FI_BOLT_LIVENESS_TIMEOUT:+-x FI_BOLT_LIVENESS_TIMEOUT} \
+		sh '$here/hosts_rank.sh' $*"
+}
+
+mpirun_across() {
+	mpirun_start "$@"
+	hosts_wait 0 mpi 600
+	mpi_status=$?
+}
+
+# mpi: the MPI consumer and bolt's collective benchmark, one rank per host.
+mpi() {
+	if [ ! -x "$build/test/consumers/mpi_consumer" ]; then
+		fail "$case: Open MPI across the hosts: this build has no MPI programs (configure found no mpicc)"
+		return
+	fi
+	mpirun_across "\"$build/test/consumers/mpi_consumer\""
+	chosen=$(grep -c -E "mtl:ofi:prov(ider)?: bolt" "$(hosts_output 0 mpi)")
+	if [ $mpi_status -eq 0 ] && [ "$chosen" -eq 2 ] &&
+	   grep -q "^mpi_consumer: 2 ranks: every check passed" "$(hosts_output 0 mpi)"; then
+		pass "$case: Open MPI over bolt, one rank on each host (mpirun through hosts_rsh.sh)"
+	else
+		fail "$case: Open MPI over bolt across the hosts: mpirun $mpi_status, bolt chosen by $chosen of 2 ranks"
+		show 0 mpi
+	fi
+	# Few iterations: over the emulated wire each collective takes tens of milliseconds.
+	mpirun_across "\"$build/util/bolt_collective_bench_mpi\" -c all -b 8 -f 8 -i 5 \
+		-e $([ "$quick" = 1 ] && echo 64K || echo 1M)"
+	# Rows: collective, size, count, type, redop, time, algbw, busbw, #wrong.
+	wrong=$(awk '$1 !~ /^#/ && $2 ~ /^[0-9]+$/ && NF >= 9 && $NF != 0' "$(hosts_output 0 mpi)" | wc -l)
+	rows=$(awk '$1 !~ /^#/ && $2 ~ /^[0-9]+$/ && NF >= 9' "$(hosts_output 0 mpi)" | wc -l)
+	if [ $mpi_status -eq 0 ] && [ "$rows" -ge 5 ] && [ "$wrong" -eq 0 ]; then
+		pass "$case: bolt_collective_bench_mpi -c all, one rank on each host: $rows sizes and collectives, none wrong"
+	else
+		fail "$case: bolt_collective_bench_mpi across the hosts: mpirun $mpi_status, $rows rows, $wrong with wrong elements"
+		show 0 mpi
+	fi
+}
+
+# --- Faults: with a short liveness time, on a long fi_write transfer between the hosts.
+
+# fault_start: a long bolt_bench transfer (about a gigabyte at 1 MiB) between the hosts.
+fault_iterations=256
+fault_start() {
+	export FI_BOLT_LIVENESS_TIMEOUT=$liveness
+	# The target's pid is the job shell's, which becomes bolt_bench (no timeout in between).
+	hosts_start 1 fault "$(peer_environment 1 peer) echo \$\$ >\"$hosts_work/guest1/jobs/fault.pid\";
+		exec \"$build/util/bolt_bench\" -p bolt -b 1M -e 1M -l 1 -i $fault_iterations --csv"
+	hosts_start 0 fault "$(peer_environment 0 test) exec timeout 600 \"$build/util/bolt_bench\" -p bolt -b 1M -e 1M -l 1 -i $fault_iterations --csv"
+	unset FI_BOLT_LIVENESS_TIMEOUT
+	# Until data flows: the bench's target has connected and the transfer runs.
+	sleep 8
+}
+
+# fault_survived WHAT: both sides of fault_start completed with every byte right.
+fault_survived() {
+	hosts_wait 0 fault 600
+	initiator=$?
+	hosts_wait 1 fault 60
+	target=$?
+	rows=$(awk -F, '$1 == "bolt" && $5 == "bandwidth" && $11 == 0' "$(hosts_output 0 fault)" | wc -l)
+	if [ $initiator -eq 0 ] && [ $target -eq 0 ] && [ "$rows" -ge 1 ]; then
+		pass "$1: no error, the transfer completed with every byte right"
+	else
+		fail "$1: initiator $initiator, target $target"
+		show 0 fault
+		show 1 fault
+	fi
+}
+
+# fault_failed_within WHAT SECONDS STARTED: host 0's side ended with an error
+# within SECONDS of STARTED (date +%s.%N), not hanging; its warnings say why.
+fault_failed_within() {
+	hosts_wait 0 fault $(($2 + 60))
+	initiator=$?
+	ended=$(date +%s.%N)
+	took=$(awk -v a="$3" -v b="$ended" 'BEGIN { printf "%.1f", b - a }')
+	why=$(grep -a -m 1 -E 'bolt_bench initiator: .*(failed|error)' "$(hosts_output 0 fault)")
+	if [ $initiator -ne 0 ] && [ $initiator -ne 124 ] &&
+	   awk -v took="$took" -v limit="$2" 'BEGIN { exit !(took <= limit) }'; then
+		pass "$1: the survivor's operations ended with an error after $took s (limit $2 s): $why"
+	else
+		fail "$1: the survivor ended with status $initiator after $took s (limit $2 s)"
+		show 0 fault
+	fi
+}
+
+fault_link_down() {
+	fault_start
+	hosts_monitor 1 "set_link wire off"
+	sleep 1
+	hosts_monitor 1 "set_link wire on"
+	fault_survived "wire down for 1 s mid-transfer (liveness $liveness ms)"
+}
+
+fault_short_stop() {
+	fault_start
+	hosts_monitor 1 stop
+	sleep 2
+	hosts_monitor 1 cont
+	fault_survived "host1 stopped for 2 s mid-transfer (liveness $liveness ms)"
+}
+
+fault_long_stop() {
+	fault_start
+	hosts_monitor 1 stop
+	started=$(date +%s.%N)
+	fault_failed_within "host1 stopped for longer than the liveness time mid-transfer" \
+		$((liveness / 1000 + 3)) "$started"
+	hosts_monitor 1 cont
+	hosts_wait 1 fault 60
+	echo "  (host1's side, continued afterwards, ended with status $?)"
+}
+
+fault_process_killed() {
+	fault_start
+	hosts_run 1 kill 30 "kill -KILL \$(cat \"$hosts_work/guest1/jobs/fault.pid\")"
+	started=$(date +%s.%N)
+	fault_failed_within "the peer process on host1 killed mid-transfer" 2 "$started"
+	hosts_wait 1 fault 30
+}
+
+fault_host_killed() {
+	fault_start
+	hosts_kill 1
+	started=$(date +%s.%N)
+	fault_failed_within "host1's virtual machine killed mid-transfer" \
+		$((liveness / 1000 + 3)) "$started"
+}
+
+# host1 killed while bolt_collective_bench_mpi runs all-reduces of 1 MiB: its
+# rank 0 on host 0 (which mpirun's own output shows) reports an error within
+# the liveness time and a few seconds, and does not hang. mpirun itself may
+# wait longer for its daemon on host1: it is stopped afterwards.
+fault_collective_host_killed() {
+	output=$(hosts_output 0 mpi)
+	export FI_BOLT_LIVENESS_TIMEOUT=$liveness
+	mpirun_start "\"$build/util/bolt_collective_bench_mpi\" -c allreduce -b 1M -e 1M -i 100000"
+	unset FI_BOLT_LIVENESS_TIMEOUT
+	for attempt in $(seq 600); do
+		grep -q '^# collective' "$output" 2>/dev/null && break
+		sleep 0.5
+	done
+	sleep 5
+	hosts_kill 1
+	started=$(date +%s.%N)
+	limit=$((liveness / 1000 + 3))
+	while ! grep -q -a 'bolt_collective_bench: rank 0:' "$output" &&
+	      awk -v a="$started" -v b="$(date +%s.%N)" -v limit="$limit" 'BEGIN { exit !(b - a < limit + 30) }'; do
+		sleep 0.1
+	done
+	took=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+	why=$(grep -a -m 1 'bolt_collective_bench: rank 0:' "$output")
+	if [ -n "$why" ] && awk -v took="$took" -v limit="$limit" 'BEGIN { exit !(took <= limit) }'; then
+		pass "host1's virtual machine killed mid-collective: rank 0's all-reduce ended with an error after $took s (limit $limit s): $why"
+	else
+		fail "host1's virtual machine killed mid-collective: no error from rank 0 after $took s (limit $limit s)"
+		show 0 mpi
+	fi
+	hosts_run 0 stop_mpi 30 "kill \$(cat /proc/[0-9]*/stat 2>/dev/null | awk '\$2 == \"(mpirun)\" { print \$1 }') 2>/dev/null; true"
+	hosts_wait 0 mpi 60
+}
+
+hosts_boot 2 "$build
+$(cd "$here/../.." && pwd)" || { echo "hosts: 0 passed, 1 failed"; exit 1; }
+
+echo "== Thunderbolt-like: IPv6 link-local addresses only =="
+case=ipv6
+check_gids 0
+check_gids 1
+pingpong 64 100
+[ "$quick" = 1 ] || pingpong 1048576 10
+check_bench 1048576
+criterion test/endpoint/test_msg --filter "'msg/rocev2'"
+[ "$quick" = 1 ] || criterion test/endpoint/test_rma --filter "'rma/rocev2'"
+
+echo "== RoCE v2: IPv4 link-local addresses (169.254.24.0/24) =="
+case=ipv4
+roce_v2 0
+roce_v2 1
+check_gids 0
+check_gids 1
+pingpong 64 100
+[ "$quick" = 1 ] || pingpong 1048576 10
+criterion test/endpoint/test_msg
+[ "$quick" = 1 ] || criterion test/endpoint/test_rma
+[ "$quick" = 1 ] || criterion test/endpoint/test_direct_write
+criterion test/endpoint/test_liveness --filter "'liveness/rocev2_rc'"
+mpi
+figures $([ "$quick" = 1 ] && echo 1 || echo 3)
+
+echo "== Faults between the hosts (FI_BOLT_LIVENESS_TIMEOUT=$liveness) =="
+fault_link_down
+fault_short_stop
+fault_process_killed
+fault_long_stop
+fault_host_killed
+if [ "$quick" != 1 ]; then
+	hosts_reboot_peer || fail "host1 did not boot again"
+	roce_v2 1
+	fault_collective_host_killed
+fi
+
+hosts_halt
+tally_end hosts
