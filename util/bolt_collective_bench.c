@@ -34,6 +34,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_ext_bolt.h>
 
+#include "bench_buffer.h"
 #include "bolt_fixture.h"
 
 #ifdef BOLT_BENCH_MPI
@@ -470,8 +471,8 @@ static int bench_size(struct bench_rank *rank, const struct bench_collective *co
 	int ret;
 
 	bench_lengths(collective, rank->ranks, count, &input_length, &result_length);
-	input = calloc(input_length + 1, element_size);
-	result = calloc(result_length + 1, element_size);
+	input = bench_buffer_allocate((input_length + 1) * element_size);
+	result = bench_buffer_allocate((result_length + 1) * element_size);
 	if (!input || !result) {
 		free(input);
 		free(result);
@@ -558,6 +559,7 @@ static void bench_print_header(const struct bench_options *options, int ranks)
 	printf("# bolt_collective_bench: %d ranks, device %s, %ld cores, load average %s\n", ranks,
 	       profile && profile[0] ? profile : "system", sysconf(_SC_NPROCESSORS_ONLN),
 	       bench_load_average(load, sizeof(load)));
+	printf("# buffers: %s\n", bench_buffer_pages());
 	printf("# %-14s %12s %12s %8s %6s %12s %10s %10s %8s  %s\n", "collective", "size", "count",
 	       "type", "redop", "time(us)", "algbw", "busbw", "#wrong", "algorithm");
 	printf("# %-14s %12s %12s %8s %6s %12s %10s %10s %8s  %s\n", "", "(B)", "(elements)", "", "",

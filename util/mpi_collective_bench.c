@@ -16,6 +16,8 @@
 
 #include <mpi.h>
 
+#include "bench_buffer.h"
+
 #define MPI_BENCH_BYTES_PER_SIZE (512ull << 20)
 #define MPI_BENCH_MIN_ITERATIONS 5
 #define MPI_BENCH_MAX_ITERATIONS 1000
@@ -111,8 +113,8 @@ static long mpi_bench_one(const struct mpi_bench_collective *collective, size_t 
 {
 	size_t input_length = collective->kind == MPI_BENCH_REDUCE_SCATTER ? count * ranks : count;
 	size_t result_length = collective->kind == MPI_BENCH_ALLGATHER ? count * ranks : count;
-	float *input = malloc((input_length + 1) * sizeof(float));
-	float *result = malloc((result_length + 1) * sizeof(float));
+	float *input = bench_buffer_allocate((input_length + 1) * sizeof(float));
+	float *result = bench_buffer_allocate((result_length + 1) * sizeof(float));
 	float *checked = collective->kind == MPI_BENCH_BROADCAST ? input : result;
 	long wrong = 0, total = 0;
 	double start;
@@ -216,8 +218,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (rank == 0 && !csv)
-		printf("# mpi_collective_bench: %d ranks\n"
-		       "# %-14s %12s %12s %8s %6s %12s %10s %10s %8s\n", ranks, "collective", "size",
+		printf("# mpi_collective_bench: %d ranks\n# buffers: %s\n"
+		       "# %-14s %12s %12s %8s %6s %12s %10s %10s %8s\n", ranks, bench_buffer_pages(),
+		       "collective", "size",
 		       "count", "type", "redop", "time(us)", "algbw", "busbw", "#wrong");
 	for (size_t i = 0; i < count; i++)
 		mpi_bench_sizes(chosen[i], min_size, max_size, (size_t) (factor > 1 ? factor : 2), rank,

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
@@ -26,6 +28,21 @@
 #endif
 
 #define BOLT_ARRAY_LENGTH(array) (sizeof(array) / sizeof((array)[0]))
+
+/* malloc, where the compiler cannot see it (bolt_allocate.c). */
+void *bolt_allocate(size_t size);
+
+/*
+ * A zeroed record for the per-message path (operations, grants): glibc's
+ * calloc skips the thread's cache of freed blocks, which malloc takes from
+ * (a pair of 360-byte records here: 112 ns by calloc, 42 ns so).
+ */
+static inline void *bolt_allocate_zeroed(size_t size)
+{
+	void *record = bolt_allocate(size);
+
+	return record ? memset(record, 0, size) : NULL;
+}
 
 extern struct fi_provider bolt_prov;
 

@@ -98,7 +98,7 @@ ssize_t bolt_operation_transmit(struct bolt_endpoint *endpoint, const struct bol
 	if (ret)
 		goto unlock;
 	ret = -FI_ENOMEM;
-	transmit = calloc(1, sizeof(*transmit));
+	transmit = bolt_allocate_zeroed(sizeof(*transmit));
 	if (!transmit)
 		goto unlock;
 	transmit->op = operation->op;
@@ -148,7 +148,7 @@ ssize_t bolt_operation_receive(struct bolt_endpoint *endpoint, const struct bolt
 				   &length);
 	if (ret)
 		return ret;
-	receive = calloc(1, sizeof(*receive));
+	receive = bolt_allocate_zeroed(sizeof(*receive));
 	if (!receive)
 		return -FI_ENOMEM;
 	receive->context = operation->context;

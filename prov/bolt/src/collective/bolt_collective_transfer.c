@@ -40,7 +40,7 @@ int bolt_collective_send(struct bolt_collective_operation *operation, int lane, 
 			 const void *buffer, size_t length)
 {
 	struct bolt_collective_group *group = operation->group;
-	struct bolt_transmit *transmit = calloc(1, sizeof(*transmit));
+	struct bolt_transmit *transmit = bolt_allocate_zeroed(sizeof(*transmit));
 
 	if (!transmit)
 		return -FI_ENOMEM;
@@ -62,7 +62,7 @@ int bolt_collective_send(struct bolt_collective_operation *operation, int lane, 
 int bolt_collective_receive(struct bolt_collective_operation *operation, int lane, int rank,
 			    void *buffer, size_t length, struct bolt_collective_wait *wait)
 {
-	struct bolt_receive *receive = calloc(1, sizeof(*receive));
+	struct bolt_receive *receive = bolt_allocate_zeroed(sizeof(*receive));
 
 	if (!receive)
 		return -FI_ENOMEM;

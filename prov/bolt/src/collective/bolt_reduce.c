@@ -1,7 +1,9 @@
 /*
  * bolt_reduce.c: reduction kernels for every datatype and operation bolt's
  * collectives offer. Each is one plain loop over the elements, which the
- * compiler vectorises (this file is built with -O3, see the Makefile).
+ * compiler vectorises (this file is built with -O3 and the vectoriser's
+ * options, see configure.ac: at GCC's -O2 they ran scalar, 2 to 3 times
+ * slower in cache).
  * Signed integers wrap like their unsigned counterparts instead of
  * overflowing, so every rank computes the same bits. float16 and bfloat16
  * are widened to float32 for each step and rounded back to nearest even.

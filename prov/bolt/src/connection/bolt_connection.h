@@ -159,11 +159,13 @@ struct bolt_connection_manager {
 	struct bolt_address address;            /* this end's, as peers reach it */
 	struct bolt_side_channel_listener listener;
 	struct bolt_connection *connections;    /* hash by peer address */
+	struct bolt_connection *last_got;       /* of connections, the last bolt_connection_get found */
 	struct bolt_accepted *accepted;
 	struct bolt_connection *retired;        /* failed, replaced by a new one to their peer:
 						 * freed once nothing names them */
 	bool handshakes_pending;                /* side channels need every progress call */
-	uint64_t side_channels_watched_ns;      /* else they are looked at this often */
+	uint64_t side_channels_watched_ns;      /* else they are looked at this often
+						 * (coarse clock, bolt_platform.h) */
 	struct pollfd *side_channel_polls;      /* one poll looks at them all */
 	size_t side_channel_poll_capacity;
 	uint64_t accept_paused_until_ns;        /* an accept failed: none until then */

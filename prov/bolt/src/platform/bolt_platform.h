@@ -8,6 +8,7 @@
 #define BOLT_PLATFORM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Makes the kernel watch a connected TCP socket for a peer that vanished
@@ -27,6 +28,14 @@ int bolt_platform_socket_liveness(int fd, unsigned int liveness_ms);
  * and mpirun's binding narrow, where the system has one; else those online.
  */
 int bolt_platform_usable_cpus(void);
+
+/*
+ * Nanoseconds of a monotonic clock to within a few milliseconds (Linux: one
+ * timer tick), read in a few nanoseconds: for deciding, on every progress
+ * call, whether a periodic check is due. Not comparable with
+ * CLOCK_MONOTONIC's readings.
+ */
+uint64_t bolt_platform_coarse_now_ns(void);
 
 /* Fills bytes with length bytes of the kernel's random generator; 0 or a negative errno. */
 int bolt_platform_random_bytes(void *bytes, size_t length);

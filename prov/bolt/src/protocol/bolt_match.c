@@ -418,7 +418,7 @@ int bolt_match_start(struct bolt_connection *connection, struct bolt_inbound *in
 	if (!tagged)
 		bolt_receive_grant_revoke_others(connection);
 	/* Its data is allocated as it arrives (bolt_match_grow); a rendezvous keeps it at the sender. */
-	unexpected = calloc(1, sizeof(*unexpected));
+	unexpected = bolt_allocate_zeroed(sizeof(*unexpected));
 	if (!unexpected)
 		return -FI_ENOMEM;
 	unexpected->rendezvous = inbound->rendezvous ? inbound : NULL;

@@ -462,7 +462,7 @@ bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_trans
 struct bolt_transmit *bolt_transmit_internal(struct bolt_connection *connection, enum bolt_wire_op op,
 					     uint64_t request_id, uint32_t status)
 {
-	struct bolt_transmit *transmit = calloc(1, sizeof(*transmit));
+	struct bolt_transmit *transmit = bolt_allocate_zeroed(sizeof(*transmit));
 
 	if (!transmit) {
 		bolt_connection_fail(connection, FI_ENOMEM, "no memory for a protocol message");

@@ -72,12 +72,16 @@ static int softrdma_send_check(struct softrdma_qp *qp, const struct ibv_send_wr 
 	return 0;
 }
 
-/* Inline data is copied now, so the caller may reuse its buffer at once. */
+/*
+ * Inline data is copied now, so the caller may reuse its buffer at once.
+ * post_send tells the process's count of waiting QPs once it has processed
+ * the queue: most WRs leave at once, and two atomics per WR for nothing were
+ * 2.5 % of an 8 B message's path.
+ */
 static void softrdma_send_enqueue(struct softrdma_qp *qp, const struct ibv_send_wr *wr)
 {
 	struct softrdma_send_entry *entry =
 		&qp->pending[(qp->pending_head + qp->pending_count) % qp->send_depth];
-	uint32_t before = qp->pending_count;
 
 	memset(entry, 0, offsetof(struct softrdma_send_entry, sge));
 	entry->wr_id = wr->wr_id;
@@ -101,13 +105,11 @@ static void softrdma_send_enqueue(struct softrdma_qp *qp, const struct ibv_send_
 			memcpy(entry->sge, wr->sg_list, (size_t) wr->num_sge * sizeof(*wr->sg_list));
 	}
 	qp->pending_count++;
-	softrdma_qp_waiting_change(qp, before);
 }
 
 /* Processes the queue in order, up to a WR that must wait. Send lock held. */
-void softrdma_send_progress(struct softrdma_qp *qp)
+static void softrdma_send_process(struct softrdma_qp *qp)
 {
-	uint32_t before = qp->pending_count;
 	struct softrdma_burst burst = { 0 };
 	uint64_t now = 0;
 
@@ -125,6 +127,14 @@ void softrdma_send_progress(struct softrdma_qp *qp)
 		qp->pending_head = (qp->pending_head + 1) % qp->send_depth;
 		qp->pending_count--;
 	}
+}
+
+/* The same, and the process's count of waiting QPs told of the change. */
+void softrdma_send_progress(struct softrdma_qp *qp)
+{
+	uint32_t before = qp->pending_count;
+
+	softrdma_send_process(qp);
 	softrdma_qp_waiting_change(qp, before);
 }
 
@@ -147,7 +157,7 @@ void softrdma_progress_all(void)
 int softrdma_post_send(struct ibv_qp *ibv_qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
 	struct softrdma_qp *qp = (struct softrdma_qp *) ibv_qp;
-	uint32_t state;
+	uint32_t before, state;
 	int ret = 0;
 
 	if (!qp || !bad_wr)
@@ -155,6 +165,7 @@ int softrdma_post_send(struct ibv_qp *ibv_qp, struct ibv_send_wr *wr, struct ibv
 	softrdma_fault_plan_tick();
 	softrdma_service_poll();
 	pthread_mutex_lock(&qp->send_lock);
+	before = qp->pending_count;
 	state = softrdma_qp_state(qp);
 	for (; wr; wr = wr->next) {
 		ret = softrdma_send_check(qp, wr, state);
@@ -164,7 +175,8 @@ int softrdma_post_send(struct ibv_qp *ibv_qp, struct ibv_send_wr *wr, struct ibv
 		}
 		softrdma_send_enqueue(qp, wr);
 	}
-	softrdma_send_progress(qp);
+	softrdma_send_process(qp);
+	softrdma_qp_waiting_change(qp, before);
 	pthread_mutex_unlock(&qp->send_lock);
 	return ret ? softrdma_fail(ret) : 0;
 }

@@ -119,12 +119,28 @@ static int softrdma_lock_recover(struct softrdma_segment *segment, int ret)
 	return 0;
 }
 
+/*
+ * Whether the lock looks held, by reading it only: spinners that each try
+ * the lock write its cache line, and slow its holder (glibc keeps the
+ * owner's thread id in the mutex's first word; elsewhere, just try).
+ */
+static bool softrdma_lock_looks_held(struct softrdma_segment *segment)
+{
+#ifdef __GLIBC__
+	return __atomic_load_n(&segment->lock.__data.__lock, __ATOMIC_RELAXED) != 0;
+#else
+	(void) segment;
+	return false;
+#endif
+}
+
 void softrdma_lock(struct softrdma_segment *segment)
 {
 	int ret = EBUSY;
 
 	for (int spin = 0; ret == EBUSY && spin < SOFTRDMA_LOCK_SPINS; spin++) {
-		ret = pthread_mutex_trylock(&segment->lock);
+		if (!softrdma_lock_looks_held(segment))
+			ret = pthread_mutex_trylock(&segment->lock);
 		if (ret == EBUSY)
 			softrdma_cpu_relax();
 	}
