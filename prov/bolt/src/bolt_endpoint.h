@@ -13,6 +13,7 @@
 
 #include "bolt_attr.h"
 #include "bolt_provider.h"
+#include "protocol/bolt_match.h"
 #include "protocol/bolt_protocol.h"
 
 /* Named in libfabric 1.18 and later, right after FI_OPT_XPU_TRIGGER. */

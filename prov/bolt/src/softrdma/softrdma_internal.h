@@ -11,6 +11,8 @@
 #include <time.h>
 
 #include "softrdma/softrdma_layout.h"
+#include "softrdma/softrdma_fault.h"
+#include "softrdma/softrdma_segment.h"
 
 /* ---- Process-local objects: each embeds its verbs structure first ---- */
 
@@ -120,13 +122,6 @@ int softrdma_profile_transport(enum softrdma_profile profile);
 enum ibv_mtu softrdma_mtu_enum(int bytes);
 void softrdma_limits_effective(const struct softrdma_config *config,
 			       struct softrdma_profile_limits *limits);
-
-/* ---- softrdma_sweep.c ---- */
-/*
- * Removes what jobs of this user left in /dev/shm: segments whose processes
- * are all gone, and segments in creation whose creator is.
- */
-void softrdma_sweep(void);
 
 /* ---- softrdma_reap.c ---- */
 /* Frees every MR, QP, CQ and channel pid owns and forgets pid: it died or detached. */
@@ -272,25 +267,6 @@ void softrdma_service_stop(void);
 void softrdma_service_forget(void);
 /* From verbs calls, in shm mode: serves what waits for this process; cheap when nothing does. */
 void softrdma_service_poll(void);
-
-/* ---- softrdma_fault.c ---- */
-/* Cuts or restores a device's cable (both ends), or takes its port down or up. */
-void softrdma_fault_set_locked(struct softrdma_segment *segment, int device_id,
-			       enum softrdma_fault_kind kind, bool fault);
-
-/* ---- softrdma_plan.c ---- */
-/* Parses a fault plan for a topology of hosts and cables: 0 or -EINVAL. */
-int softrdma_fault_plan_parse(const char *text, int hosts, int cables,
-			      struct softrdma_fault_plan *plan);
-/* Sets up the segment's plan from its config, starting now. */
-void softrdma_fault_plan_start_locked(struct softrdma_segment *segment, int hosts, int cables);
-/* Applies the plan's events that are due; cheap when none is. */
-void softrdma_fault_plan_tick(void);
-
-/* ---- softrdma_drop.c ---- */
-void softrdma_drop_reset_locked(struct softrdma_segment *segment, int every, int ppm,
-				unsigned int seed);
-bool softrdma_drop_message_locked(struct softrdma_segment *segment, uint64_t packets);
 
 /* The device's clock (retry and stall deadlines): inline, read on every send pass. */
 static inline uint64_t softrdma_now_ns(void)
