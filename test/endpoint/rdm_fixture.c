@@ -273,9 +273,14 @@ pid_t rdm_pair_start(const struct rdm_options *options, const char *tag,
 		bolt_fixture_set_software_host(options->peer_host ? options->peer_host : 1);
 	pid = rdm_fork(peer, argument, socket);
 	bolt_fixture_set_software_host(0);
-	if (pid <= 0)
+	if (pid <= 0) {
+		fprintf(stderr, "rdm_pair_start(%s): the peer could not be started: %d\n", tag, (int) pid);
 		return pid < 0 ? pid : -FI_EOTHER;
+	}
 	ret = rdm_open_connected(endpoint, options, *socket);
+	if (ret)
+		fprintf(stderr, "rdm_pair_start(%s): opening this side and meeting the peer: %s\n", tag,
+			fi_strerror(ret < 0 ? -ret : ret));
 	return ret ? ret : pid;
 }
 

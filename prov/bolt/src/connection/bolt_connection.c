@@ -789,12 +789,25 @@ static void bolt_connection_handle(struct bolt_connection *connection, uint16_t 
  * higher address gives way, see bolt_connection_answer_hello): the peer
  * took ours, then closes it, maybe before its hello reaches us. A peer whose
  * listener never took it is gone; one that died after shows as no hello
- * within BOLT_CONNECTION_CROSSING_NS.
+ * within BOLT_CONNECTION_CROSSING_NS (a hello that came and is being
+ * confirmed is not late: the confirmation has its own deadline).
  */
 static bool bolt_connection_lost_crossing(const struct bolt_connection *connection)
 {
 	return connection->state == BOLT_CONNECTION_CONNECTING && connection->stream->reached &&
 	       memcmp(&connection->manager->address, &connection->peer, sizeof(connection->peer)) > 0;
+}
+
+/* Whether a hello from peer came and is being confirmed: the crossing's hello is late no more. */
+static bool bolt_connection_confirming_hello_from(const struct bolt_connection_manager *manager,
+						  const struct bolt_address *peer)
+{
+	const struct bolt_accepted *accepted;
+
+	DL_FOREACH(manager->accepted, accepted)
+		if (accepted->confirm && bolt_connection_same_address(&accepted->hello.sender, peer))
+			return true;
+	return false;
 }
 
 static void bolt_connection_progress_stream(struct bolt_connection *connection)
@@ -1031,7 +1044,9 @@ static bool bolt_connection_heard_first(struct bolt_connection_manager *manager,
 		bolt_connection_refused(manager, "%s", problem);
 		return false;
 	}
-	accepted->deadline_ns = bolt_connection_now_ns() + BOLT_CONNECTION_HELLO_NS;
+	/* The answer depends on the sender, which may be starved: it has the liveness time. */
+	accepted->deadline_ns = bolt_connection_now_ns() +
+				(uint64_t) manager->domain->fabric->params.liveness_timeout * 1000000ULL;
 	return true;
 }
 
@@ -1228,7 +1243,8 @@ void bolt_connection_progress_all(struct bolt_connection_manager *manager)
 		    now > connection->started_ns + BOLT_CONNECTION_TIMEOUT_NS)
 			bolt_connection_fail(connection, FI_ETIMEDOUT, "no answer from the peer");
 		if (connection->state == BOLT_CONNECTION_CONNECTING && !connection->stream &&
-		    connection->crossing_deadline_ns && now > connection->crossing_deadline_ns)
+		    connection->crossing_deadline_ns && now > connection->crossing_deadline_ns &&
+		    !bolt_connection_confirming_hello_from(manager, &connection->peer))
 			bolt_connection_fail(connection, FI_EIO,
 					     "the peer closed our side channel and never said hello: it is gone");
 		bolt_connection_reclaim_when_polled(connection);
