@@ -286,8 +286,8 @@ mpi() {
 	# Few iterations: over the emulated wire each collective takes tens of milliseconds.
 	mpirun_across "\"$build/util/bolt_collective_bench_mpi\" -c all -b 8 -f 8 -i 5 \
 		-e $([ "$quick" = 1 ] && echo 64K || echo 1M)"
-	# Rows: collective, size, count, type, redop, time, algbw, busbw, #wrong.
-	wrong=$(awk '$1 !~ /^#/ && $2 ~ /^[0-9]+$/ && NF >= 9 && $NF != 0' "$(hosts_output 0 mpi)" | wc -l)
+	# Rows: collective, size, count, type, redop, time, algbw, busbw, #wrong, algorithm.
+	wrong=$(awk '$1 !~ /^#/ && $2 ~ /^[0-9]+$/ && NF >= 9 && $9 != 0' "$(hosts_output 0 mpi)" | wc -l)
 	rows=$(awk '$1 !~ /^#/ && $2 ~ /^[0-9]+$/ && NF >= 9' "$(hosts_output 0 mpi)" | wc -l)
 	if [ $mpi_status -eq 0 ] && [ "$rows" -ge 5 ] && [ "$wrong" -eq 0 ]; then
 		pass "$case: bolt_collective_bench_mpi -c all, one rank on each host: $rows sizes and collectives, none wrong"
