@@ -98,6 +98,20 @@ static int bolt_peer_host_listener(void)
 	return listener;
 }
 
+/* A connection to the other host made: no delay, and both agree on the test; the fd or an error. */
+static int bolt_peer_host_meet(int connection, const char *tag, int timeout_ms)
+{
+	int ret;
+
+	bolt_peer_host_no_delay(connection);
+	ret = bolt_peer_host_agree(connection, tag, timeout_ms);
+	if (ret) {
+		close(connection);
+		return ret;
+	}
+	return connection;
+}
+
 static int bolt_peer_host_accept(const char *tag, int timeout_ms)
 {
 	struct pollfd pollfd = { .events = POLLIN };
@@ -115,13 +129,7 @@ static int bolt_peer_host_accept(const char *tag, int timeout_ms)
 	close(listener);
 	if (connection < 0)
 		return ret;
-	bolt_peer_host_no_delay(connection);
-	ret = bolt_peer_host_agree(connection, tag, timeout_ms);
-	if (ret) {
-		close(connection);
-		return ret;
-	}
-	return connection;
+	return bolt_peer_host_meet(connection, tag, timeout_ms);
 }
 
 /* One attempt at every address the test side's name gives; the socket or -errno. */
@@ -171,13 +179,7 @@ static int bolt_peer_host_dial(const char *tag, int timeout_ms)
 	freeaddrinfo(addresses);
 	if (connection < 0)
 		return connection == -ECONNREFUSED ? -FI_ETIMEDOUT : connection;
-	bolt_peer_host_no_delay(connection);
-	ret = bolt_peer_host_agree(connection, tag, timeout_ms);
-	if (ret) {
-		close(connection);
-		return ret;
-	}
-	return connection;
+	return bolt_peer_host_meet(connection, tag, timeout_ms);
 }
 
 int bolt_peer_host_connect(const char *tag, int timeout_ms)
