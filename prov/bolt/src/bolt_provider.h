@@ -89,6 +89,12 @@ struct bolt_domain {
 	uint64_t next_mr_key;                 /* FI_MR_PROV_KEY: the next key bolt gives */
 };
 
+/* FI_BOLT_LIVENESS_TIMEOUT in nanoseconds: how long a silent peer is given, for deadlines. */
+static inline uint64_t bolt_domain_liveness_ns(const struct bolt_domain *domain)
+{
+	return (uint64_t) domain->fabric->params.liveness_timeout * 1000000ULL;
+}
+
 /*
  * Whether the application's data (large messages, writes, reads written
  * back) may go by RDMA write from port: where the device writes, and, on UC,

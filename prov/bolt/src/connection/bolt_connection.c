@@ -1045,8 +1045,7 @@ static bool bolt_connection_heard_first(struct bolt_connection_manager *manager,
 		return false;
 	}
 	/* The answer depends on the sender, which may be starved: it has the liveness time. */
-	accepted->deadline_ns = bolt_connection_now_ns() +
-				(uint64_t) manager->domain->fabric->params.liveness_timeout * 1000000ULL;
+	accepted->deadline_ns = bolt_connection_now_ns() + bolt_domain_liveness_ns(manager->domain);
 	return true;
 }
 

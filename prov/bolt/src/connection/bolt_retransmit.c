@@ -322,8 +322,7 @@ void bolt_retransmit_received(struct bolt_connection *connection)
 static bool bolt_retransmit_peer_silent(struct bolt_connection *connection, uint64_t now_ns)
 {
 	const struct bolt_retransmit *retransmit = &connection->retransmit;
-	uint64_t liveness_ns =
-		(uint64_t) connection->manager->domain->fabric->params.liveness_timeout * 1000000ULL;
+	uint64_t liveness_ns = bolt_domain_liveness_ns(connection->manager->domain);
 
 	if (retransmit->acknowledged == connection->send_sequence ||
 	    now_ns < retransmit->progress_ns + liveness_ns)

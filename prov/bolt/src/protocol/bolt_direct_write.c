@@ -219,8 +219,7 @@ void bolt_direct_write_revoke(struct bolt_mr *mr)
 	if (revoke) {
 		revoke->id = ++domain->next_revoke_id;
 		revoke->key = mr->mr_fid.key;
-		revoke->deadline_ns = bolt_connection_now_ns() +
-				      (uint64_t) domain->fabric->params.liveness_timeout * 1000000ULL;
+		revoke->deadline_ns = bolt_connection_now_ns() + bolt_domain_liveness_ns(domain);
 		memcpy(revoke->grants, mr->grants, sizeof(revoke->grants));
 		memset(mr->grants, 0, sizeof(mr->grants));
 		/* A failed post may fail a connection told already: it must not free revoke yet. */

@@ -350,8 +350,7 @@ static void bolt_receive_grant_set_revoking(struct bolt_connection *connection, 
 		return;
 	}
 	endpoint->grant_revokes_waiting++;
-	peer->grants_revoke_deadline_ns = bolt_connection_now_ns() +
-		(uint64_t) endpoint->domain->fabric->params.liveness_timeout * 1000000ULL;
+	peer->grants_revoke_deadline_ns = bolt_connection_now_ns() + bolt_domain_liveness_ns(endpoint->domain);
 }
 
 /* Asks the connection's peer to give back its grants, unless it is asked already. */
