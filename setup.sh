@@ -95,6 +95,15 @@ run_machines() {
 	return $machines_status
 }
 
+# show_failed_logs DIRECTORY: the end of each failed automake test's log, so
+# that a failure in CI says why without the build tree at hand.
+show_failed_logs() {
+	for result in $(grep -l -E ':test-result: (FAIL|ERROR)' $(find "$1/test" -name '*.trs') 2>/dev/null); do
+		echo "setup.sh: the end of ${result%.trs}.log:"
+		grep -a -v -E '^\[(----|PASS)\]' "${result%.trs}.log" | tail -n 60
+	done
+}
+
 # stage NAME COMMAND...: runs COMMAND, then says how long it took.
 stage() {
 	stage_name=$1
@@ -138,14 +147,14 @@ run_fuzz() {
 run_tests() {
 	status=0
 	build build
-	stage "make check" sh -c "cd build && make -j$jobs check" || status=1
+	stage "make check" sh -c "cd build && make -j$jobs check" || { status=1; show_failed_logs build; }
 	# Each fuzz target for 30 s (about 80 s in all); skipped where clang is missing.
 	stage "fuzzing" run_fuzz || status=1
 	stage "make distcheck" run_distcheck || status=1
 	stage "Debian 13 (libfabric 2.x)" run_debian13 || status=1
 	build build-asan --enable-sanitizers
 	(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		make -j"$jobs" check) || status=1
+		make -j"$jobs" check) || { status=1; show_failed_logs build-asan; }
 	# bolt on Soft-RoCE in one virtual machine, then between two.
 	stage "Soft-RoCE" run_machines rxe || status=1
 	stage "two hosts" run_machines hosts || status=1
