@@ -266,6 +266,35 @@ Test(segment, an_empty_file_is_refused_at_once, .timeout = REFUSAL_TIMEOUT_S)
 	squat_remove(&config);
 }
 
+/* Attaches and leaves again and again, as fi_getinfo's probes do; the errno of the first failure. */
+static int attach_and_leave_repeatedly(void *argument)
+{
+	for (int round = 0; round < 2000; round++) {
+		int ret = softrdma_attach(argument);
+
+		if (ret)
+			return -ret;
+		softrdma_detach();
+	}
+	return 0;
+}
+
+/*
+ * A joiner may open the segment just before its last process removes it: the
+ * file it holds has no link, and it starts over instead of refusing it.
+ */
+Test(segment, a_segment_removed_while_being_joined_is_joined_again)
+{
+	pid_t members[2];
+
+	test_config_init(&config, SOFTRDMA_PROFILE_THUNDERBOLT, "single", "churn");
+	for (int index = 0; index < 2; index++)
+		members[index] = test_fork(attach_and_leave_repeatedly, &config);
+	for (int index = 0; index < 2; index++)
+		cr_assert_eq(test_wait(members[index]), 0, "member %d failed to attach", index);
+	cr_assert_eq(segment_files(&config), 0);
+}
+
 Test(segment, a_job_that_closes_leaves_nothing)
 {
 	test_config_init(&config, SOFTRDMA_PROFILE_THUNDERBOLT, "single", "job-close");

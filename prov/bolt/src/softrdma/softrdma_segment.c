@@ -292,7 +292,8 @@ static void softrdma_segment_refuse(const char *name, const struct stat *status,
 /*
  * An fd of segment name, if this user alone can reach it and it has the size
  * of a segment of this version; its status in identity. -ENOENT: none;
- * -EACCES: not trusted; -EPROTO: another size. Refusals are logged if asked.
+ * -EAGAIN: its last process removed it since it was opened; -EACCES: not
+ * trusted; -EPROTO: another size. Refusals are logged if asked.
  */
 static int softrdma_segment_open_trusted(const char *name, uint64_t size, bool log,
 					 struct stat *identity)
@@ -314,6 +315,11 @@ static int softrdma_segment_open_trusted(const char *name, uint64_t size, bool l
 
 		close(fd);
 		return ret;
+	}
+	/* No link left: a process that probed and left removed it, as fi_getinfo does. */
+	if (identity->st_nlink == 0) {
+		close(fd);
+		return -EAGAIN;
 	}
 	reason = softrdma_segment_distrust(identity);
 	if (!reason && (uint64_t) identity->st_size == size)
