@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -236,7 +237,8 @@ int bolt_fixture_socket_write(int socket, const void *data, size_t length)
 	const char *bytes = data;
 
 	while (length) {
-		ssize_t written = write(socket, bytes, length);
+		/* A peer that died is an error to report, not a SIGPIPE that kills the test. */
+		ssize_t written = send(socket, bytes, length, MSG_NOSIGNAL);
 
 		if (written < 0 && errno == EINTR)
 			continue;
