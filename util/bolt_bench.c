@@ -804,12 +804,32 @@ static int bench_latency_table(struct bench_endpoint *endpoint,
 	return 0;
 }
 
-/* What a write trace counts: bytes per interval, and the longest wait for a completion. */
+#define BENCH_TRACE_GAPS 3
+
+/* What a write trace counts: bytes per interval, and the longest waits for a completion. */
 struct bench_trace {
-	double start, interval, last_completion, longest_gap, longest_gap_end;
+	double start, interval, last_completion;
+	double gaps[BENCH_TRACE_GAPS], gap_ends[BENCH_TRACE_GAPS];      /* longest first */
 	uint64_t *bytes;                /* per interval */
 	size_t intervals;
 };
+
+/* A gap of seconds ending at end, kept if it is among the longest. */
+static void bench_trace_gap(struct bench_trace *trace, double seconds, double end)
+{
+	int place = BENCH_TRACE_GAPS;
+
+	while (place > 0 && seconds > trace->gaps[place - 1])
+		place--;
+	if (place == BENCH_TRACE_GAPS)
+		return;
+	memmove(&trace->gaps[place + 1], &trace->gaps[place],
+		(BENCH_TRACE_GAPS - 1 - place) * sizeof(trace->gaps[0]));
+	memmove(&trace->gap_ends[place + 1], &trace->gap_ends[place],
+		(BENCH_TRACE_GAPS - 1 - place) * sizeof(trace->gap_ends[0]));
+	trace->gaps[place] = seconds;
+	trace->gap_ends[place] = end;
+}
 
 /* Completions since the last look: their bytes in the interval they came in, and the gap before them. */
 static void bench_trace_count(struct bench_trace *trace, uint64_t completions, size_t size)
@@ -819,10 +839,7 @@ static void bench_trace_count(struct bench_trace *trace, uint64_t completions, s
 
 	if (!completions)
 		return;
-	if (now - trace->last_completion > trace->longest_gap) {
-		trace->longest_gap = now - trace->last_completion;
-		trace->longest_gap_end = now;
-	}
+	bench_trace_gap(trace, now - trace->last_completion, now);
 	trace->last_completion = now;
 	if (interval < trace->intervals)
 		trace->bytes[interval] += completions * size;
@@ -834,8 +851,10 @@ static void bench_trace_print(const struct bench_trace *trace)
 	for (size_t interval = 0; interval < trace->intervals; interval++)
 		printf("  %9.3f %9.4f\n", trace->start - bench_started + (double) (interval + 1) * trace->interval,
 		       (double) trace->bytes[interval] / trace->interval / 1e9);
-	printf("# longest gap between completions: %.2f ms, ending at %.3f s\n", trace->longest_gap * 1e3,
-	       trace->longest_gap_end - bench_started);
+	printf("# longest gaps between completions:");
+	for (int gap = 0; gap < BENCH_TRACE_GAPS; gap++)
+		printf(" %.2f ms ending at %.3f s%s", trace->gaps[gap] * 1e3, trace->gap_ends[gap] - bench_started,
+		       gap + 1 < BENCH_TRACE_GAPS ? ";" : "\n");
 }
 
 /*
@@ -991,7 +1010,7 @@ static void bench_usage(const char *program)
 		"                   latency size, within 16 to 20000 and 100 to 10000)\n"
 		"  -c, --csv        machine-readable rows only\n"
 		"  -t, --trace MS   instead: fi_write of the max size, GB/s per MS ms and the longest\n"
-		"                   gap between completions (a cable cut by FI_BOLT_SOFT_FAULT_PLAN)\n"
+		"                   gaps between completions (a cable cut by FI_BOLT_SOFT_FAULT_PLAN)\n"
 		"  -s, --seconds S  how long the trace runs (default 3)\n", program, BENCH_MAX_WINDOW);
 }
 
