@@ -44,6 +44,8 @@ struct bolt_data_rail {
 	uint64_t probe_deadline_ns;     /* stripe rail, answerer: when the probe is late; 0: not sent */
 	int outstanding_sends;          /* stripes posted, completion pending */
 	uint64_t bytes_written;         /* by the stripes of this end's writes */
+	bool failed;                    /* its port went down, or a write on it failed: no
+					 * stripes on it until the port is back (failover) */
 };
 
 /* What the side channel shows of writes lost on UC (bolt_loss.c): counts asked for while it waits. */
@@ -271,6 +273,38 @@ int bolt_data_rail_post_write(struct bolt_connection *connection, int rail,
 int bolt_data_rail_post_receive(struct bolt_connection *connection, int rail,
 				struct bolt_control_buffer *record);
 void bolt_data_rail_destroy_all(struct bolt_connection *connection);
+/*
+ * Within the layer: a rail's queue pair destroyed (state unchanged), a
+ * RAIL_* message about rail index (status in cq_data), and why a rail
+ * message cannot be used (NULL: it can).
+ */
+void bolt_data_rail_destroy(struct bolt_connection *connection, struct bolt_data_rail *rail);
+void bolt_data_rail_send(struct bolt_connection *connection, enum bolt_wire_op op, uint64_t index,
+			 uint32_t status);
+const char *bolt_data_rail_check(const struct bolt_wire_header *header, bool carries_qp);
+
+/* Failover (bolt_data_rail_failover.c). */
+/*
+ * The connection's usable rails now (a mask): ready, on a port that is up,
+ * and none of whose writes failed; with_room: with room for one more stripe
+ * each. Every new stripe goes on one of these, or on the control rail.
+ */
+uint32_t bolt_data_rail_usable(const struct bolt_connection *connection, bool with_room);
+/* Rail index lost its port or a write (why): no stripes on it until revived; the peer is told. */
+void bolt_data_rail_fail(struct bolt_connection *connection, int index, const char *why);
+/*
+ * Reads the asynchronous events of domain's ports: the rails of its
+ * connections on a port that went down fail, on one that came back are used
+ * again. Every few progress calls, and before stripes go on UC, where a
+ * stripe on a cut cable is lost without a word.
+ */
+void bolt_data_rail_watch_ports(struct bolt_domain *domain);
+/* The same, unless it was done moments ago (a look costs a system call on a real device). */
+void bolt_data_rail_watch_ports_soon(struct bolt_domain *domain);
+/* Marks rail index failed (why) without telling the peer; false if it already was, or is not ready. */
+bool bolt_data_rail_mark_failed(struct bolt_connection *connection, int index, const char *why);
+/* RAIL_STATE from the peer: the rail failed at its end, or is usable again. */
+void bolt_data_rail_peer_state(struct bolt_connection *connection, const struct bolt_wire_header *header);
 
 /* Loss (bolt_loss.c). */
 /* Fails a connection that lost writes; its link takes no new connection. */

@@ -191,6 +191,7 @@ static void bolt_link_receive_dispatch(struct bolt_connection *connection,
 	case BOLT_WIRE_RAIL_PROBED:
 	case BOLT_WIRE_RAIL_READY:
 	case BOLT_WIRE_RAIL_PROBE_SENT:
+	case BOLT_WIRE_RAIL_STATE:
 		bolt_data_rail_message(connection, header, payload);
 		break;
 	default:

@@ -51,7 +51,13 @@ enum bolt_wire_op {
 	BOLT_WIRE_RECEIVE_REVOKE,   /* use no more receive grants, and answer */
 	BOLT_WIRE_RECEIVE_REVOKED,  /* every message written into a granted receive is on the
 				     * wire ahead of this */
-	BOLT_WIRE_OP_LAST = BOLT_WIRE_RECEIVE_REVOKED,
+	BOLT_WIRE_STRIPE_MOVED,     /* RC: the stripe whose immediate data is cq_data, meant
+				     * for a data rail that failed, was written ahead of this
+				     * on the control rail (failover) */
+	BOLT_WIRE_RAIL_STATE,       /* data rail request_id failed at the sender (status in
+				     * cq_data: a cut cable, a port down), or with 0 is usable
+				     * again: offer no stripes on it meanwhile */
+	BOLT_WIRE_OP_LAST = BOLT_WIRE_RAIL_STATE,
 };
 
 /* Ops whose payload is a segment of data, at offset within total_length. */

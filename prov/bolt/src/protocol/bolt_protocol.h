@@ -70,6 +70,8 @@ struct bolt_transmit {
 	uint32_t rail_rkeys[BOLT_MAX_CONNECTION_RAILS];     /* and the target's key on each;
 							     * offered: our buffer's */
 	uint32_t stripes_pending;       /* READ_REQUEST: stripes of its data still to land */
+	uint32_t moved_rails;           /* WRITE phase: the stripes of these rails, which failed,
+					 * still to go on the control rail (bolt_failover.c) */
 	uint64_t target_address;        /* WRITE phase, DIRECT_WRITE: where to write */
 	bool plain_write;               /* DIRECT_WRITE: no immediate data, no receive consumed */
 	uint32_t target_rkey;
@@ -170,6 +172,7 @@ struct bolt_peer {
 	uint64_t direct_writes;         /* posted into them, */
 	uint64_t plain_writes;          /* of which without immediate data */
 	uint64_t reads_written_back;    /* our reads whose data the peer wrote by RDMA */
+	uint64_t stripes_moved;         /* stripes of a failed data rail sent on the control rail */
 	size_t unexpected_bytes;        /* kept of its messages no receive has taken yet:
 					 * data and bookkeeping (FI_BOLT_UNEXPECTED_LIMIT) */
 	/* Receives granted ahead: ours to the peer, */

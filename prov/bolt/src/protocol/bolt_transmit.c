@@ -36,8 +36,6 @@ static uint32_t bolt_transmit_spare_credits(const struct bolt_transmit *transmit
 	       BOLT_LINK_REPOST_BATCH + 1 : 1;
 }
 
-static void bolt_transmit_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc);
-
 /*
  * A protocol (enum bolt_protocol_kind), its entry in bolt_protocols at the
  * end of its functions below. streams: its messages are the segments of one
@@ -384,6 +382,15 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 	/* Until then, the connection may have no link yet. */
 	if (connection->state != BOLT_CONNECTION_ESTABLISHED)
 		return;
+	/*
+	 * UC loses a stripe on a cut cable without a word: the ports' news before
+	 * stripes go (here, ahead of the loop: what the news sends may progress too).
+	 */
+	if (bolt_connection_unreliable(connection) && bolt_data_rail_ready(connection, false))
+		bolt_data_rail_watch_ports_soon(connection->manager->domain);
+	/* Stripes of a failed rail first: their transfers are under way. */
+	if (!bolt_failover_progress(connection))
+		return;
 	DL_FOREACH_SAFE(bolt_peer_of(connection)->transmits, transmit, next) {
 		if (blocked && !transmit->internal)
 			continue;
@@ -419,14 +426,17 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_transmit *transmit)
 {
 	struct bolt_domain *domain = connection->manager->domain;
-	uint32_t mask = transmit->rail_mask;
+	uint32_t mask = transmit->rail_mask, on_rails;
 	size_t count = (size_t) __builtin_popcount(mask), offset = 0, stripe = 0;
 
-	if ((bolt_data_rail_ready(connection, true) & mask) != mask ||
+	/* Rails of the mask that failed since the answer: their stripes go on the control rail. */
+	on_rails = mask & bolt_data_rail_usable(connection, false);
+	if ((bolt_data_rail_usable(connection, true) & on_rails) != on_rails ||
 	    domain->control_pool.free_count < count)
 		return false;
 	for (int rail = 0; rail < BOLT_MAX_CONNECTION_RAILS; rail++) {
 		struct bolt_control_buffer *record;
+		struct ibv_mr *mr;
 		struct ibv_sge sge;
 		int ret;
 
@@ -435,14 +445,24 @@ bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_trans
 		sge.addr = (uintptr_t) transmit->iov[0].iov_base + offset;
 		sge.length = (uint32_t) (transmit->target_length / count +
 					 (stripe < transmit->target_length % count));
-		/* Registered on the rail's port when the answer came. */
-		sge.lkey = bolt_registration_rail_mr(connection, rail, &transmit->registration,
-						   transmit->iov[0].iov_base, transmit->target_length)->lkey;
+		offset += sge.length;
+		stripe++;
+		/* Registered on the rail's port when the answer came, or now if it failed then. */
+		mr = (on_rails & (1u << rail)) ?
+		     bolt_registration_rail_mr(connection, rail, &transmit->registration,
+					       transmit->iov[0].iov_base, transmit->target_length) : NULL;
+		if (!mr) {
+			transmit->moved_rails |= 1u << rail;
+			continue;
+		}
+		sge.lkey = mr->lkey;
 		record = bolt_control_buffer_get(domain);
 		record->work.handle = bolt_transmit_send_completed;
 		record->operation = transmit;
 		ret = bolt_data_rail_post_write(connection, rail, record, &sge,
-						transmit->target_address + offset, transmit->rail_rkeys[rail],
+						transmit->target_address + sge.addr -
+						(uintptr_t) transmit->iov[0].iov_base,
+						transmit->rail_rkeys[rail],
 						bolt_rendezvous_immediate(connection, transmit->request_id,
 									  transmit->op == BOLT_WIRE_READ_RESPONSE));
 		if (ret) {
@@ -451,11 +471,12 @@ bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_trans
 			return true;
 		}
 		transmit->in_flight++;
-		offset += sge.length;
-		stripe++;
 	}
 	transmit->sent = transmit->length;
 	bolt_transmit_posted_all(transmit);
+	/* The stripes moved to the control rail go now, or at the next progress. */
+	if (transmit->moved_rails)
+		bolt_failover_progress(connection);
 	return true;
 }
 
@@ -535,7 +556,8 @@ static void bolt_transmit_check_done(struct bolt_transmit *transmit)
 {
 	struct bolt_connection *connection = transmit->connection;
 
-	if (!transmit->posted_last || transmit->in_flight || transmit->reply_pending)
+	if (!transmit->posted_last || transmit->in_flight || transmit->reply_pending ||
+	    transmit->moved_rails)
 		return;
 	DL_DELETE(bolt_peer_of(connection)->posted, transmit);
 	bolt_registration_release(connection->manager->domain, &transmit->registration,
@@ -546,13 +568,13 @@ static void bolt_transmit_check_done(struct bolt_transmit *transmit)
 		bolt_endpoint_complete_transmit(bolt_connection_endpoint(connection), transmit);
 }
 
-static void bolt_transmit_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc)
+void bolt_transmit_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc)
 {
 	struct bolt_control_buffer *record = bolt_control_buffer_of_work(work);
 	struct bolt_transmit *transmit = record->operation;
 	struct bolt_connection *connection;
 
-	if (!record->posted)
+	if (!record->posted || bolt_failover_stripe_failed(record, wc))
 		return;
 	connection = bolt_link_send_completed(record, wc);
 	if (!connection)
