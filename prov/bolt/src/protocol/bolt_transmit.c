@@ -106,6 +106,30 @@ static bool bolt_transmit_may_go(const struct bolt_connection *connection,
 }
 
 /*
+ * On UC, wr in segments that are written again when lost; false if there was
+ * no memory for it (the connection failed).
+ */
+static bool bolt_transmit_write_again_when_lost(struct bolt_connection *connection,
+						struct bolt_transmit *transmit,
+						struct bolt_control_buffer *record,
+						const struct ibv_send_wr *wr)
+{
+	bool with_immediate = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	int ret = bolt_rewrite_start(connection, -1, record, wr->sg_list, wr->wr.rdma.remote_addr,
+				     wr->wr.rdma.rkey, with_immediate ? &wr->imm_data : NULL);
+
+	if (ret) {
+		transmit->in_flight--;
+		bolt_control_buffer_put(connection->manager->domain, record);
+		bolt_connection_fail(connection, ret, "no memory for a write in segments");
+		return false;
+	}
+	if (with_immediate)
+		connection->stripes_sent++;
+	return true;
+}
+
+/*
  * The whole of transmit as the one RDMA write wr describes, on the control
  * rail; one with immediate data counts as a stripe. False if the QP refused.
  */
@@ -117,6 +141,10 @@ static bool bolt_transmit_write_whole(struct bolt_connection *connection,
 	bolt_transmit_posted_all(transmit);
 	record->operation = transmit;
 	transmit->in_flight++;
+	if (bolt_rewrite_applies(connection) && wr->num_sge == 1) {
+		record->work.handle = bolt_transmit_send_completed;
+		return bolt_transmit_write_again_when_lost(connection, transmit, record, wr);
+	}
 	if (!bolt_link_post(connection, record, wr, NULL, bolt_transmit_send_completed)) {
 		transmit->in_flight--;
 		return false;
