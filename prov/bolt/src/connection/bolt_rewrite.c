@@ -48,6 +48,10 @@
 #define BOLT_REWRITE_INITIAL_TIMEOUT_NS (20ULL * 1000000ULL)
 #define BOLT_REWRITE_MIN_TIMEOUT_NS (2ULL * 1000000ULL)
 #define BOLT_REWRITE_MAX_TIMEOUT_NS (20ULL * 1000000ULL)
+/* The smallest segment: four Thunderbolt frames. */
+#define BOLT_REWRITE_MIN_SEGMENT 4096
+/* Segments acknowledged with no loss before the segment size doubles. */
+#define BOLT_REWRITE_GROW_AFTER 32
 /* Control rail segments in flight: the receives the peer keeps for the link. */
 #define BOLT_REWRITE_CONTROL_IN_FLIGHT (BOLT_LINK_RECEIVE_DEPTH / 2)
 
@@ -83,6 +87,7 @@ int bolt_rewrite_start(struct bolt_connection *connection, int rail, struct bolt
 		if (!rewrite->segments)
 			return -FI_ENOMEM;
 		rewrite->timeout_ns = bolt_rewrite_measured_timeout(connection);
+		rewrite->segment_size = (uint32_t) connection->manager->domain->fabric->params.uc_write_segment;
 	}
 	write = calloc(1, sizeof(*write));
 	if (!write)
@@ -187,7 +192,17 @@ static bool bolt_rewrite_post_segment(struct bolt_connection *connection, uint32
 	segment->order = connection->rewrite.order++;
 	segment->sent_ns = bolt_connection_now_ns();
 	connection->rewrite.in_flight[queue_pair]++;
+	segment->in_flight = true;
 	return true;
+}
+
+/* The segment arrived or was lost: it takes no receive on its queue pair any more. */
+static void bolt_rewrite_leave_queue_pair(struct bolt_rewrite *rewrite, struct bolt_rewrite_segment *segment)
+{
+	if (!segment->in_flight)
+		return;
+	rewrite->in_flight[segment->queue_pair]--;
+	segment->in_flight = false;
 }
 
 /* A segment sent before one that arrived on the same queue pair, or timed out (sent_ns 0). */
@@ -195,6 +210,59 @@ static bool bolt_rewrite_lost(const struct bolt_rewrite *rewrite, const struct b
 {
 	return segment->write && (!segment->sent_ns ||
 				  segment->order < rewrite->acknowledged_order[segment->queue_pair]);
+}
+
+/*
+ * The segment size follows the link: halved by a loss (once for the
+ * segments in flight together), doubled after BOLT_REWRITE_GROW_AFTER
+ * arrived without one, between BOLT_REWRITE_MIN_SEGMENT and
+ * FI_BOLT_UC_WRITE_SEGMENT. A clean link gets the fewest work requests, a
+ * lossy one loses little with each segment.
+ */
+static void bolt_rewrite_shrink(struct bolt_rewrite *rewrite, const struct bolt_rewrite_segment *lost)
+{
+	if (lost->order < rewrite->shrunk_at_order)
+		return;
+	rewrite->shrunk_at_order = rewrite->order;
+	rewrite->clean = 0;
+	if (rewrite->segment_size / 2 >= BOLT_REWRITE_MIN_SEGMENT)
+		rewrite->segment_size /= 2;
+}
+
+static void bolt_rewrite_grow(struct bolt_rewrite *rewrite, uint32_t largest)
+{
+	if (++rewrite->clean < BOLT_REWRITE_GROW_AFTER)
+		return;
+	rewrite->clean = 0;
+	rewrite->segment_size = rewrite->segment_size * 2 > largest ? largest : rewrite->segment_size * 2;
+}
+
+/*
+ * A lost segment larger than the segment size now is written again in
+ * pieces of that size: the rest of it becomes new segments, sent as the
+ * window allows (a large segment would hardly ever arrive on the link that
+ * lost it). Its bytes go back to be cut again only where they end the write.
+ */
+static void bolt_rewrite_split(struct bolt_rewrite *rewrite, struct bolt_rewrite_segment *lost)
+{
+	while (lost->length > rewrite->segment_size &&
+	       rewrite->next_sequence - rewrite->oldest < BOLT_REWRITE_WINDOW) {
+		uint32_t rest = lost->length - rewrite->segment_size;
+		struct bolt_rewrite_segment *piece =
+			&rewrite->segments[rewrite->next_sequence % BOLT_REWRITE_WINDOW];
+
+		*piece = (struct bolt_rewrite_segment) {
+			.write = lost->write,
+			.offset = lost->offset + lost->length - (rest < rewrite->segment_size ? rest :
+								rewrite->segment_size),
+			.queue_pair = lost->queue_pair,
+		};
+		piece->length = lost->offset + lost->length - piece->offset;
+		lost->length -= piece->length;
+		/* Never sent: lost by definition (sent_ns 0), written by the loop that found this one. */
+		rewrite->next_sequence++;
+		lost->write->unacknowledged++;
+	}
 }
 
 /* Writes again what was lost; false when the queue pairs are full. */
@@ -211,13 +279,17 @@ static bool bolt_rewrite_post_lost(struct bolt_connection *connection)
 		queue_pair = bolt_rewrite_choose_queue_pair(connection, segment->write);
 		if (queue_pair < 0)
 			continue;
-		/* It leaves its queue pair's count: it is not in flight there any more. */
-		rewrite->in_flight[segment->queue_pair]--;
+		/*
+		 * It takes no receive there any more (one that timed out and still
+		 * arrives costs the peer a receive: that segment is lost and written
+		 * again, a window that waited for it would wait forever).
+		 */
+		bolt_rewrite_leave_queue_pair(rewrite, segment);
+		bolt_rewrite_shrink(rewrite, segment);
+		bolt_rewrite_split(rewrite, segment);
 		if (!bolt_rewrite_has_room(connection, queue_pair) ||
-		    !bolt_rewrite_post_segment(connection, sequence, segment, queue_pair)) {
-			rewrite->in_flight[segment->queue_pair]++;
+		    !bolt_rewrite_post_segment(connection, sequence, segment, queue_pair))
 			return false;
-		}
 		rewrite->rewrites++;
 	}
 	return true;
@@ -227,7 +299,7 @@ static bool bolt_rewrite_post_lost(struct bolt_connection *connection)
 static bool bolt_rewrite_post_next(struct bolt_connection *connection, struct bolt_rewrite_write *write)
 {
 	struct bolt_rewrite *rewrite = &connection->rewrite;
-	uint32_t segment_size = (uint32_t) connection->manager->domain->fabric->params.uc_write_segment;
+	uint32_t segment_size = rewrite->segment_size;
 	struct bolt_rewrite_segment *segment;
 	int queue_pair = bolt_rewrite_choose_queue_pair(connection, write);
 
@@ -292,8 +364,9 @@ static void bolt_rewrite_complete(struct bolt_connection *connection, struct bol
 }
 
 /* Segment number sequence arrived. */
-static void bolt_rewrite_segment_acknowledged(struct bolt_rewrite *rewrite, uint32_t sequence)
+static void bolt_rewrite_segment_acknowledged(struct bolt_connection *connection, uint32_t sequence)
 {
+	struct bolt_rewrite *rewrite = &connection->rewrite;
 	struct bolt_rewrite_segment *segment = &rewrite->segments[sequence % BOLT_REWRITE_WINDOW];
 	struct bolt_rewrite_write *write = segment->write;
 
@@ -301,7 +374,9 @@ static void bolt_rewrite_segment_acknowledged(struct bolt_rewrite *rewrite, uint
 		return;
 	if (rewrite->acknowledged_order[segment->queue_pair] < segment->order + 1)
 		rewrite->acknowledged_order[segment->queue_pair] = segment->order + 1;
-	rewrite->in_flight[segment->queue_pair]--;
+	bolt_rewrite_leave_queue_pair(rewrite, segment);
+	if (segment->order >= rewrite->shrunk_at_order)
+		bolt_rewrite_grow(rewrite, (uint32_t) connection->manager->domain->fabric->params.uc_write_segment);
 	segment->write = NULL;
 	write->unacknowledged--;
 }
@@ -336,10 +411,10 @@ void bolt_rewrite_acknowledged(struct bolt_connection *connection, const struct 
 	if (received > outstanding)
 		return;
 	for (uint32_t k = 0; k < received; k++)
-		bolt_rewrite_segment_acknowledged(rewrite, rewrite->oldest + k);
+		bolt_rewrite_segment_acknowledged(connection, rewrite->oldest + k);
 	for (uint32_t k = 0; k < 64 && received + 1 + k < outstanding; k++)
 		if (header->tag & (1ULL << k))
-			bolt_rewrite_segment_acknowledged(rewrite, rewrite->oldest + received + 1 + k);
+			bolt_rewrite_segment_acknowledged(connection, rewrite->oldest + received + 1 + k);
 	if (received) {
 		rewrite->progress_ns = bolt_connection_now_ns();
 		rewrite->timeout_ns = bolt_rewrite_measured_timeout(connection);
@@ -459,11 +534,10 @@ static void bolt_rewrite_rail_arrived(struct bolt_work_completion *work, const s
 				     connection->manager->domain->fabric->verbs.wc_status_str(wc->status));
 		return;
 	}
-	if (!bolt_rewrite_arrived(connection, wc)) {
-		bolt_connection_fail(connection, FI_EIO, "a data rail write that is no segment");
-		return;
-	}
+	/* Posted again before the acknowledgement goes: the initiator counts on it then. */
 	bolt_rewrite_rail_receives(connection, rail);
+	if (!bolt_rewrite_arrived(connection, wc))
+		bolt_connection_fail(connection, FI_EIO, "a data rail write that is no segment");
 }
 
 void bolt_rewrite_rail_receives(struct bolt_connection *connection, int rail)
@@ -547,6 +621,10 @@ void bolt_rewrite_destroy(struct bolt_connection *connection)
 	struct bolt_rewrite *rewrite = &connection->rewrite;
 	struct bolt_rewrite_write *write, *next;
 
+	if (rewrite->segments)
+		FI_INFO(&bolt_prov, FI_LOG_EP_DATA,
+			"write segments: %u sent, %llu written again, %llu timeouts\n", rewrite->next_sequence,
+			(unsigned long long) rewrite->rewrites, (unsigned long long) rewrite->timeouts);
 	DL_FOREACH_SAFE(rewrite->writes, write, next) {
 		DL_DELETE(rewrite->writes, write);
 		free(write);

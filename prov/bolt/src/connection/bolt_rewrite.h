@@ -45,6 +45,7 @@ struct bolt_rewrite_segment {
 	struct bolt_rewrite_write *write;       /* NULL: acknowledged, or never used */
 	uint32_t offset, length;                /* within its write */
 	int queue_pair;                         /* 0: control rail, 1 + data rail index */
+	bool in_flight;                         /* counted in its queue pair's in_flight */
 	uint64_t order;                         /* the connection's segment transmissions before its last */
 	uint64_t sent_ns;                       /* its last transmission */
 };
@@ -61,6 +62,9 @@ struct bolt_rewrite {
 	uint32_t in_flight[BOLT_REWRITE_QUEUE_PAIRS];   /* segments unacknowledged, per queue pair */
 	uint64_t progress_ns;                   /* an acknowledgement last moved oldest, or the first went */
 	uint64_t timeout_ns;                    /* the retransmission timeout, backed off while silent */
+	uint32_t segment_size;                  /* of the next new segment (bolt_rewrite_shrink) */
+	uint64_t shrunk_at_order;               /* losses of segments sent before do not shrink it again */
+	uint32_t clean;                         /* segments arrived without a loss since it changed */
 	uint64_t rewrites, timeouts;            /* what it took, for the log */
 	/* Written to: */
 	uint32_t received;                      /* every segment before it arrived (wire numbers) */

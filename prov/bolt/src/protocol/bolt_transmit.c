@@ -89,6 +89,19 @@ static int bolt_transmit_slots(const struct bolt_connection *connection,
 }
 
 /*
+ * Whether transmit is an untagged message that must wait for ours written
+ * into granted receives to land: the peer numbers untagged messages as they
+ * arrive, and on UC a granted one lands only once its segments all arrived.
+ */
+static bool bolt_transmit_behind_granted(const struct bolt_connection *connection,
+					 const struct bolt_transmit *transmit)
+{
+	return bolt_peer_of(connection)->granted_landing && !transmit->internal &&
+	       transmit->op == BOLT_WIRE_MESSAGE && !(transmit->flags & FI_TAGGED) &&
+	       transmit->protocol != BOLT_PROTOCOL_GRANTED_RECEIVE;
+}
+
+/*
  * Whether transmit may put its next message on the wire: not while it waits
  * for a rendezvous answer, and the segments of two of the application's
  * operations never interleave (the peer receives one message at a time).
@@ -97,7 +110,7 @@ static int bolt_transmit_slots(const struct bolt_connection *connection,
 static bool bolt_transmit_may_go(const struct bolt_connection *connection,
 				 const struct bolt_transmit *transmit)
 {
-	if (bolt_transmit_waiting(transmit))
+	if (bolt_transmit_waiting(transmit) || bolt_transmit_behind_granted(connection, transmit))
 		return false;
 	/* A message written whole is a message: it waits for the one in segments. */
 	if (transmit->internal || !bolt_protocols[transmit->protocol].streams)
@@ -126,6 +139,8 @@ static bool bolt_transmit_write_again_when_lost(struct bolt_connection *connecti
 	}
 	if (with_immediate)
 		connection->stripes_sent++;
+	if (transmit->protocol == BOLT_PROTOCOL_GRANTED_RECEIVE)
+		bolt_peer_of(connection)->granted_landing++;
 	return true;
 }
 
@@ -586,6 +601,9 @@ static void bolt_transmit_send_completed(struct bolt_work_completion *work, cons
 	if (!connection)
 		return;
 	if (transmit) {
+		/* A granted message has landed (bolt_transmit_write_again_when_lost). */
+		if (transmit->protocol == BOLT_PROTOCOL_GRANTED_RECEIVE && bolt_rewrite_applies(connection))
+			bolt_peer_of(connection)->granted_landing--;
 		transmit->in_flight--;
 		bolt_transmit_check_done(transmit);
 	}
