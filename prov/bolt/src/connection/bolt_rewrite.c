@@ -11,8 +11,10 @@
  * everything after a loss would cost a whole window for each of 1 % of
  * segments. The software device, as a real UC link, loses a write if any of
  * its packets is lost (1 KiB frames on Thunderbolt): a 1 MiB stripe would
- * almost never arrive at 1 % packet loss, so writes go in segments of
- * FI_BOLT_UC_WRITE_SEGMENT bytes.
+ * almost never arrive at 1 % packet loss, so writes go in segments whose
+ * size follows the link (bolt_rewrite_shrink): small while it loses,
+ * up to FI_BOLT_UC_WRITE_SEGMENT while it does not, where every work
+ * request and acknowledgement costs.
  *
  * Each segment is an RDMA write with immediate data: BOLT_IMMEDIATE_SEGMENT,
  * the connection's slot, and the segment's number (24 bits, per connection
