@@ -331,6 +331,11 @@ static bool bolt_rewrite_uncut(const struct bolt_rewrite_write *write)
 	return !write->cut;
 }
 
+bool bolt_rewrite_pending(const struct bolt_connection *connection)
+{
+	return connection->rewrite.writes != NULL;
+}
+
 void bolt_rewrite_post(struct bolt_connection *connection)
 {
 	struct bolt_rewrite *rewrite = &connection->rewrite;

@@ -90,6 +90,8 @@ bool bolt_rewrite_applies(const struct bolt_connection *connection);
 int bolt_rewrite_start(struct bolt_connection *connection, int rail, struct bolt_control_buffer *record,
 		       const struct ibv_sge *sge, uint64_t remote_address, uint32_t rkey,
 		       const uint32_t *immediate);
+/* Whether writes to the peer are still in progress (not all their segments arrived). */
+bool bolt_rewrite_pending(const struct bolt_connection *connection);
 /* Posts what the window, credits and send queues allow. */
 void bolt_rewrite_post(struct bolt_connection *connection);
 /* A segment arrived (its immediate data): true if immediate is a segment's. */

@@ -96,6 +96,10 @@ static int bolt_transmit_slots(const struct bolt_connection *connection,
 static bool bolt_transmit_behind_granted(const struct bolt_connection *connection,
 					 const struct bolt_transmit *transmit)
 {
+	/* An answer that says every write into a region or grant is ahead of it, once so on UC too. */
+	if ((transmit->op == BOLT_WIRE_REGION_REVOKED || transmit->op == BOLT_WIRE_RECEIVE_REVOKED) &&
+	    bolt_rewrite_pending(connection))
+		return true;
 	return bolt_peer_of(connection)->granted_landing && !transmit->internal &&
 	       transmit->op == BOLT_WIRE_MESSAGE && !(transmit->flags & FI_TAGGED) &&
 	       transmit->protocol != BOLT_PROTOCOL_GRANTED_RECEIVE;
