@@ -207,8 +207,7 @@ void bolt_link_bare_send_completed(struct bolt_work_completion *work, const stru
 		return;
 	/* A segment's room came back: the next may go. */
 	bolt_rewrite_post(connection);
-	if (connection->state == BOLT_CONNECTION_ESTABLISHED)
-		connection->manager->events->can_send(connection);
+	connection->manager->events->can_send(connection);
 }
 
 int bolt_link_send_probe(struct bolt_connection *connection, uint32_t nonce)
