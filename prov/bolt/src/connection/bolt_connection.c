@@ -350,6 +350,8 @@ void bolt_connection_fail(struct bolt_connection *connection, int error, const c
 	connection->state = BOLT_CONNECTION_FAILED;
 	connection->error = error ? error : FI_EIO;
 	bolt_connection_release_device(connection);
+	/* The writes' records are posted still: the reclaim returns them. */
+	bolt_rewrite_destroy(connection);
 	connection->reclaim_pending = true;
 	connection->failed_generation = domain->poll_generation;
 	events->failed(connection);
@@ -363,6 +365,7 @@ static void bolt_connection_destroy(struct bolt_connection **table, struct bolt_
 	bolt_connection_release_device(connection);
 	manager->events->destroyed(connection);
 	bolt_retransmit_destroy(connection);
+	bolt_rewrite_destroy(connection);
 	HASH_DEL(*table, connection);
 	if (manager->last_got == connection)
 		manager->last_got = NULL;
@@ -732,10 +735,6 @@ static void bolt_connection_handle(struct bolt_connection *connection, uint16_t 
 	const char *problem = NULL;
 	uint32_t word = 0;
 
-	if ((connection->state == BOLT_CONNECTION_ESTABLISHED ||
-	     connection->state == BOLT_CONNECTION_WAITING_CONNECTED) &&
-	    bolt_loss_handle(connection, type, handshake, length, bolt_connection_now_ns()))
-		return;
 	if (length == sizeof(word))
 		memcpy(&word, handshake, sizeof(word));
 	if (type == BOLT_HANDSHAKE_REPLY && connection->state == BOLT_CONNECTION_CONNECTING) {
@@ -1229,7 +1228,6 @@ void bolt_connection_progress_all(struct bolt_connection_manager *manager)
 		if (connection->stream && watch) {
 			if (!streams_quiet)
 				bolt_connection_progress_stream(connection);
-			bolt_loss_check(connection, now);
 			bolt_data_rail_check_probes(connection, now);
 		}
 		if (connection->state == BOLT_CONNECTION_WAITING_LINK)
@@ -1248,6 +1246,7 @@ void bolt_connection_progress_all(struct bolt_connection_manager *manager)
 					     "the peer closed our side channel and never said hello: it is gone");
 		bolt_connection_reclaim_when_polled(connection);
 		bolt_retransmit_progress(connection, now);
+		bolt_rewrite_progress(connection, now);
 		if (connection->state == BOLT_CONNECTION_ESTABLISHED)
 			manager->events->can_send(connection);
 	}

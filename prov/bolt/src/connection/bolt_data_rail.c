@@ -520,33 +520,46 @@ bool bolt_data_rail_striping(const struct bolt_connection *connection)
 	return bolt_data_rail_usable(connection, false) >> BOLT_MAX_DATA_RAILS;
 }
 
-int bolt_data_rail_post_write(struct bolt_connection *connection, int index,
-			      struct bolt_control_buffer *record, const struct ibv_sge *sge,
-			      uint64_t remote_address, uint32_t rkey, uint32_t immediate)
+int bolt_data_rail_post(struct bolt_connection *connection, int index, struct bolt_control_buffer *record,
+			struct ibv_send_wr *wr)
 {
 	struct bolt_data_rail *rail = &connection->data_rails[index];
-	struct ibv_send_wr wr = {
-		.wr_id = (uintptr_t) &record->work,
-		.sg_list = (struct ibv_sge *) sge,
-		.num_sge = 1,
-		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
-		.send_flags = IBV_SEND_SIGNALED,
-		.imm_data = immediate,
-		.wr.rdma = { .remote_addr = remote_address, .rkey = rkey },
-	};
 	struct ibv_send_wr *bad_wr;
 	int ret;
 
+	wr->wr_id = (uintptr_t) &record->work;
+	wr->send_flags = IBV_SEND_SIGNALED;
 	record->connection = connection;
+	record->link = NULL;
 	record->data_rail = index;
 	record->posted = true;
-	ret = connection->manager->domain->fabric->verbs.post_send(rail->qp, &wr, &bad_wr);
+	ret = connection->manager->domain->fabric->verbs.post_send(rail->qp, wr, &bad_wr);
 	if (ret) {
 		record->posted = false;
 		return ret;
 	}
 	rail->outstanding_sends++;
-	rail->bytes_written += sge->length;
+	rail->bytes_written += wr->sg_list[0].length;
+	return 0;
+}
+
+int bolt_data_rail_post_write(struct bolt_connection *connection, int index,
+			      struct bolt_control_buffer *record, const struct ibv_sge *sge,
+			      uint64_t remote_address, uint32_t rkey, uint32_t immediate)
+{
+	struct ibv_send_wr wr = {
+		.sg_list = (struct ibv_sge *) sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+		.imm_data = immediate,
+		.wr.rdma = { .remote_addr = remote_address, .rkey = rkey },
+	};
+	int ret = bolt_rewrite_applies(connection) ?
+		  bolt_rewrite_start(connection, index, record, sge, remote_address, rkey, &immediate) :
+		  bolt_data_rail_post(connection, index, record, &wr);
+
+	if (ret)
+		return ret < 0 ? -ret : ret;
 	connection->stripes_sent++;
 	return 0;
 }

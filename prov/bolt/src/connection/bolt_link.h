@@ -171,6 +171,8 @@ void bolt_link_reclaim(struct bolt_domain *domain);
 /* Sending on the control rail (bolt_link_send.c). */
 /* Room for slots more send queue entries on the link, and more credits than spare. */
 bool bolt_link_can_send(const struct bolt_connection *connection, uint32_t spare, int slots);
+/* Whether a segment of the application's data may take a receive now, leaving a batch for messages. */
+bool bolt_link_can_write(const struct bolt_connection *connection);
 /* Room for a message sent again: a send queue entry and a credit (no window). */
 bool bolt_link_can_resend(const struct bolt_connection *connection);
 /* Fills the transport's part of a header: op, payload length, slot, credits, sequence. */

@@ -186,6 +186,9 @@ static void bolt_link_receive_dispatch(struct bolt_connection *connection,
 	switch (header->op) {
 	case BOLT_WIRE_CREDIT:
 		break;
+	case BOLT_WIRE_WRITE_LANDED:
+		bolt_rewrite_landed(connection, header);
+		break;
 	case BOLT_WIRE_RAIL_REQUEST:
 	case BOLT_WIRE_RAIL_ANSWER:
 	case BOLT_WIRE_RAIL_PROBED:
@@ -212,6 +215,8 @@ static struct bolt_connection *bolt_link_receive_arrived(struct bolt_link *link,
 	if (!connection || connection->slot_nonce != header->slot_nonce)
 		return NULL;
 	bolt_retransmit_acknowledged(connection, header);
+	if (header->op == BOLT_WIRE_CREDIT)
+		bolt_rewrite_acknowledged(connection, header);
 	if (header->op == BOLT_WIRE_CREDIT || connection->state == BOLT_CONNECTION_FAILED)
 		return connection;
 	/* Out of order (after a loss) or again: dropped, and the rest asked for again. */
@@ -271,7 +276,7 @@ static void bolt_link_receive_completed(struct bolt_work_completion *work, const
 		connection = bolt_link_receive_arrived(link, &bounced, payload, bounced.total_length);
 	} else if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
 		connection = bolt_link_receive_write_connection(link, wc);
-		if (connection)
+		if (connection && !bolt_rewrite_arrived(connection, wc))
 			connection->manager->events->write_landed(connection, wc);
 	} else {
 		header = (const struct bolt_wire_header *) bolt_control_buffer_data(link->domain, record);
@@ -298,6 +303,8 @@ static void bolt_link_receive_completed(struct bolt_work_completion *work, const
 	else if (bolt_link_receive_repost(link, record))
 		return;
 	/* Its connection returns the credit; with none left there, any other may. */
+	if (connection && connection->state != BOLT_CONNECTION_FAILED)
+		bolt_rewrite_post(connection);
 	if (connection && connection->state != BOLT_CONNECTION_FAILED)
 		connection->manager->events->can_send(connection);
 	else

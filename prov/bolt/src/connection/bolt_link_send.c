@@ -29,6 +29,11 @@ bool bolt_link_can_resend(const struct bolt_connection *connection)
 	return bolt_link_has_room(connection, 0, 1, false);
 }
 
+bool bolt_link_can_write(const struct bolt_connection *connection)
+{
+	return bolt_link_has_room(connection, BOLT_LINK_REPOST_BATCH, 1, false);
+}
+
 bool bolt_link_can_send(const struct bolt_connection *connection, uint32_t spare, int slots)
 {
 	return bolt_link_has_room(connection, spare, slots, false) &&
@@ -198,8 +203,11 @@ void bolt_link_bare_send_completed(struct bolt_work_completion *work, const stru
 	if (!record->posted)
 		return;
 	connection = bolt_link_send_completed(record, wc);
-	if (connection)
-		connection->manager->events->can_send(connection);
+	if (!connection)
+		return;
+	/* A segment's room came back: the next may go. */
+	bolt_rewrite_post(connection);
+	connection->manager->events->can_send(connection);
 }
 
 int bolt_link_send_probe(struct bolt_connection *connection, uint32_t nonce)
@@ -230,6 +238,7 @@ static bool bolt_link_send_credit(struct bolt_connection *connection, uint8_t fl
 	header = (struct bolt_wire_header *) bolt_control_buffer_data(domain, record);
 	bolt_link_frame(connection, header, BOLT_WIRE_CREDIT, 0);
 	header->flags = BOLT_WIRE_FLAG_LAST | flags;
+	bolt_rewrite_acknowledging(connection, header);
 	return bolt_link_post_buffer(connection, record, sizeof(*header), NULL,
 				     bolt_link_bare_send_completed);
 }

@@ -183,6 +183,9 @@ struct bolt_peer {
 	uint64_t granted_by_immediate;  /* of which with immediate data naming them (no DONE) */
 	uint64_t receives_granted;      /* all it was granted, */
 	uint64_t grant_messages;        /* in so many messages */
+	uint32_t granted_landing;       /* ours written into its grants on UC, not all arrived yet:
+					 * the peer counts them when they land, so our next untagged
+					 * messages wait (bolt_rewrite.c) */
 	bool grants_revoking;           /* it was told to stop using them; none granted until it answers, */
 	uint64_t grants_revoke_deadline_ns;     /* which it must by then (FI_BOLT_LIVENESS_TIMEOUT) */
 	/* and the peer's to us. */

@@ -36,6 +36,30 @@ bool bolt_rendezvous_wanted(const struct bolt_transmit *transmit)
 }
 
 /*
+ * The receive a stripe on rail takes; false if none could be posted. On UC
+ * the stripe comes in segments, for which the rail keeps receives of its own.
+ */
+static bool bolt_rendezvous_stripe_receive(struct bolt_connection *connection, int rail)
+{
+	struct bolt_domain *domain = connection->manager->domain;
+	struct bolt_control_buffer *buffer;
+
+	if (bolt_rewrite_applies(connection)) {
+		bolt_rewrite_rail_receives(connection, rail);
+		return true;
+	}
+	buffer = bolt_control_buffer_get(domain);
+	if (!buffer)
+		return false;
+	buffer->work.handle = bolt_rendezvous_stripe_arrived;
+	if (bolt_data_rail_post_receive(connection, rail, buffer)) {
+		bolt_control_buffer_put(domain, buffer);
+		return false;
+	}
+	return true;
+}
+
+/*
  * One receive on each ready data rail for the stripes of a transfer into
  * length bytes at address (registration), which arrive as writes with
  * immediate data, each counted in *stripes_pending; the buffer's key on each
@@ -46,11 +70,9 @@ static uint32_t bolt_rendezvous_post_stripe_receives(struct bolt_connection *con
 						     void *address, size_t length,
 						     uint32_t *stripes_pending, uint32_t *rkeys)
 {
-	struct bolt_domain *domain = connection->manager->domain;
 	uint32_t ready = bolt_data_rail_usable(connection, false), mask = 0;
 
 	for (int rail = 0; rail < BOLT_MAX_CONNECTION_RAILS; rail++) {
-		struct bolt_control_buffer *buffer;
 		struct ibv_mr *mr;
 
 		/* Every stripe carries at least a byte. */
@@ -58,13 +80,8 @@ static uint32_t bolt_rendezvous_post_stripe_receives(struct bolt_connection *con
 			break;
 		if (!(ready & (1u << rail)) ||
 		    !(mr = bolt_registration_rail_mr(connection, rail, registration, address, length)) ||
-		    !(buffer = bolt_control_buffer_get(domain)))
+		    !bolt_rendezvous_stripe_receive(connection, rail))
 			continue;
-		buffer->work.handle = bolt_rendezvous_stripe_arrived;
-		if (bolt_data_rail_post_receive(connection, rail, buffer)) {
-			bolt_control_buffer_put(domain, buffer);
-			continue;
-		}
 		rkeys[rail] = mr->rkey;
 		mask |= 1u << rail;
 		(*stripes_pending)++;

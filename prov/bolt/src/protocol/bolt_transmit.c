@@ -87,6 +87,23 @@ static int bolt_transmit_slots(const struct bolt_connection *connection,
 }
 
 /*
+ * Whether transmit is an untagged message that must wait for ours written
+ * into granted receives to land: the peer numbers untagged messages as they
+ * arrive, and on UC a granted one lands only once its segments all arrived.
+ */
+static bool bolt_transmit_behind_granted(const struct bolt_connection *connection,
+					 const struct bolt_transmit *transmit)
+{
+	/* An answer that says every write into a region or grant is ahead of it, once so on UC too. */
+	if ((transmit->op == BOLT_WIRE_REGION_REVOKED || transmit->op == BOLT_WIRE_RECEIVE_REVOKED) &&
+	    bolt_rewrite_pending(connection))
+		return true;
+	return bolt_peer_of(connection)->granted_landing && !transmit->internal &&
+	       transmit->op == BOLT_WIRE_MESSAGE && !(transmit->flags & FI_TAGGED) &&
+	       transmit->protocol != BOLT_PROTOCOL_GRANTED_RECEIVE;
+}
+
+/*
  * Whether transmit may put its next message on the wire: not while it waits
  * for a rendezvous answer, and the segments of two of the application's
  * operations never interleave (the peer receives one message at a time).
@@ -95,12 +112,38 @@ static int bolt_transmit_slots(const struct bolt_connection *connection,
 static bool bolt_transmit_may_go(const struct bolt_connection *connection,
 				 const struct bolt_transmit *transmit)
 {
-	if (bolt_transmit_waiting(transmit))
+	if (bolt_transmit_waiting(transmit) || bolt_transmit_behind_granted(connection, transmit))
 		return false;
 	/* A message written whole is a message: it waits for the one in segments. */
 	if (transmit->internal || !bolt_protocols[transmit->protocol].streams)
 		return true;
 	return !bolt_peer_of(connection)->streaming || bolt_peer_of(connection)->streaming == transmit;
+}
+
+/*
+ * On UC, wr in segments that are written again when lost; false if there was
+ * no memory for it (the connection failed).
+ */
+static bool bolt_transmit_write_again_when_lost(struct bolt_connection *connection,
+						struct bolt_transmit *transmit,
+						struct bolt_control_buffer *record,
+						const struct ibv_send_wr *wr)
+{
+	bool with_immediate = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	int ret = bolt_rewrite_start(connection, -1, record, wr->sg_list, wr->wr.rdma.remote_addr,
+				     wr->wr.rdma.rkey, with_immediate ? &wr->imm_data : NULL);
+
+	if (ret) {
+		transmit->in_flight--;
+		bolt_control_buffer_put(connection->manager->domain, record);
+		bolt_connection_fail(connection, ret, "no memory for a write in segments");
+		return false;
+	}
+	if (with_immediate)
+		connection->stripes_sent++;
+	if (transmit->protocol == BOLT_PROTOCOL_GRANTED_RECEIVE)
+		bolt_peer_of(connection)->granted_landing++;
+	return true;
 }
 
 /*
@@ -115,6 +158,10 @@ static bool bolt_transmit_write_whole(struct bolt_connection *connection,
 	bolt_transmit_posted_all(transmit);
 	record->operation = transmit;
 	transmit->in_flight++;
+	if (bolt_rewrite_applies(connection) && wr->num_sge == 1) {
+		record->work.handle = bolt_transmit_send_completed;
+		return bolt_transmit_write_again_when_lost(connection, transmit, record, wr);
+	}
 	if (!bolt_link_post(connection, record, wr, NULL, bolt_transmit_send_completed)) {
 		transmit->in_flight--;
 		return false;
@@ -580,6 +627,9 @@ void bolt_transmit_send_completed(struct bolt_work_completion *work, const struc
 	if (!connection)
 		return;
 	if (transmit) {
+		/* A granted message has landed (bolt_transmit_write_again_when_lost). */
+		if (transmit->protocol == BOLT_PROTOCOL_GRANTED_RECEIVE && bolt_rewrite_applies(connection))
+			bolt_peer_of(connection)->granted_landing--;
 		transmit->in_flight--;
 		bolt_transmit_check_done(transmit);
 	}
