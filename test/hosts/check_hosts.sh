@@ -440,21 +440,25 @@ fault_host_killed() {
 		$((liveness / 1000 + 3)) "$started"
 }
 
-# host1 killed while bolt_collective_bench_mpi runs all-reduces of 1 MiB: its
-# rank 0 on host 0 (which mpirun's own output shows) reports an error within
-# the liveness time and a few seconds, and does not hang. mpirun itself may
-# wait longer for its daemon on host1: it is stopped afterwards.
-fault_collective_host_killed() {
-	output=$(hosts_output 0 mpi)
+# collective_fault WHAT FAULT...: bolt_collective_bench_mpi's all-reduces of
+# 1 MiB, one rank on each host, and the command FAULT... on host 1 once they
+# run: rank 0 on host 0 (which mpirun's own output shows) must report an error
+# within the liveness time and 3 s, and not hang. mpirun itself may wait longer
+# for its daemon on host1: it is stopped afterwards (collective_fault_end).
+collective_fault() {
+	what=$1
+	shift
 	export FI_BOLT_LIVENESS_TIMEOUT=$liveness
 	mpirun_start "\"$build/util/bolt_collective_bench_mpi\" -c allreduce -b 1M -e 1M -i 100000"
 	unset FI_BOLT_LIVENESS_TIMEOUT
+	# This job's output: named after mpirun_start, which gives the job its number.
+	output=$(hosts_output 0 mpi)
 	for attempt in $(seq 600); do
 		grep -q '^# collective' "$output" 2>/dev/null && break
 		sleep 0.5
 	done
 	sleep 5
-	hosts_kill 1
+	"$@"
 	started=$(date +%s.%N)
 	limit=$((liveness / 1000 + 3))
 	while ! grep -q -a 'bolt_collective_bench: rank 0:' "$output" &&
@@ -464,13 +468,29 @@ fault_collective_host_killed() {
 	took=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 	why=$(grep -a -m 1 'bolt_collective_bench: rank 0:' "$output")
 	if [ -n "$why" ] && awk -v took="$took" -v limit="$limit" 'BEGIN { exit !(took <= limit) }'; then
-		pass "host1's virtual machine killed mid-collective: rank 0's all-reduce ended with an error after $took s (limit $limit s): $why"
+		pass "$what mid-collective: rank 0's all-reduce ended with an error after $took s (limit $limit s): $why"
 	else
-		fail "host1's virtual machine killed mid-collective: no error from rank 0 after $took s (limit $limit s)"
+		fail "$what mid-collective: no error from rank 0 after $took s (limit $limit s)"
 		show 0 mpi
 	fi
+}
+
+collective_fault_end() {
 	hosts_run 0 stop_mpi 30 "kill \$(cat /proc/[0-9]*/stat 2>/dev/null | awk '\$2 == \"(mpirun)\" { print \$1 }') 2>/dev/null; true"
 	hosts_wait 0 mpi 60
+}
+
+# host1 stopped (qemu monitor stop) for longer than the liveness time while the
+# all-reduces run, then continued.
+fault_collective_long_stop() {
+	collective_fault "host1 stopped for longer than the liveness time" hosts_monitor 1 stop
+	hosts_monitor 1 cont
+	collective_fault_end
+}
+
+fault_collective_host_killed() {
+	collective_fault "host1's virtual machine killed" hosts_kill 1
+	collective_fault_end
 }
 
 hosts_boot 2 "$build
@@ -506,6 +526,7 @@ fault_link_down
 fault_short_stop
 fault_process_killed
 fault_long_stop
+fault_collective_long_stop
 fault_host_killed
 if [ "$quick" != 1 ]; then
 	hosts_reboot_peer || fail "host1 did not boot again"
