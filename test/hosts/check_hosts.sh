@@ -16,9 +16,11 @@
 #   judged on medians, then faults with
 #   FI_BOLT_LIVENESS_TIMEOUT=5000: the wire down for 1 s and a host stopped
 #   for 2 s (no error), the peer process killed (errors within 2 s), a host
-#   stopped for longer than the liveness time and a host killed (errors on the
-#   survivor within the liveness time and 3 s, no hang); in the full set, host
-#   1 booted again and killed in the middle of a collective.
+#   stopped for longer than the liveness time, mid-transfer and in the middle
+#   of a collective, and a host killed (errors on the survivor within the
+#   liveness time and 3 s, no hang); in the full set, host 1 booted again and
+#   killed in the middle of a collective, then three hosts on one wire (a
+#   multicast group on the loopback) for the collectives, a rank on each.
 # Ends with "hosts: N passed, N failed" and exits non-zero on a failure.
 # BOLT_HOSTS_QUICK=1 runs the reduced set that setup.sh test runs.
 set -u
@@ -59,8 +61,9 @@ side_channel() {
 roce_v2() {
 	hosts_run "$1" roce_v2 60 "ip address add $(address "$1")/24 dev eth0 &&
 		echo '$(address "$1")' >/bolt-rxe/side_channel_address &&
-		echo '$(hosts_control_address 0) host0' >>/etc/hosts &&
-		echo '$(hosts_control_address 1) host1' >>/etc/hosts &&
+		$(for guest in $(seq 0 $((hosts_count - 1))); do
+			echo "echo '$(hosts_control_address "$guest") host$guest' >>/etc/hosts &&"
+		done)
 		for attempt in \$(seq 100); do
 			grep -q '^0000:0000:0000:0000:0000:ffff:' /sys/class/infiniband/rxe0/ports/1/gids/* && exit 0
 			sleep 0.1
@@ -301,13 +304,14 @@ figures() {
 	fi
 }
 
-# mpirun ARGUMENTS...: Open MPI from host 0, one rank on each host, the other
+# mpirun ARGUMENTS...: Open MPI from host 0, one rank on each host, the others
 # started through hosts_rsh.sh; its ofi MTL on bolt; each rank's side channel
 # on its own host's address (hosts_rank.sh reads it from the guest's control
 # directory). mpirun_start starts it; mpirun_across waits, its status in
 # $mpi_status, output in host 0's job mpi.
 mpirun_start() {
-	hosts_start 0 mpi "exec timeout 600 mpirun --allow-run-as-root -np 2 -H host0:1,host1:1 \
+	hosts_start 0 mpi "exec timeout 600 mpirun --allow-run-as-root -np $hosts_count \
+		-H $(seq 0 $((hosts_count - 1)) | sed 's/.*/host&:1/' | paste -s -d,) \
 		--mca plm_rsh_agent '$here/hosts_rsh.sh' --mca oob_tcp_if_include eth1 \
 		--mca btl self,vader --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include bolt \
 		--mca mtl_ofi_verbose 1 -x FI_PROVIDER_PATH -x FI_LOG_LEVEL \
@@ -336,18 +340,37 @@ mpi() {
 		fail "$case: Open MPI over bolt across the hosts: mpirun $mpi_status, bolt chosen by $chosen of 2 ranks"
 		show 0 mpi
 	fi
+	collectives "$([ "$quick" = 1 ] && echo 64K || echo 1M)"
+}
+
+# collectives MAX_SIZE: bolt_collective_bench_mpi -c all up to MAX_SIZE, one rank
+# on each host, every element checked.
+collectives() {
 	# Few iterations: over the emulated wire each collective takes tens of milliseconds.
-	mpirun_across "\"$build/util/bolt_collective_bench_mpi\" -c all -b 8 -f 8 -i 5 \
-		-e $([ "$quick" = 1 ] && echo 64K || echo 1M)"
+	mpirun_across "\"$build/util/bolt_collective_bench_mpi\" -c all -b 8 -f 8 -i 5 -e $1"
 	# Rows: collective, size, count, type, redop, time, algbw, busbw, #wrong, algorithm.
 	wrong=$(awk '$1 !~ /^#/ && $2 ~ /^[0-9]+$/ && NF >= 9 && $9 != 0' "$(hosts_output 0 mpi)" | wc -l)
 	rows=$(awk '$1 !~ /^#/ && $2 ~ /^[0-9]+$/ && NF >= 9' "$(hosts_output 0 mpi)" | wc -l)
 	if [ $mpi_status -eq 0 ] && [ "$rows" -ge 5 ] && [ "$wrong" -eq 0 ]; then
-		pass "$case: bolt_collective_bench_mpi -c all, one rank on each host: $rows sizes and collectives, none wrong"
+		pass "$case: bolt_collective_bench_mpi -c all, one rank on each of $hosts_count hosts: $rows sizes and collectives, none wrong"
 	else
-		fail "$case: bolt_collective_bench_mpi across the hosts: mpirun $mpi_status, $rows rows, $wrong with wrong elements"
+		fail "$case: bolt_collective_bench_mpi across $hosts_count hosts: mpirun $mpi_status, $rows rows, $wrong with wrong elements"
 		show 0 mpi
 	fi
+}
+
+# three_hosts: three guests booted on one wire (multicast on the loopback), the
+# RoCE v2 case on each, and the collectives with one rank on each.
+three_hosts() {
+	hosts_halt
+	if ! hosts_boot 3 "$shares"; then
+		fail "three hosts: the guests did not boot"
+		return
+	fi
+	for guest in 0 1 2; do
+		roce_v2 "$guest"
+	done
+	collectives 256K
 }
 
 # --- Faults: with a short liveness time, on a long fi_write transfer between the hosts.
@@ -494,8 +517,9 @@ fault_collective_host_killed() {
 	collective_fault_end
 }
 
-hosts_boot 2 "$build
-$(cd "$here/../.." && pwd)" || { echo "hosts: 0 passed, 1 failed"; exit 1; }
+shares="$build
+$(cd "$here/../.." && pwd)"
+hosts_boot 2 "$shares" || { echo "hosts: 0 passed, 1 failed"; exit 1; }
 
 echo "== Thunderbolt-like: IPv6 link-local addresses only =="
 case=ipv6
@@ -533,6 +557,8 @@ if [ "$quick" != 1 ]; then
 	hosts_reboot_peer || fail "host1 did not boot again"
 	roce_v2 1
 	fault_collective_host_killed
+	echo "== Three hosts on one wire: the collectives, one rank on each (RoCE v2) =="
+	three_hosts
 fi
 
 hosts_halt
