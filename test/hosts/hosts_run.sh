@@ -90,7 +90,7 @@ hosts_boot() {
 	hosts_image=$("$hosts_here/../rxe/rxe_image.sh") || return 125
 	BOLT_RXE_ACCELERATOR=$(guest_accelerator "$hosts_image")
 	export BOLT_RXE_ACCELERATOR
-	# A earlier boot's halted guests' directories go: their names are the new ones'.
+	# An earlier boot's halted guests' directories go: their names are the new ones'.
 	rm -rf "$hosts_work"/guest[0-9]* "$hosts_work/halt"
 	hosts_count=$1
 	share_options=$(guest_prepare "$hosts_work" "$2
@@ -110,7 +110,10 @@ $hosts_work")
 	for guest in $(seq 0 $((hosts_count - 1))); do
 		hosts_wait_ready "$guest" || return 125
 	done
-	echo "hosts: $hosts_count guests booted ($BOLT_RXE_ACCELERATOR), wires 127.0.0.1:$port and :$control_port"
+	wires="127.0.0.1:$port and :$control_port"
+	[ "$hosts_count" -le 2 ] ||
+		wires="224.0.0.$hosts_group_wire:$port and 224.0.0.$hosts_group_control:$control_port on 127.0.0.1"
+	echo "hosts: $hosts_count guests booted ($BOLT_RXE_ACCELERATOR), wires $wires"
 }
 
 # hosts_boot_group: every guest on both wires through multicast groups, a
