@@ -18,6 +18,7 @@
 # is mostly noise.
 # Run it from the build directory, or name that with --build.
 set -u
+here=$(cd "$(dirname "$0")" && pwd)
 
 usage() {
 	echo "usage: $0 [--profile thunderbolt|rocev2] [--build DIR] [--providers bolt,shm,tcp]"
@@ -120,47 +121,17 @@ while [ "$round" -le "$rounds" ]; do
 	     END { print "check", "-", "-", wrong + 0, checked + 0 }' "$outputs/bolt.$round"
 	round=$((round + 1))
 done >"$outputs/rows"
-awk -v profile="$profile" -v rounds="$rounds" '
+awk -v profile="$profile" -v rounds="$rounds" "$(cat "$here/bolt_rounds.awk")"'
 function human(size) {
 	if (size >= 1048576) return size / 1048576 "M"
 	if (size >= 1024) return size / 1024 "K"
 	return size
 }
-# The median of a list of numbers (the mean of the middle two for an even
-# count); its lowest and highest are kept under key.
-function median_of(list, key,    count, sorted, i, j, value) {
-	count = split(list, sorted, " ")
-	for (i = 2; i <= count; i++) {
-		value = sorted[i] + 0
-		for (j = i - 1; j >= 1 && sorted[j] + 0 > value; j--)
-			sorted[j + 1] = sorted[j]
-		sorted[j + 1] = value
-	}
-	low[key] = sorted[1]; high[key] = sorted[count]
-	return count % 2 ? sorted[(count + 1) / 2] : (sorted[count / 2] + sorted[count / 2 + 1]) / 2
-}
 function median(key) {
 	return median_of(figures[key], key)
 }
-function range(key) {
-	return rounds > 1 ? sprintf(" [%s-%s]", low[key], high[key]) : ""
-}
 function percent_range(key) {
 	return rounds > 1 ? sprintf(" [%.0f-%.0f%%]", 100 * low[key], 100 * high[key]) : ""
-}
-# Each round: its bolt figure against the raw one of the same round, for the
-# rounds that have both: how rounds compare bolt with raw (see the top).
-function paired(bolt_key, raw_key, as_ratio,    round, list) {
-	list = ""
-	for (round = 1; round <= rounds; round++) {
-		if (!((bolt_key, round) in by_round) || !((raw_key, round) in by_round))
-			continue
-		if (!as_ratio)
-			list = list " " by_round[bolt_key, round] - by_round[raw_key, round]
-		else if (by_round[raw_key, round] > 0)
-			list = list " " by_round[bolt_key, round] / by_round[raw_key, round]
-	}
-	return list
 }
 $1 == "check" { wrong += $4; checked += $5; next }
 {

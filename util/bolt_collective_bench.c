@@ -137,6 +137,18 @@ static int bench_fail(const struct bench_rank *rank, const char *what, int ret)
 
 /* ---- Meeting the other ranks ---- */
 
+/*
+ * Whether a rank whose collective failed still meets the others: forked
+ * ranks do (their barrier lets everyone go once one has failed); MPI ranks do
+ * not, as a barrier or a sum would go over the connection that failed, to a
+ * peer that may be gone, and Open MPI's ofi MTL crashes or waits forever on it.
+ */
+#ifdef BOLT_BENCH_MPI
+#define BENCH_MEETS_AFTER_FAILURE false
+#else
+#define BENCH_MEETS_AFTER_FAILURE true
+#endif
+
 static void bench_barrier(struct bench_rank *rank)
 {
 #ifdef BOLT_BENCH_MPI
@@ -488,7 +500,8 @@ static int bench_size(struct bench_rank *rank, const struct bench_collective *co
 	/* A tenth as warm-up, as nccl-tests does, then the timed ones. */
 	for (int iteration = 0; !ret && iteration < iterations / 10; iteration++)
 		ret = bench_run_once(rank, collective, options, input, result, count);
-	bench_barrier(rank);
+	if (!ret || BENCH_MEETS_AFTER_FAILURE)
+		bench_barrier(rank);
 	start = bench_now();
 	for (int iteration = 0; !ret && iteration < iterations; iteration++)
 		ret = bench_run_once(rank, collective, options, input, result, count);
@@ -636,7 +649,8 @@ static int bench_rank_main(struct bench_rank *rank, const struct bench_options *
 				continue;
 			bench_barrier(rank);
 			ret = bench_size(rank, collective, options, size, &row);
-			row.wrong = bench_sum_wrong(rank, row.wrong);
+			if (!ret || BENCH_MEETS_AFTER_FAILURE)
+				row.wrong = bench_sum_wrong(rank, row.wrong);
 			if (!ret && rank->rank == 0) {
 				bench_print_row(options, &row, collective, rank->ranks, first);
 				if (shared->row_count < (int) (sizeof(shared->rows) / sizeof(shared->rows[0])))
@@ -654,7 +668,8 @@ static int bench_rank_main(struct bench_rank *rank, const struct bench_options *
 	if (rank->rank == 0 && options->format == BENCH_JSON)
 		printf("\n]}\n");
 	fflush(stdout);         /* ranks end with _exit, which flushes nothing */
-	bench_barrier(rank);
+	if (!ret || BENCH_MEETS_AFTER_FAILURE)
+		bench_barrier(rank);
 	bolt_fixture_close(&rank->endpoint);
 	return ret;
 }
@@ -737,8 +752,11 @@ static int bench_start_mpi(const struct bench_options *options, int *argc, char 
 	if (!ret && rank.rank == 0 && options->plot)
 		ret = bench_plot(options, shared, rank.ranks);
 	free(shared);
+	/* A failed rank ends the job: MPI_Finalize would wait for the ranks it lost. */
+	if (ret)
+		MPI_Abort(MPI_COMM_WORLD, 1);
 	MPI_Finalize();
-	return ret ? 1 : 0;
+	return 0;
 }
 #endif
 

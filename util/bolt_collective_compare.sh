@@ -23,6 +23,7 @@
 # side by side, a panel per collective and rank count.
 # Run it from the build directory, or name that with --build.
 set -u
+here=$(cd "$(dirname "$0")" && pwd)
 
 usage() {
 	echo "usage: $0 [--profiles thunderbolt,rocev2] [--ranks 2,3,4] [--rounds N]"
@@ -178,48 +179,18 @@ touch "$outputs/rows"
 if [ -n "$save_rows" ]; then
 	cp "$outputs/rows" "$save_rows" && echo "# every figure: $save_rows (--from-rows judges it again)"
 fi
-awk -v rounds="$rounds" -v plot="$plot" -v table="$outputs/table" '
+awk -v rounds="$rounds" -v plot="$plot" -v table="$outputs/table" "$(cat "$here/bolt_rounds.awk")"'
 function human(size) {
 	if (size >= 1048576) return size / 1048576 "M"
 	if (size >= 1024) return size / 1024 "K"
 	return size
 }
-# The median of a list of numbers; its lowest and highest are kept under key.
-function median_of(list, key,    count, sorted, i, j, value) {
-	count = split(list, sorted, " ")
-	if (!count) return ""
-	for (i = 2; i <= count; i++) {
-		value = sorted[i] + 0
-		for (j = i - 1; j >= 1 && sorted[j] + 0 > value; j--)
-			sorted[j + 1] = sorted[j]
-		sorted[j + 1] = value
-	}
-	low[key] = sorted[1]; high[key] = sorted[count]
-	return count % 2 ? sorted[(count + 1) / 2] : (sorted[count / 2] + sorted[count / 2 + 1]) / 2
-}
-function range(key) {
-	return rounds > 1 ? sprintf(" [%s-%s]", low[key], high[key]) : ""
-}
-# Per round, a figure of one key against another of the same round: their
-# ratio, or their difference.
-function paired(key, other, as_ratio,    round, list) {
-	list = ""
-	for (round = 1; round <= rounds; round++) {
-		if (!((key, round) in value) || !((other, round) in value))
-			continue
-		if (!as_ratio)
-			list = list " " value[key, round] - value[other, round]
-		else if (value[other, round] > 0)
-			list = list " " value[key, round] / value[other, round]
-	}
-	return list
-}
 {
 	# round impl profile ranks collective size time busbw wrong
 	time_key = $2 " " $3 " " $4 " " $5 " " $6 " time"
 	busbw_key = $2 " " $3 " " $4 " " $5 " " $6 " busbw"
-	value[time_key, $1] = $7; times[time_key] = times[time_key] " " $7
-	value[busbw_key, $1] = $8; busbws[busbw_key] = busbws[busbw_key] " " $8
+	by_round[time_key, $1] = $7; times[time_key] = times[time_key] " " $7
+	by_round[busbw_key, $1] = $8; busbws[busbw_key] = busbws[busbw_key] " " $8
 	wrong += $9
 	if ($2 == "bolt" || $2 ~ /^ompi/) {
 		if (!(($3 " " $4 " " $5) in seen_case)) {
@@ -301,13 +272,13 @@ END {
 			memory_key = "memory - " ranks " copy 0 busbw"
 			shares = ""
 			for (round = 1; round <= rounds; round++)
-				if ((bolt_key, round) in value && (memory_key, round) in value &&
-				    value[memory_key, round] > 0) {
-					ceiling = 4 * value[memory_key, round] / (7 * ranks)
-					shares = shares " " value[bolt_key, round] / ceiling
+				if ((bolt_key, round) in by_round && (memory_key, round) in by_round &&
+				    by_round[memory_key, round] > 0) {
+					ceiling = 4 * by_round[memory_key, round] / (7 * ranks)
+					shares = shares " " by_round[bolt_key, round] / ceiling
 				}
 			if (shares == "") {
-				if ((memory_key, 1) in value || (bolt_key, 1) in value)
+				if ((memory_key, 1) in by_round || (bolt_key, 1) in by_round)
 					printf("%s, %d ranks, 64 MiB all-reduce busbw >= 85%% of the memory " \
 					       "ceiling: NOT MEASURED\n", profile, ranks)
 				continue

@@ -321,16 +321,39 @@ static int rdm_peer_host_connect(int *data, int *control)
 }
 
 /*
+ * On the end connection, in place of an exit status (0 or 1, or 128 and a
+ * signal): the peer stopped itself (SIGSTOP), which its tests wait for.
+ */
+#define RDM_PEER_HOST_STOPPED 255
+
+/*
+ * The stand-in's life: it stops when the peer stops, and exits with the
+ * peer's exit status, or as killed when the connection ends without one.
+ */
+static int rdm_stand_in(int control)
+{
+	uint8_t status;
+
+	for (;;) {
+		if (bolt_fixture_socket_read(control, &status, 1, -1, NULL))
+			return 128 + SIGKILL;
+		if (status != RDM_PEER_HOST_STOPPED)
+			return status;
+		raise(SIGSTOP);
+	}
+}
+
+/*
  * The test side of a peer on the other host: a local stand-in process whose
- * exit status is the peer's (read from the end connection), so the tests
- * wait for it and kill it as they would a forked peer; killed, it closes the
- * connection and the other host kills the peer.
+ * exit status is the peer's (read from the end connection), and which stops
+ * when the peer does, so the tests wait for it and kill it as they would a
+ * forked peer; killed, it closes the connection and the other host kills the
+ * peer.
  */
 static pid_t rdm_fork_to_peer_host(int *socket)
 {
 	static pid_t first_peer;
 	int data, control;
-	uint8_t status;
 	pid_t pid;
 
 	/* The other host serves one peer per test: the first ends there, killed. */
@@ -344,7 +367,7 @@ static pid_t rdm_fork_to_peer_host(int *socket)
 	pid = fork();
 	if (pid == 0) {
 		close(data);
-		_exit(bolt_fixture_socket_read(control, &status, 1, -1, NULL) ? 128 + SIGKILL : status);
+		_exit(rdm_stand_in(control));
 	}
 	close(control);
 	*socket = data;
@@ -352,14 +375,24 @@ static pid_t rdm_fork_to_peer_host(int *socket)
 	return pid;
 }
 
-/* Until the peer ends, or the test side's stand-in does (then the peer is killed). */
+/*
+ * Until the peer ends, or the test side's stand-in does (then the peer is
+ * killed); each time the peer stops itself, the stand-in is told to stop too.
+ */
 static int rdm_peer_host_watch(pid_t peer, int control)
 {
 	struct pollfd ended = { .fd = control, .events = POLLIN };
+	uint8_t stopped = RDM_PEER_HOST_STOPPED;
+	pid_t changed;
 	int status;
 
-	while (waitpid(peer, &status, WNOHANG) == 0) {
-		if (poll(&ended, 1, 20) == 1) {
+	for (;;) {
+		changed = waitpid(peer, &status, WNOHANG | WUNTRACED);
+		if (changed == peer && !WIFSTOPPED(status))
+			break;
+		if (changed == peer && bolt_fixture_socket_write(control, &stopped, 1))
+			changed = -1;
+		if (changed < 0 || poll(&ended, 1, 20) == 1) {
 			kill(peer, SIGKILL);
 			waitpid(peer, &status, 0);
 			return -1;

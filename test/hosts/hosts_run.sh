@@ -3,7 +3,9 @@
 # card eth0 (MAC 52:54:00:b0:17:0N, so IPv6 link-local address
 # fe80::5054:ff:feb0:170N) is one end of a qemu socket netdev on the host's
 # loopback: guest 0 listens on 127.0.0.1:PORT, guest 1 connects, and no packet
-# leaves qemu. A second such wire (eth1, 169.254.100.N+1/24, no rxe) carries
+# leaves qemu; three or more guests share each wire as members of a
+# link-local multicast group (224.0.0.0/24, never forwarded) on the host's
+# loopback (mcast=GROUP:PORT,localaddr=127.0.0.1). A second such wire (eth1, 169.254.100.N+1/24, no rxe) carries
 # what programs exchange out of band in IPv4 only (fi_pingpong, perftest,
 # Open MPI), so that the first can be IPv6-only. Each guest makes rxe0 on eth0
 # (test/rxe/guest_init.sh) and runs
@@ -12,7 +14,7 @@
 # into every guest at its host path, so a guest can leave a job for another
 # (test/hosts/hosts_rsh.sh, Open MPI's launcher).
 #
-# hosts_boot COUNT SHARES            boots guests 0 to COUNT - 1 (COUNT is 2)
+# hosts_boot COUNT SHARES            boots guests 0 to COUNT - 1 (after a hosts_halt too)
 # hosts_start GUEST NAME COMMAND     runs sh -c COMMAND in GUEST, in the background
 # hosts_wait GUEST NAME SECONDS      its exit status (124: still running after SECONDS)
 # hosts_run GUEST NAME SECONDS COMMAND   both
@@ -30,6 +32,10 @@ BOLT_HOSTS_WORK=$hosts_work
 export BOLT_HOSTS_WORK
 hosts_count=0
 hosts_memory=${BOLT_HOSTS_MEMORY:-1024}
+# The link-local multicast groups (224.0.0.N) of three or more guests' wires:
+# unassigned in IANA's block, and only ever on the host's loopback.
+hosts_group_wire=200
+hosts_group_control=201
 
 # hosts_mac GUEST BYTE
 hosts_mac() {
@@ -84,21 +90,39 @@ hosts_boot() {
 	hosts_image=$("$hosts_here/../rxe/rxe_image.sh") || return 125
 	BOLT_RXE_ACCELERATOR=$(guest_accelerator "$hosts_image")
 	export BOLT_RXE_ACCELERATOR
+	# An earlier boot's halted guests' directories go: their names are the new ones'.
+	rm -rf "$hosts_work"/guest[0-9]* "$hosts_work/halt"
 	hosts_count=$1
 	share_options=$(guest_prepare "$hosts_work" "$2
 $hosts_work")
 	port=$(hosts_free_port $((20000 + $$ % 20000)))
 	control_port=$(hosts_free_port $((port + 1)))
-	hosts_boot_one 0 "listen=127.0.0.1:$port" "listen=127.0.0.1:$control_port" "$share_options"
-	for attempt in $(seq 100); do
-		hosts_listening "$port" && hosts_listening "$control_port" && break
-		sleep 0.1
-	done
-	hosts_boot_one 1 "connect=127.0.0.1:$port" "connect=127.0.0.1:$control_port" "$share_options"
+	if [ "$hosts_count" -gt 2 ]; then
+		hosts_boot_group
+	else
+		hosts_boot_one 0 "listen=127.0.0.1:$port" "listen=127.0.0.1:$control_port" "$share_options"
+		for attempt in $(seq 100); do
+			hosts_listening "$port" && hosts_listening "$control_port" && break
+			sleep 0.1
+		done
+		hosts_boot_one 1 "connect=127.0.0.1:$port" "connect=127.0.0.1:$control_port" "$share_options"
+	fi
 	for guest in $(seq 0 $((hosts_count - 1))); do
 		hosts_wait_ready "$guest" || return 125
 	done
-	echo "hosts: $hosts_count guests booted ($BOLT_RXE_ACCELERATOR), wires 127.0.0.1:$port and :$control_port"
+	wires="127.0.0.1:$port and :$control_port"
+	[ "$hosts_count" -le 2 ] ||
+		wires="224.0.0.$hosts_group_wire:$port and 224.0.0.$hosts_group_control:$control_port on 127.0.0.1"
+	echo "hosts: $hosts_count guests booted ($BOLT_RXE_ACCELERATOR), wires $wires"
+}
+
+# hosts_boot_group: every guest on both wires through multicast groups, a
+# group of its own for each wire, so that each wire sees only its own frames.
+hosts_boot_group() {
+	for guest in $(seq 0 $((hosts_count - 1))); do
+		hosts_boot_one "$guest" "mcast=224.0.0.$hosts_group_wire:$port,localaddr=127.0.0.1" \
+			"mcast=224.0.0.$hosts_group_control:$control_port,localaddr=127.0.0.1" "$share_options"
+	done
 }
 
 # hosts_reboot_peer: guest 1 booted again after hosts_kill 1: guest 0's end of
