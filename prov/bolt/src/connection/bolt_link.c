@@ -120,6 +120,7 @@ void bolt_link_retire(struct bolt_link *link)
 {
 	struct bolt_domain *domain = link->domain;
 
+	bolt_link_move_unlink(link);
 	if (link->qp) {
 		domain->fabric->verbs.destroy_qp(link->qp);
 		link->qp = NULL;

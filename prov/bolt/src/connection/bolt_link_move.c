@@ -85,9 +85,12 @@ static void bolt_link_move_begin(struct bolt_link *link, struct bolt_link *succe
 /* The move is not made after all (the peer's question won): the new link goes. */
 static void bolt_link_move_abandon(struct bolt_link *link)
 {
-	bolt_link_retire(link->successor);
+	struct bolt_link *successor = link->successor;
+
 	link->successor = NULL;
 	link->move_asked = false;
+	successor->predecessor = NULL;
+	bolt_link_retire(successor);
 }
 
 bool bolt_link_move_start(struct bolt_link *link, const char *why)
@@ -144,11 +147,25 @@ bool bolt_link_move_may_send(const struct bolt_link *link)
 /* The old link retires once every send posted on it came back and was sent again. */
 static void bolt_link_move_drained(struct bolt_link *link)
 {
-	if (!link->moved || link->outstanding_sends > 0 || link->resend_head)
-		return;
-	link->successor->predecessor = NULL;
+	if (link->moved && link->outstanding_sends <= 0 && !link->resend_head)
+		bolt_link_retire(link);
+}
+
+void bolt_link_move_unlink(struct bolt_link *link)
+{
+	struct bolt_link *successor = link->successor, *predecessor = link->predecessor;
+
 	link->successor = NULL;
-	bolt_link_retire(link);
+	link->predecessor = NULL;
+	if (predecessor) {
+		predecessor->successor = NULL;
+		bolt_link_retire(predecessor);
+	}
+	if (successor) {
+		successor->predecessor = NULL;
+		if (!link->moved)
+			bolt_link_retire(successor);
+	}
 }
 
 /* Posts the old link's flushed messages again on link, in order, while it has room. */

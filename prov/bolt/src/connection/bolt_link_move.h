@@ -39,6 +39,12 @@ bool bolt_link_move_may_send(const struct bolt_link *link);
 struct bolt_connection *bolt_link_move_send_completed(struct bolt_control_buffer *record,
 						      const struct ibv_wc *wc);
 
+/*
+ * A link retires: a new link it was moving to goes too, and the link it
+ * replaced, whose sends have no connection left to come back to.
+ */
+void bolt_link_move_unlink(struct bolt_link *link);
+
 /* From bolt_connection.c and bolt_link.c, for the move. */
 void bolt_connection_handshake_fill(const struct bolt_connection *connection,
 				    struct bolt_handshake *handshake);
