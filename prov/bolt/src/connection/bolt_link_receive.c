@@ -249,10 +249,8 @@ static void bolt_link_receive_completed(struct bolt_work_completion *work, const
 		bolt_link_receive_drop(link, record, NULL);
 		return;
 	}
-	/* A link that moved away takes nothing more; one that fails moves, if it can. */
-	if (link->moved || (wc->status != IBV_WC_SUCCESS &&
-			    (link->successor ||
-			     bolt_link_move_start(link, link->domain->fabric->verbs.wc_status_str(wc->status))))) {
+	/* A link that moved away takes nothing more; one moving away flushes its receives. */
+	if (link->moved || (wc->status != IBV_WC_SUCCESS && link->successor)) {
 		bolt_link_receive_drop(link, record, NULL);
 		return;
 	}

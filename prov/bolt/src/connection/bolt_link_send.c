@@ -157,8 +157,9 @@ struct bolt_connection *bolt_link_send_completed(struct bolt_control_buffer *rec
 	int send_slots = record->send_slots, rail = record->data_rail;
 	struct bolt_domain *domain;
 
-	/* An RC link whose send failed moves to another port, if there is one. */
-	if (link && link->qp && !link->successor && !link->probing && wc->status != IBV_WC_SUCCESS)
+	/* An RC link whose path failed (its retries ran out) moves to another port, if there is one. */
+	if (link && link->qp && !link->successor && !link->probing &&
+	    wc->status == IBV_WC_RETRY_EXC_ERR)
 		bolt_link_move_start(link, link->domain->fabric->verbs.wc_status_str(wc->status));
 	/* Sent on a link that moved away: sent again, or done. */
 	if (link && link->successor)
