@@ -272,11 +272,12 @@ static void failover_survives(const char *profile, const char *tag, const char *
 #define FAILOVER_PORT_PLAN "at 700ms port 1 down; at 1400ms port 1 up"
 /*
  * The first cable: the domain's own, the control rail's; host 0's port of it
- * (the test's host). Out for longer than the liveness time (and RC's retries),
- * so that a connection that stayed on it would fail.
+ * (the test's host). Cut once the connection and its rails are surely up (a
+ * link still being set up is not moved), and out for longer than the liveness
+ * time (and RC's retries), so that a connection that stayed on it would fail.
  */
-#define FAILOVER_FIRST_CUT_PLAN "at 700ms cut cable 0; at 4000ms restore cable 0"
-#define FAILOVER_FIRST_PORT_PLAN "at 700ms port 0 down; at 4000ms port 0 up"
+#define FAILOVER_FIRST_CUT_PLAN "at 1200ms cut cable 0; at 4500ms restore cable 0"
+#define FAILOVER_FIRST_PORT_PLAN "at 1200ms port 0 down; at 4500ms port 0 up"
 
 Test(failover, second_cable_cut_and_restored_rocev2_rc)
 {
