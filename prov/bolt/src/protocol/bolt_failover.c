@@ -29,20 +29,16 @@ static void bolt_failover_stripe_range(const struct bolt_transmit *transmit, int
 }
 
 /*
- * The keys for a stripe on the control rail: those the answer gave for its
- * port, or, once the control rail moved off the domain's own port
- * (connection/bolt_link_move.c), those of a rail of the transfer on the port
- * it moved to, valid there whenever the transfer was answered. False if none.
+ * The keys for a stripe on the control rail: those of a rail of the transfer
+ * on the control rail's port, which the target registered there whenever it
+ * answered; else those the answer gave for the control rail, unless it moved
+ * to another port since (connection/bolt_link_move.c). False if none.
  */
 static bool bolt_failover_keys(struct bolt_connection *connection, struct bolt_transmit *transmit,
 			       uint32_t *lkey, uint32_t *rkey)
 {
 	struct ibv_mr *mr = NULL;
 
-	if (connection->link->port == &connection->manager->domain->primary) {
-		mr = bolt_registration_link_mr(connection, &transmit->registration);
-		*rkey = transmit->target_rkey;
-	}
 	for (int rail = 0; !mr && rail < BOLT_MAX_CONNECTION_RAILS; rail++)
 		if ((transmit->rail_mask & (1u << rail)) &&
 		    connection->data_rails[rail].port == connection->link->port) {
@@ -50,6 +46,10 @@ static bool bolt_failover_keys(struct bolt_connection *connection, struct bolt_t
 						       transmit->iov[0].iov_base, transmit->target_length);
 			*rkey = transmit->rail_rkeys[rail];
 		}
+	if (!mr && (!transmit->target_port || transmit->target_port == connection->link->port)) {
+		mr = bolt_registration_link_mr(connection, &transmit->registration);
+		*rkey = transmit->target_rkey;
+	}
 	if (mr)
 		*lkey = mr->lkey;
 	return mr != NULL;
