@@ -316,7 +316,11 @@ static void bolt_link_move_answer(struct bolt_connection *connection, const stru
 	if (ask->peer_port >= bolt_link_port_count(domain) ||
 	    bolt_link_port_of_index(domain, ask->peer_port)->down ||
 	    bolt_link_create(domain, ask->peer_port, link->peer_domain_id, &successor)) {
-		bolt_side_channel_send(connection->stream, BOLT_LINK_MOVE_ANSWER, &refusal, sizeof(refusal));
+		/* The link fails here whether the word goes or not: without it, the peer's fails by
+		 * its own liveness time. */
+		if (bolt_side_channel_send(connection->stream, BOLT_LINK_MOVE_ANSWER, &refusal,
+					   sizeof(refusal)))
+			FI_INFO(&bolt_prov, FI_LOG_EP_CTRL, "the peer could not be told: no port to move to\n");
 		bolt_link_fail(link, FI_EHOSTUNREACH, "no port to move the control rail to");
 		return;
 	}
