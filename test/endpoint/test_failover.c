@@ -5,8 +5,10 @@
  * by the software device's fault plan (FI_BOLT_SOFT_FAULT_PLAN): no
  * operation ends with an error, every message arrives once, in order, with
  * its bytes, every write lands, and once the cable is back stripes cross it
- * again. With both cables cut, the operations end with an error within the
- * liveness time. On RC and UC.
+ * again. The same when the first cable, the domain's own, which carries the
+ * control rail, is cut or this host's port of it goes down: the control
+ * rail moves to the second cable. With both cables cut, the operations end
+ * with an error within the liveness time. On RC and UC.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -150,12 +152,13 @@ static void failover_batch(struct failover_stream *stream)
 	stream->rounds += FAILOVER_BATCH;
 }
 
-static struct bolt_rail_port *failover_stripe_port(struct failover_stream *stream)
+/* This host's port of cable 0 (the domain's own, the control rail's) or 1 (the stripes'). */
+static struct bolt_rail_port *failover_port(struct failover_stream *stream, int cable)
 {
 	struct bolt_domain *domain = stream->bolt->domain;
 
 	cr_assert_eq(domain->stripe_port_count, 1, "mesh:2x2: one cable besides the domain's own");
-	return &domain->stripe_ports[0];
+	return cable ? &domain->stripe_ports[0] : &domain->primary;
 }
 
 static uint64_t failover_second_cable_bytes(struct failover_stream *stream)
@@ -215,16 +218,17 @@ static void failover_finish(struct failover_setup *setup, struct failover_stream
 }
 
 /*
- * Batches until the stripe port's events say it went down (1 change) or up
+ * Batches until the cable's port's events say it went down (1 change) or up
  * again (2); every one ends well. Counted, not its state: a batch on a loaded
  * machine may outlast the whole time the port is down.
  */
-static void failover_stream_until(struct failover_stream *stream, uint32_t changes, const char *what)
+static void failover_stream_until(struct failover_stream *stream, int cable, uint32_t changes,
+				  const char *what)
 {
 	struct timespec start;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
-	while (failover_stripe_port(stream)->state_changes < changes) {
+	while (failover_port(stream, cable)->state_changes < changes) {
 		cr_assert_lt(failover_seconds_since(&start), 20.0, "the port never went %s", what);
 		failover_batch(stream);
 		cr_assert_eq(stream->errors, 0, "an operation failed (%s) before the port went %s",
@@ -233,11 +237,12 @@ static void failover_stream_until(struct failover_stream *stream, uint32_t chang
 }
 
 /*
- * The second cable fails by plan (cut, or its port here down) while the
- * stream runs, and comes back: the stream goes on without an error, and
- * after the cable is back its stripes cross it again.
+ * A cable fails by plan (cut, or its port here down) while the stream runs,
+ * and comes back: the stream goes on without an error. The second cable's
+ * stripes cross it again once it is back; the first's failure moves the
+ * control rail to the second cable, where it may stay.
  */
-static void failover_survives(const char *profile, const char *tag, const char *plan)
+static void failover_survives(const char *profile, const char *tag, const char *plan, int cable)
 {
 	struct failover_setup setup = { .options = { .profile = profile } };
 	struct failover_stream stream;
@@ -250,11 +255,11 @@ static void failover_survives(const char *profile, const char *tag, const char *
 	failover_batch(&stream);
 	cr_assert(bolt_data_rail_striping(stream.bolt->connection_manager.connections),
 		  "no stripes on the second cable before the failure: set-up too slow for the plan?");
-	failover_stream_until(&stream, 1, "down");
+	failover_stream_until(&stream, cable, 1, "down");
 	failover_batch(&stream);
 	failover_batch(&stream);
-	failover_stream_until(&stream, 2, "up again");
-	bytes_at_restore = failover_second_cable_bytes(&stream);
+	failover_stream_until(&stream, cable, 2, "up again");
+	bytes_at_restore = cable ? failover_second_cable_bytes(&stream) : 0;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	do {
 		cr_assert_lt(failover_seconds_since(&start), 20.0,
@@ -270,25 +275,53 @@ static void failover_survives(const char *profile, const char *tag, const char *
 
 #define FAILOVER_CUT_PLAN "at 700ms cut cable 1; at 1400ms restore cable 1"
 #define FAILOVER_PORT_PLAN "at 700ms port 1 down; at 1400ms port 1 up"
+/*
+ * The first cable: the domain's own, the control rail's; host 0's port of it
+ * (the test's host). Cut once the connection and its rails are surely up (a
+ * link still being set up is not moved), and out for longer than the liveness
+ * time (and RC's retries), so that a connection that stayed on it would fail.
+ */
+#define FAILOVER_FIRST_CUT_PLAN "at 1200ms cut cable 0; at 4500ms restore cable 0"
+#define FAILOVER_FIRST_PORT_PLAN "at 1200ms port 0 down; at 4500ms port 0 up"
 
 Test(failover, second_cable_cut_and_restored_rocev2_rc)
 {
-	failover_survives("rocev2", "failover-cut-rc", FAILOVER_CUT_PLAN);
+	failover_survives("rocev2", "failover-cut-rc", FAILOVER_CUT_PLAN, 1);
 }
 
 Test(failover, second_cable_cut_and_restored_thunderbolt_uc)
 {
-	failover_survives("thunderbolt", "failover-cut-uc", FAILOVER_CUT_PLAN);
+	failover_survives("thunderbolt", "failover-cut-uc", FAILOVER_CUT_PLAN, 1);
 }
 
 Test(failover, second_port_down_and_up_rocev2_rc)
 {
-	failover_survives("rocev2", "failover-port-rc", FAILOVER_PORT_PLAN);
+	failover_survives("rocev2", "failover-port-rc", FAILOVER_PORT_PLAN, 1);
 }
 
 Test(failover, second_port_down_and_up_thunderbolt_uc)
 {
-	failover_survives("thunderbolt", "failover-port-uc", FAILOVER_PORT_PLAN);
+	failover_survives("thunderbolt", "failover-port-uc", FAILOVER_PORT_PLAN, 1);
+}
+
+Test(failover, first_cable_cut_control_rail_moves_rocev2_rc)
+{
+	failover_survives("rocev2", "failover-first-cut-rc", FAILOVER_FIRST_CUT_PLAN, 0);
+}
+
+Test(failover, first_cable_cut_control_rail_moves_thunderbolt_uc)
+{
+	failover_survives("thunderbolt", "failover-first-cut-uc", FAILOVER_FIRST_CUT_PLAN, 0);
+}
+
+Test(failover, first_port_down_control_rail_moves_rocev2_rc)
+{
+	failover_survives("rocev2", "failover-first-port-rc", FAILOVER_FIRST_PORT_PLAN, 0);
+}
+
+Test(failover, first_port_down_control_rail_moves_thunderbolt_uc)
+{
+	failover_survives("thunderbolt", "failover-first-port-uc", FAILOVER_FIRST_PORT_PLAN, 0);
 }
 
 /* Both cables cut: no path remains, and the operations end with an error within the liveness time. */

@@ -26,6 +26,7 @@
 
 #include "bolt_random.h"
 #include "connection/bolt_connection.h"
+#include "connection/bolt_link_move.h"
 #include "connection/bolt_handshake.h"
 #include "platform/bolt_platform.h"
 
@@ -63,8 +64,8 @@ static bool bolt_connection_same_address(const struct bolt_address *a, const str
 	return !memcmp(a, b, sizeof(*a));
 }
 
-static void bolt_connection_handshake_fill(const struct bolt_connection *connection,
-					   struct bolt_handshake *handshake)
+void bolt_connection_handshake_fill(const struct bolt_connection *connection,
+				    struct bolt_handshake *handshake)
 {
 	const struct bolt_domain *domain = connection->manager->domain;
 	const struct bolt_link *link = connection->link;
@@ -107,9 +108,9 @@ static struct bolt_peer_bounce bolt_connection_peer_bounce(const struct bolt_han
 }
 
 /* Why a handshake from the peer cannot be used, or NULL; with_qp: it must name a queue pair. */
-static const char *bolt_connection_handshake_check(const struct bolt_connection_manager *manager,
-						   const struct bolt_handshake *handshake,
-						   uint32_t length, bool with_qp)
+const char *bolt_connection_handshake_check(const struct bolt_connection_manager *manager,
+					    const struct bolt_handshake *handshake, uint32_t length,
+					    bool with_qp)
 {
 	struct bolt_peer_bounce peer_bounce;
 
@@ -735,6 +736,9 @@ static void bolt_connection_handle(struct bolt_connection *connection, uint16_t 
 	const char *problem = NULL;
 	uint32_t word = 0;
 
+	if (connection->state == BOLT_CONNECTION_ESTABLISHED &&
+	    bolt_link_move_handle(connection, type, handshake, length))
+		return;
 	if (length == sizeof(word))
 		memcpy(&word, handshake, sizeof(word));
 	if (type == BOLT_HANDSHAKE_REPLY && connection->state == BOLT_CONNECTION_CONNECTING) {

@@ -14,7 +14,7 @@
  */
 #include <utlist.h>
 
-#include "connection/bolt_connection.h"
+#include "connection/bolt_link_move.h"
 #include "rails/bolt_qp.h"
 
 /* Whether rail may take a stripe now: ready, its port up, none of its writes failed. */
@@ -112,6 +112,8 @@ static void bolt_data_rail_port_changed(struct bolt_domain *domain, const struct
 		HASH_ITER(hh, manager->connections, connection, next)
 			bolt_data_rail_port_changed_one(connection, port);
 	}
+	/* The control rails on it move to another port. */
+	bolt_link_move_port_changed(domain, port);
 }
 
 /* Usable again at the peer: a UC rail here too; an RC one that failed is made again by a new request. */

@@ -99,6 +99,14 @@ struct bolt_link {
 	uint32_t held_count;
 	int outstanding_sends;          /* posted on its queue pair, send completion pending */
 	uint64_t retired_generation;    /* retired: the domain poll its buffers wait for */
+	/* Moving to other ports (bolt_link_move.c): its connections go to successor. */
+	struct bolt_link *successor;
+	struct bolt_link *predecessor;  /* the link this one replaced, till its sends came back */
+	bool move_asked;                /* we asked the peer to move */
+	bool moved;                     /* its connections are on successor: retired once drained */
+	bool awaiting_peer;             /* a successor: nothing goes till both ends are connected */
+	struct bolt_control_buffer *resend_head, *resend_tail; /* RC: messages that came back
+							       * flushed, for successor */
 	struct bolt_link *prev, *next;  /* domain->links, or domain->retired_links */
 };
 
@@ -120,6 +128,9 @@ struct bolt_control_buffer {
 	bool covered;
 	void *resent_payload;                   /* a message written whole, sent again: its copy,
 						 * freed with the buffer (bolt_retransmit.c) */
+	uint32_t message_length;                /* a SEND of its buffer alone: its bytes, which a
+						 * moved link may post again; else 0 */
+	struct bolt_control_buffer *resend_next; /* a moved link's resend list */
 };
 
 /* Control buffers (bolt_control.c); all under the domain lock. */

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <utlist.h>
 
-#include "connection/bolt_connection.h"
+#include "connection/bolt_link_move.h"
 
 static void bolt_link_receive_completed(struct bolt_work_completion *work, const struct ibv_wc *wc);
 
@@ -94,8 +94,9 @@ void bolt_link_receive_release_held(struct bolt_domain *domain)
 
 	domain->release_held = false;
 	/* A failed post retires the link; its reclaim returns what is still held. */
+	/* Not on a queue pair a link moving away put in ERR. */
 	DL_FOREACH_SAFE(domain->links, link, next)
-		while (link->qp && link->held_count &&
+		while (link->qp && !link->successor && link->held_count &&
 		       !bolt_link_receive_repost(link, link->held[--link->held_count]))
 			;
 }
@@ -253,6 +254,11 @@ static void bolt_link_receive_completed(struct bolt_work_completion *work, const
 		bolt_link_receive_drop(link, record, NULL);
 		return;
 	}
+	/* A link that moved away takes nothing more; one moving away flushes its receives. */
+	if (link->moved || (wc->status != IBV_WC_SUCCESS && link->successor)) {
+		bolt_link_receive_drop(link, record, NULL);
+		return;
+	}
 	if (wc->status != IBV_WC_SUCCESS) {
 		bolt_link_receive_drop(link, record, link->domain->fabric->verbs.wc_status_str(wc->status));
 		return;
@@ -297,8 +303,11 @@ static void bolt_link_receive_completed(struct bolt_work_completion *work, const
 		bolt_link_receive_drop(link, record, NULL);
 		return;
 	}
-	/* The payload has been copied out: the buffer can take the next message. */
-	if (bolt_link_receive_should_hold(link, connection, message))
+	/* The payload has been copied out: the buffer can take the next message (not on a queue
+	 * pair in ERR, which a link moving away has). */
+	if (link->successor)
+		bolt_control_buffer_put(link->domain, record);
+	else if (bolt_link_receive_should_hold(link, connection, message))
 		link->held[link->held_count++] = record;
 	else if (bolt_link_receive_repost(link, record))
 		return;

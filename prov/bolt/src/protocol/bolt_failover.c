@@ -28,6 +28,33 @@ static void bolt_failover_stripe_range(const struct bolt_transmit *transmit, int
 	*length = share + (before < extra);
 }
 
+/*
+ * The keys for a stripe on the control rail: those of a rail of the transfer
+ * on the control rail's port, which the target registered there whenever it
+ * answered; else those the answer gave for the control rail, unless it moved
+ * to another port since (connection/bolt_link_move.c). False if none.
+ */
+static bool bolt_failover_keys(struct bolt_connection *connection, struct bolt_transmit *transmit,
+			       uint32_t *lkey, uint32_t *rkey)
+{
+	struct ibv_mr *mr = NULL;
+
+	for (int rail = 0; !mr && rail < BOLT_MAX_CONNECTION_RAILS; rail++)
+		if ((transmit->rail_mask & (1u << rail)) &&
+		    connection->data_rails[rail].port == connection->link->port) {
+			mr = bolt_registration_rail_mr(connection, rail, &transmit->registration,
+						       transmit->iov[0].iov_base, transmit->target_length);
+			*rkey = transmit->rail_rkeys[rail];
+		}
+	if (!mr && (!transmit->target_port || transmit->target_port == connection->link->port)) {
+		mr = bolt_registration_link_mr(connection, &transmit->registration);
+		*rkey = transmit->target_rkey;
+	}
+	if (mr)
+		*lkey = mr->lkey;
+	return mr != NULL;
+}
+
 /* Posts the stripe of rail on the control rail; false if the link has no room now. */
 static bool bolt_failover_post(struct bolt_connection *connection, struct bolt_transmit *transmit,
 			       int rail)
@@ -45,13 +72,16 @@ static bool bolt_failover_post(struct bolt_connection *connection, struct bolt_t
 	if (!bolt_link_can_send(connection, 0, unreliable ? 1 : 2) ||
 	    !(record = bolt_control_buffer_get(domain)))
 		return false;
+	if (!bolt_failover_keys(connection, transmit, &sge.lkey, &write.wr.rdma.rkey)) {
+		bolt_control_buffer_put(domain, record);
+		bolt_connection_fail(connection, FI_EIO, "a stripe has no keys on the moved control rail");
+		return true;
+	}
 	bolt_failover_stripe_range(transmit, rail, &offset, &length);
 	sge.addr = (uintptr_t) transmit->iov[0].iov_base + offset;
 	sge.length = (uint32_t) length;
-	sge.lkey = bolt_registration_link_mr(connection, &transmit->registration)->lkey;
 	write.sg_list = &sge;
 	write.wr.rdma.remote_addr = transmit->target_address + offset;
-	write.wr.rdma.rkey = transmit->target_rkey;
 	record->operation = transmit;
 	record->send_slots = unreliable ? 1 : 2;
 	transmit->moved_rails &= ~(1u << rail);

@@ -75,6 +75,8 @@ struct bolt_transmit {
 	uint64_t target_address;        /* WRITE phase, DIRECT_WRITE: where to write */
 	bool plain_write;               /* DIRECT_WRITE: no immediate data, no receive consumed */
 	uint32_t target_rkey;
+	const struct bolt_rail_port *target_port;       /* the control rail's port target_rkey is for
+							 * (a rendezvous answer's); NULL: its port now */
 	size_t target_length;
 	bool silent;                    /* fi_inject: counters, but no CQ entry */
 	bool reply_pending;             /* WRITE waits for its ack, READ for its data */

@@ -328,6 +328,7 @@ void bolt_rendezvous_answered(struct bolt_connection *connection, const struct b
 	    bolt_rendezvous_prepare_stripes(connection, transmit, rails, &keys)) {
 		transmit->target_address = header->address;
 		transmit->target_rkey = (uint32_t) header->key;
+		transmit->target_port = connection->link->port;
 		transmit->rail_mask = rails;
 		transmit->protocol = BOLT_PROTOCOL_RENDEZVOUS;
 		transmit->phase = BOLT_RENDEZVOUS_WRITE;
