@@ -297,6 +297,23 @@ static bool bolt_link_move_drain(struct bolt_connection *connection, struct bolt
 	       link->successor;
 }
 
+/* Connects successor to the peer's queue pair in handshake, then switches to it: false if the link failed. */
+static bool bolt_link_move_connect_and_switch(struct bolt_connection *connection, struct bolt_link *link,
+					      struct bolt_link *successor,
+					      const struct bolt_handshake *handshake)
+{
+	int ret = bolt_link_move_connect(successor, handshake);
+
+	if (ret) {
+		bolt_link_fail(link, -ret, "connecting the moved control rail failed");
+		return false;
+	}
+	if (!bolt_link_move_drain(connection, link))
+		return false;
+	bolt_link_move_switch(link);
+	return true;
+}
+
 /* The peer asks: our own question loses to it unless our domain id is the smaller. */
 static void bolt_link_move_answer(struct bolt_connection *connection, const struct bolt_handshake *ask)
 {
@@ -325,14 +342,8 @@ static void bolt_link_move_answer(struct bolt_connection *connection, const stru
 		return;
 	}
 	bolt_link_move_begin(link, successor, ask->port, "the peer asked");
-	ret = bolt_link_move_connect(successor, ask);
-	if (ret) {
-		bolt_link_fail(link, -ret, "connecting the moved control rail failed");
+	if (!bolt_link_move_connect_and_switch(connection, link, successor, ask))
 		return;
-	}
-	if (!bolt_link_move_drain(connection, link))
-		return;
-	bolt_link_move_switch(link);
 	bolt_link_move_describe(connection, successor, &answer);
 	ret = bolt_side_channel_send(connection->stream, BOLT_LINK_MOVE_ANSWER, &answer, sizeof(answer));
 	if (ret)
@@ -343,15 +354,10 @@ static void bolt_link_move_answer(struct bolt_connection *connection, const stru
 static void bolt_link_move_answered(struct bolt_connection *connection, const struct bolt_handshake *answer)
 {
 	struct bolt_link *link = connection->link, *successor = link->successor;
-	int ret = bolt_link_move_connect(successor, answer);
+	int ret;
 
-	if (ret) {
-		bolt_link_fail(link, -ret, "connecting the moved control rail failed");
+	if (!bolt_link_move_connect_and_switch(connection, link, successor, answer))
 		return;
-	}
-	if (!bolt_link_move_drain(connection, link))
-		return;
-	bolt_link_move_switch(link);
 	ret = bolt_side_channel_send(connection->stream, BOLT_LINK_MOVE_CONNECTED, NULL, 0);
 	if (ret) {
 		bolt_link_fail(successor, -ret, "telling the peer the control rail moved failed");
