@@ -141,6 +141,7 @@ void bolt_data_rail_watch_ports(struct bolt_domain *domain)
 	for (int index = 0; index < domain->stripe_port_count; index++)
 		if (bolt_rail_port_read_events(&domain->stripe_ports[index]))
 			bolt_data_rail_port_changed(domain, &domain->stripe_ports[index]);
+	bolt_link_move_progress(domain);
 }
 
 /* A stripe of a MiB takes about 100 us on a cable: a look at most every 20 us. */

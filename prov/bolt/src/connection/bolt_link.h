@@ -103,6 +103,9 @@ struct bolt_link {
 	struct bolt_link *successor;
 	struct bolt_link *predecessor;  /* the link this one replaced, till its sends came back */
 	bool move_asked;                /* we asked the peer to move */
+	uint64_t move_refused_ns;       /* the peer had no port up for our move first then (0:
+					 * never): asked again till the liveness time is out */
+	uint64_t move_ask_again_ns;     /* and when to ask again */
 	bool moved;                     /* its connections are on successor: retired once drained */
 	bool awaiting_peer;             /* a successor: nothing goes till both ends are connected */
 	struct bolt_control_buffer *resend_head, *resend_tail; /* RC: messages that came back

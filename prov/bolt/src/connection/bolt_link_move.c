@@ -323,24 +323,25 @@ static void bolt_link_move_answer(struct bolt_connection *connection, const stru
 	struct bolt_handshake answer;
 	int ret;
 
-	if (link->moved)
+	if (link->moved || (link->successor && link->move_asked && domain->domain_id < ask->domain_id))
 		return;
-	if (link->successor) {
-		if (link->move_asked && domain->domain_id < ask->domain_id)
-			return;
-		bolt_link_move_abandon(link);
-	}
 	if (ask->peer_port >= bolt_link_port_count(domain) ||
 	    bolt_link_port_of_index(domain, ask->peer_port)->down ||
 	    bolt_link_create(domain, ask->peer_port, link->peer_domain_id, &successor)) {
-		/* The link fails here whether the word goes or not: without it, the peer's fails by
-		 * its own liveness time. */
-		if (bolt_side_channel_send(connection->stream, BOLT_LINK_MOVE_ANSWER, &refusal,
-					   sizeof(refusal)))
-			FI_INFO(&bolt_prov, FI_LOG_EP_CTRL, "the peer could not be told: no port to move to\n");
-		bolt_link_fail(link, FI_EHOSTUNREACH, "no port to move the control rail to");
+		/*
+		 * No port up here yet (both cables cut?): the asker asks again while
+		 * it may. A move of our own stays meanwhile: its old queue pair's
+		 * sends come back to it.
+		 */
+		ret = bolt_side_channel_send(connection->stream, BOLT_LINK_MOVE_ANSWER, &refusal,
+					     sizeof(refusal));
+		if (ret)
+			bolt_link_fail(link, -ret, "refusing the peer's move of the control rail failed");
 		return;
 	}
+	/* The peer's question wins over ours. */
+	if (link->successor)
+		bolt_link_move_abandon(link);
 	bolt_link_move_begin(link, successor, ask->port, "the peer asked");
 	if (!bolt_link_move_connect_and_switch(connection, link, successor, ask))
 		return;
@@ -366,6 +367,61 @@ static void bolt_link_move_answered(struct bolt_connection *connection, const st
 	bolt_link_move_finish(successor);
 }
 
+/* Asking again for a refused move: at most this often. */
+#define BOLT_LINK_MOVE_ASK_AGAIN_NS (100ULL * 1000000ULL)
+
+/* The peer has no port up for the move yet: ask again soon, while the liveness time lasts. */
+static void bolt_link_move_refused(struct bolt_link *link)
+{
+	uint64_t now = bolt_connection_now_ns();
+
+	if (!link->move_refused_ns) {
+		link->move_refused_ns = now;
+		FI_WARN(&bolt_prov, FI_LOG_EP_CTRL,
+			"the peer has no port up for the control rail yet: asking again for up to %d ms\n",
+			link->domain->fabric->params.liveness_timeout);
+	}
+	link->move_ask_again_ns = now + BOLT_LINK_MOVE_ASK_AGAIN_NS;
+}
+
+/* Asks the peer again for the move it refused; false if the link failed. */
+static bool bolt_link_move_ask_again(struct bolt_link *link)
+{
+	struct bolt_connection *speaker = bolt_link_move_speaker(link);
+	struct bolt_handshake ask;
+	int ret;
+
+	if (!speaker) {
+		bolt_link_fail(link, FI_EHOSTUNREACH, "no side channel left to move the control rail");
+		return false;
+	}
+	bolt_link_move_describe(speaker, link->successor, &ask);
+	ret = bolt_side_channel_send(speaker->stream, BOLT_LINK_MOVE_ASK, &ask, sizeof(ask));
+	if (ret) {
+		bolt_link_fail(link, -ret, "asking the peer to move the control rail failed");
+		return false;
+	}
+	link->move_ask_again_ns = 0;
+	return true;
+}
+
+void bolt_link_move_progress(struct bolt_domain *domain)
+{
+	uint64_t now = bolt_connection_now_ns(), liveness_ns = bolt_domain_liveness_ns(domain);
+	struct bolt_link *link, *next;
+
+	DL_FOREACH_SAFE(domain->links, link, next) {
+		if (!link->move_refused_ns || !link->successor || !link->move_ask_again_ns ||
+		    now < link->move_ask_again_ns)
+			continue;
+		if (now >= link->move_refused_ns + liveness_ns)
+			bolt_link_fail(link, FI_EHOSTUNREACH,
+				       "the peer had no port for the control rail within the liveness time");
+		else
+			bolt_link_move_ask_again(link);
+	}
+}
+
 bool bolt_link_move_handle(struct bolt_connection *connection, uint16_t type, const void *body,
 			   uint32_t length)
 {
@@ -382,7 +438,7 @@ bool bolt_link_move_handle(struct bolt_connection *connection, uint16_t type, co
 		if (!link->successor || !link->move_asked || link->moved)
 			problem = "a move's answer not asked for";
 		else if (length == sizeof(uint32_t))
-			bolt_link_fail(link, FI_EHOSTUNREACH, "the peer has no port to move the control rail to");
+			bolt_link_move_refused(link);
 		else if (!(problem = bolt_connection_handshake_check(connection->manager, body, length, true)))
 			bolt_link_move_answered(connection, body);
 		break;

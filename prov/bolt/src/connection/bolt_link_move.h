@@ -26,6 +26,11 @@ enum bolt_link_move_type {
 bool bolt_link_move_start(struct bolt_link *link, const char *why);
 /* The links on port, which went down, move. */
 void bolt_link_move_port_changed(struct bolt_domain *domain, const struct bolt_rail_port *port);
+/*
+ * Moves the peer refused for want of a port are asked again now and then; a
+ * link still refused after the liveness time fails. From the port watch.
+ */
+void bolt_link_move_progress(struct bolt_domain *domain);
 /* A side-channel message of a move on connection's stream; false if type is not one. */
 bool bolt_link_move_handle(struct bolt_connection *connection, uint16_t type, const void *body,
 			   uint32_t length);
