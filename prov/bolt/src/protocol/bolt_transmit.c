@@ -435,6 +435,9 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 	 */
 	if (bolt_connection_unreliable(connection) && bolt_data_rail_ready(connection, false))
 		bolt_data_rail_watch_ports_soon(connection->manager->domain);
+	/* The news may be that its control rail has had no path for the liveness time. */
+	if (connection->state != BOLT_CONNECTION_ESTABLISHED)
+		return;
 	/* Stripes of a failed rail first: their transfers are under way. */
 	if (!bolt_failover_progress(connection))
 		return;
