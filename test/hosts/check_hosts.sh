@@ -273,24 +273,26 @@ figures() {
 	measured=$(rounds_awk '{ list[$1 " " $2] = list[$1 " " $2] " " $3 }
 		END { printf "ib_write_bw%s MiB/s; bolt fi_write%s MiB/s; ib_send_lat%s us; bolt fi_send%s us",
 			list["perftest bandwidth"], list["bolt bandwidth"], list["perftest latency"], list["bolt latency"] }' "$figure_rows")
-	verdicts=$(rounds_awk '{ by_round[$1 " " $2, $4] = $3; list[$1 " " $2] = list[$1 " " $2] " " $3 }
+	verdicts=$(rounds_awk '
+	# The medians of KIND (bandwidth, latency) in perftest, bolt and ratio; 0 without a round of both.
+	function medians(kind,    ratios) {
+		ratios = paired("bolt " kind, "perftest " kind, 1)
+		if (ratios == "") return 0
+		perftest = median_of(list["perftest " kind], "perftest " kind)
+		bolt = median_of(list["bolt " kind], "bolt " kind)
+		ratio = median_of(ratios, kind " ratio")
+		return 1
+	}
+	{ by_round[$1 " " $2, $4] = $3; list[$1 " " $2] = list[$1 " " $2] " " $3 }
 	END {
-		ratios = paired("bolt bandwidth", "perftest bandwidth", 1)
-		if (ratios != "") {
-			perftest = median_of(list["perftest bandwidth"], "perftest bandwidth")
-			bolt = median_of(list["bolt bandwidth"], "bolt bandwidth")
-			ratio = median_of(ratios, "bandwidth ratio")
+		if (medians("bandwidth")) {
 			printf "hosts write bandwidth, 1 MiB (MiB/s), %d rounds in turn, medians [range]: " \
 			       "ib_write_bw %.2f%s, bolt fi_write %.2f%s; bolt/ib_write_bw per round %.0f %% [%.0f-%.0f]: %s (target >= 90 %%)\n",
 			       rounds, perftest, range("perftest bandwidth"), bolt, range("bolt bandwidth"),
 			       100 * ratio, 100 * low["bandwidth ratio"], 100 * high["bandwidth ratio"],
 			       (ratio >= 0.9 ? "MET" : "NOT MET")
 		}
-		ratios = paired("bolt latency", "perftest latency", 1)
-		if (ratios != "") {
-			perftest = median_of(list["perftest latency"], "perftest latency")
-			bolt = median_of(list["bolt latency"], "bolt latency")
-			ratio = median_of(ratios, "latency ratio")
+		if (medians("latency")) {
 			printf "hosts latency, 8 bytes (us), %d rounds in turn, medians [range]: " \
 			       "ib_send_lat %.2f%s (average), bolt fi_send %.2f%s; bolt against ib_send_lat per round %+.0f %% [%+.0f, %+.0f]: %s (target <= +20 %%)\n",
 			       rounds, perftest, range("perftest latency"), bolt, range("bolt latency"),
