@@ -49,6 +49,8 @@ struct bench_options {
 	unsigned int iterations;        /* of every figure; 0: from the size */
 	unsigned int factor, window;
 	bool csv;
+	unsigned int trace_ms;          /* 0: the tables; else a write trace in steps of this */
+	double trace_seconds;           /* for so long */
 };
 
 /* One posted operation; its fi_context comes first, so op_context points to it. */
@@ -90,6 +92,7 @@ struct bench_address {
 };
 
 static const char *bench_role = "initiator";
+static double bench_started;            /* the program's start: a fault plan's times count from about then */
 
 static double bench_now(void)
 {
@@ -801,11 +804,119 @@ static int bench_latency_table(struct bench_endpoint *endpoint,
 	return 0;
 }
 
+#define BENCH_TRACE_GAPS 3
+
+/* What a write trace counts: bytes per interval, and the longest waits for a completion. */
+struct bench_trace {
+	double start, interval, last_completion;
+	double gaps[BENCH_TRACE_GAPS], gap_ends[BENCH_TRACE_GAPS];      /* longest first */
+	uint64_t *bytes;                /* per interval */
+	size_t intervals;
+};
+
+/* A gap of seconds ending at end, kept if it is among the longest. */
+static void bench_trace_gap(struct bench_trace *trace, double seconds, double end)
+{
+	int place = BENCH_TRACE_GAPS;
+
+	while (place > 0 && seconds > trace->gaps[place - 1])
+		place--;
+	if (place == BENCH_TRACE_GAPS)
+		return;
+	memmove(&trace->gaps[place + 1], &trace->gaps[place],
+		(BENCH_TRACE_GAPS - 1 - place) * sizeof(trace->gaps[0]));
+	memmove(&trace->gap_ends[place + 1], &trace->gap_ends[place],
+		(BENCH_TRACE_GAPS - 1 - place) * sizeof(trace->gap_ends[0]));
+	trace->gaps[place] = seconds;
+	trace->gap_ends[place] = end;
+}
+
+/* Completions since the last look: their bytes in the interval they came in, and the gap before them. */
+static void bench_trace_count(struct bench_trace *trace, uint64_t completions, size_t size)
+{
+	double now = bench_now();
+	size_t interval = (size_t) ((now - trace->start) / trace->interval);
+
+	if (!completions)
+		return;
+	bench_trace_gap(trace, now - trace->last_completion, now);
+	trace->last_completion = now;
+	if (interval < trace->intervals)
+		trace->bytes[interval] += completions * size;
+}
+
+static void bench_trace_print(const struct bench_trace *trace)
+{
+	printf("# %9s %9s\n", "time_s", "GB/s");
+	for (size_t interval = 0; interval < trace->intervals; interval++)
+		printf("  %9.3f %9.4f\n", trace->start - bench_started + (double) (interval + 1) * trace->interval,
+		       (double) trace->bytes[interval] / trace->interval / 1e9);
+	printf("# longest gaps between completions:");
+	for (int gap = 0; gap < BENCH_TRACE_GAPS; gap++)
+		printf(" %.2f ms ending at %.3f s%s", trace->gaps[gap] * 1e3, trace->gap_ends[gap] - bench_started,
+		       gap + 1 < BENCH_TRACE_GAPS ? ";" : "\n");
+}
+
+/*
+ * A write trace: fi_write of the largest size, a window in flight, for
+ * trace_seconds; the bytes completed in each interval of trace_ms, and the
+ * longest gap between two completions: a cable cut by the software device's
+ * fault plan (FI_BOLT_SOFT_FAULT_PLAN) shows as the pause and the bandwidth
+ * that follows. Times count from the program's start, as the plan's (from
+ * the device's set-up, a few ms later) about do.
+ */
+static int bench_write_trace(struct bench_endpoint *endpoint, const struct bench_options *options)
+{
+	struct bench_request request = { .test = BENCH_TEST_WRITE, .seed = 7, .window = options->window,
+					 .size = options->max_size };
+	struct bench_trace trace = { .interval = options->trace_ms / 1e3 };
+	uint64_t posted = 0, counted = endpoint->transmits_done, base = endpoint->transmits_done;
+	int64_t wrong = 0;
+	double end;
+	int ret;
+
+	trace.intervals = (size_t) (options->trace_seconds / trace.interval) + 1;
+	trace.bytes = calloc(trace.intervals, sizeof(*trace.bytes));
+	if (!trace.bytes)
+		return bench_fail("calloc", -FI_ENOMEM);
+	printf("# bolt_bench write trace: provider %s, profile %s, fi_write of %zu B, window %u, "
+	       "GB/s per %u ms for %.1f s, times from the program's start\n", endpoint->provider,
+	       bench_profile(endpoint), options->max_size, options->window, options->trace_ms,
+	       options->trace_seconds);
+	bench_fill(endpoint->source, request.size, request.seed);
+	ret = bench_ask(endpoint, &request);
+	trace.start = trace.last_completion = bench_now();
+	end = trace.start + options->trace_seconds;
+	while (!ret && (bench_now() < end || endpoint->transmits_done - base < posted)) {
+		for (; !ret && bench_now() < end && posted - (endpoint->transmits_done - base) < request.window;
+		     posted++)
+			ret = bench_post(endpoint, BENCH_WRITE, request.size);
+		if (!ret)
+			ret = bench_progress(endpoint);
+		bench_trace_count(&trace, endpoint->transmits_done - counted, request.size);
+		counted = endpoint->transmits_done;
+	}
+	if (!ret)
+		ret = bench_send_value(endpoint->socket, 0);    /* finished */
+	if (!ret)
+		ret = bench_receive_value(endpoint, &wrong);
+	if (!ret) {
+		bench_trace_print(&trace);
+		printf("# %" PRIu64 " writes, #wrong (the last checked): %" PRId64 "\n", posted, wrong);
+	}
+	free(trace.bytes);
+	return ret;
+}
+
 static int bench_lead(struct bench_endpoint *endpoint, const struct bench_options *options)
 {
 	struct bench_request done = { .test = BENCH_TEST_DONE };
 	int ret;
 
+	if (options->trace_ms) {
+		ret = bench_write_trace(endpoint, options);
+		return ret ? ret : bench_socket_write(endpoint->socket, &done, sizeof(done));
+	}
 	bench_print_header(endpoint, options);
 	ret = bench_bandwidth_table(endpoint, options);
 	if (!ret)
@@ -897,7 +1008,10 @@ static void bench_usage(const char *program)
 		"  -w, --window     operations in flight for bandwidth (1 to %d)\n"
 		"  -i, --iterations of every figure (default: 1 GiB per bandwidth size, 64 MiB per\n"
 		"                   latency size, within 16 to 20000 and 100 to 10000)\n"
-		"  -c, --csv        machine-readable rows only\n", program, BENCH_MAX_WINDOW);
+		"  -c, --csv        machine-readable rows only\n"
+		"  -t, --trace MS   instead: fi_write of the max size, GB/s per MS ms and the longest\n"
+		"                   gaps between completions (a cable cut by FI_BOLT_SOFT_FAULT_PLAN)\n"
+		"  -s, --seconds S  how long the trace runs (default 3)\n", program, BENCH_MAX_WINDOW);
 }
 
 static int bench_parse_options(int argc, char **argv, struct bench_options *options)
@@ -907,13 +1021,15 @@ static int bench_parse_options(int argc, char **argv, struct bench_options *opti
 		{ "max-size", required_argument, NULL, 'e' }, { "factor", required_argument, NULL, 'f' },
 		{ "latency-max", required_argument, NULL, 'l' }, { "window", required_argument, NULL, 'w' },
 		{ "iterations", required_argument, NULL, 'i' },
-		{ "csv", no_argument, NULL, 'c' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "csv", no_argument, NULL, 'c' }, { "help", no_argument, NULL, 'h' },
+		{ "trace", required_argument, NULL, 't' }, { "seconds", required_argument, NULL, 's' }, { 0 },
 	};
 	int option, bad = 0;
 
 	*options = (struct bench_options) { .providers = "bolt,shm,tcp", .min_size = 8,
-		.max_size = 64u << 20, .latency_max_size = 64u << 10, .factor = 2, .window = 16 };
-	while ((option = getopt_long(argc, argv, "p:b:e:f:l:w:i:ch", long_options, NULL)) != -1) {
+		.max_size = 64u << 20, .latency_max_size = 64u << 10, .factor = 2, .window = 16,
+		.trace_seconds = 3.0 };
+	while ((option = getopt_long(argc, argv, "p:b:e:f:l:w:i:cht:s:", long_options, NULL)) != -1) {
 		if (option == 'p')
 			options->providers = optarg;
 		else if (option == 'b')
@@ -930,6 +1046,10 @@ static int bench_parse_options(int argc, char **argv, struct bench_options *opti
 			options->window = (unsigned int) strtoul(optarg, NULL, 0);
 		else if (option == 'c')
 			options->csv = true;
+		else if (option == 't')
+			bad |= !(options->trace_ms = (unsigned int) strtoul(optarg, NULL, 0));
+		else if (option == 's')
+			bad |= !((options->trace_seconds = strtod(optarg, NULL)) > 0);
 		else
 			bad = 1;
 	}
@@ -979,6 +1099,7 @@ int main(int argc, char **argv)
 	int sockets[2], ret;
 	pid_t target;
 
+	bench_started = bench_now();
 	if (bench_parse_options(argc, argv, &options))
 		return 2;
 	if (bolt_peer_host_role() != BOLT_PEER_HOST_NONE)

@@ -638,6 +638,82 @@ Test(collective_large, thunderbolt_2)
 	cr_assert_eq(collective_run(&options, "coll-large", test_large, NULL), 0);
 }
 
+#define TEST_LOSS_COUNT ((256u << 10) / sizeof(float))
+#define TEST_LOSS_ROUNDS 3
+
+/* The value rank puts at index of round's input. */
+static float test_loss_value(int rank, size_t index, int round)
+{
+	return (float) ((index * 7 + (size_t) rank * 3 + (size_t) round * 11) % 1000);
+}
+
+/* An all-reduce of 1 MiB and an all-gather of 1 MiB per rank, round after round, every element checked. */
+static int test_loss_round(struct collective_rank *rank, float *input, float *result, int round)
+{
+	int context, error = 0, ret;
+
+	for (size_t index = 0; index < TEST_LOSS_COUNT; index++)
+		input[index] = test_loss_value(rank->rank, index, round);
+	ret = (int) fi_allreduce(rank->endpoint.ep, input, TEST_LOSS_COUNT, NULL, result, NULL,
+				 rank->endpoint.coll_addr, FI_FLOAT, FI_SUM, 0, &context);
+	if (!ret)
+		ret = collective_wait(rank, &context, &error);
+	for (size_t index = 0; !ret && index < TEST_LOSS_COUNT; index++) {
+		float expected = 0;
+
+		for (int other = 0; other < rank->size; other++)
+			expected += test_loss_value(other, index, round);
+		if (result[index] != expected)
+			ret = -FI_EIO;
+	}
+	if (!ret)
+		ret = (int) fi_allgather(rank->endpoint.ep, input, TEST_LOSS_COUNT, NULL, result, NULL,
+					 rank->endpoint.coll_addr, FI_FLOAT, 0, &context);
+	if (!ret)
+		ret = collective_wait(rank, &context, &error);
+	for (size_t index = 0; !ret && index < TEST_LOSS_COUNT * (size_t) rank->size; index++)
+		if (result[index] != test_loss_value((int) (index / TEST_LOSS_COUNT),
+						     index % TEST_LOSS_COUNT, round))
+			ret = -FI_EIO;
+	return ret;
+}
+
+static int test_loss(struct collective_rank *rank, void *argument)
+{
+	float *input = malloc(TEST_LOSS_COUNT * sizeof(float));
+	float *result = calloc(TEST_LOSS_COUNT * (size_t) rank->size, sizeof(float));
+	int ret = input && result ? 0 : -FI_ENOMEM;
+
+	(void) argument;
+	for (int round = 0; !ret && round < TEST_LOSS_ROUNDS; round++)
+		ret = test_loss_round(rank, input, result, round);
+	free(result);
+	free(input);
+	return ret;
+}
+
+/*
+ * 1 % of UC packets dropped, the data by RDMA write: the lost segments are
+ * written again, and every rank's all-reduce and all-gather are right.
+ */
+static void test_loss_group(int size)
+{
+	struct collective_options options = { .profile = "thunderbolt", .size = size };
+	int ret;
+
+	setenv("FI_BOLT_SOFT_DROP_PPM", "10000", 1);
+	setenv("FI_BOLT_SOFT_SEED", "28", 1);
+	setenv("FI_BOLT_UC_DATA_WRITES", "1", 1);
+	ret = collective_run(&options, "coll-loss", test_loss, NULL);
+	unsetenv("FI_BOLT_SOFT_DROP_PPM");
+	unsetenv("FI_BOLT_SOFT_SEED");
+	unsetenv("FI_BOLT_UC_DATA_WRITES");
+	cr_assert_eq(ret, 0, "%d ranks, 1 %% of packets dropped", size);
+}
+
+Test(collective_loss, thunderbolt_2_one_percent) { test_loss_group(2); }
+Test(collective_loss, thunderbolt_3_one_percent) { test_loss_group(3); }
+
 /* Twice (the first asks for the stripe rail), then the second cable has carried stripes. */
 static int test_large_striped(struct collective_rank *rank, void *argument)
 {

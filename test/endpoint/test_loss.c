@@ -4,8 +4,9 @@
  * every size the control rail carries (one segment, several, written whole
  * into a bounce buffer) all complete, each with its own data, in order and
  * once: a lost message neither fails its connection nor arrives twice.
- * With FI_BOLT_UC_DATA_WRITES=no, large messages, writes and reads go as
- * messages too, and survive the same way.
+ * Large messages, writes and reads survive the same way by RDMA write (the
+ * lost segments written again) and, with FI_BOLT_UC_DATA_WRITES=no, as
+ * messages.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -90,14 +91,28 @@ static double loss_seconds_since(const struct timespec *start)
 	return (double) (now.tv_sec - start->tv_sec) + (double) (now.tv_nsec - start->tv_nsec) / 1e9;
 }
 
+/* A free buffer of the LOSS_IN_FLIGHT, taken; one is, while fewer are in flight. */
+static int loss_take_buffer(bool *busy)
+{
+	for (int slot = 0; slot < LOSS_IN_FLIGHT; slot++)
+		if (!busy[slot]) {
+			busy[slot] = true;
+			return slot;
+		}
+	return -1;
+}
+
 /*
  * Sends setup->messages tagged messages, a few in flight, calling between
- * (if any) before each step; every send must complete without error.
+ * (if any) before each step; every send must complete without error, once.
+ * A send's buffer is the application's until its own completion, which
+ * may come after later ones' (a large message waits for its receive).
  */
 static void loss_stream(const struct loss_setup *setup, struct bolt_fixture_endpoint *endpoint,
 			void (*between)(int sent))
 {
 	char *buffers = malloc((size_t) LOSS_IN_FLIGHT * LOSS_LENGTH_MAX);
+	bool busy[LOSS_IN_FLIGHT] = { false };
 	struct fi_cq_tagged_entry entry;
 	int sent = 0, completed = 0;
 	struct timespec start;
@@ -105,6 +120,7 @@ static void loss_stream(const struct loss_setup *setup, struct bolt_fixture_endp
 	cr_assert(buffers);
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	while (completed < setup->messages) {
+		size_t slot;
 		ssize_t ret;
 
 		cr_assert_lt(loss_seconds_since(&start), RDM_SERVE_TIMEOUT_MS / 1000.0,
@@ -113,18 +129,28 @@ static void loss_stream(const struct loss_setup *setup, struct bolt_fixture_endp
 			between(sent);
 		/* The first alone: the others find the link, and its bounce buffers, known. */
 		if (sent < setup->messages && sent - completed < (sent ? LOSS_IN_FLIGHT : 1)) {
-			char *buffer = buffers + (size_t) (sent % LOSS_IN_FLIGHT) * LOSS_LENGTH_MAX;
+			int free_slot = loss_take_buffer(busy);
+			char *buffer = buffers + (size_t) free_slot * LOSS_LENGTH_MAX;
 
+			cr_assert_geq(free_slot, 0);
 			rdm_fill(buffer, loss_length(setup, sent), (uint32_t) sent);
 			ret = fi_tsend(endpoint->ep, buffer, loss_length(setup, sent), NULL, endpoint->peer,
-				       (uint64_t) sent, NULL);
+				       (uint64_t) sent, buffer);
 			cr_assert(ret == 0 || ret == -FI_EAGAIN, "send %d: %zd", sent, ret);
+			busy[free_slot] = ret == 0;
 			sent += ret == 0;
 			continue;
 		}
 		ret = fi_cq_read(endpoint->cq, &entry, 1);
 		cr_assert(ret == 1 || ret == -FI_EAGAIN, "message %d: %zd", completed, ret);
-		completed += ret == 1;
+		if (ret != 1)
+			continue;
+		/* Its buffer is free again: a second completion of a send would find it so. */
+		slot = (size_t) ((char *) entry.op_context - buffers) / LOSS_LENGTH_MAX;
+
+		cr_assert(slot < LOSS_IN_FLIGHT && busy[slot], "a completion for no send in flight");
+		busy[slot] = false;
+		completed++;
 	}
 	free(buffers);
 }
@@ -146,8 +172,13 @@ static void loss_finish(const struct loss_setup *setup, struct bolt_fixture_endp
 	loss_environment_cleanup();
 }
 
-/* messages tagged messages with UC packets dropped at ppm per million: all arrive. */
-static void messages_survive(const char *ppm, const char *tag, int messages, bool large)
+/*
+ * messages tagged messages with UC packets dropped at ppm per million: all
+ * arrive. Large ones go by RDMA write (rendezvous, stripes) with data_writes,
+ * else as messages.
+ */
+static void messages_survive(const char *ppm, const char *tag, int messages, bool large,
+			     bool data_writes)
 {
 	struct loss_setup setup = {
 		.options = { .profile = "thunderbolt", .software_device_only = true,
@@ -159,7 +190,7 @@ static void messages_survive(const char *ppm, const char *tag, int messages, boo
 	int socket;
 	pid_t peer;
 
-	loss_environment(ppm, !large);
+	loss_environment(ppm, data_writes);
 	peer = rdm_pair_start(&setup.options, tag, loss_receiver, &setup, &endpoint, &socket);
 	cr_assert(peer > 0);
 	loss_stream(&setup, &endpoint, NULL);
@@ -169,19 +200,34 @@ static void messages_survive(const char *ppm, const char *tag, int messages, boo
 /* 1 % of packets: a 30000-byte message (30 packets) is lost about one time in four. */
 Test(loss, messages_survive_one_percent_thunderbolt_uc)
 {
-	messages_survive("10000", "loss-1", 700, false);
+	messages_survive("10000", "loss-1", 700, false, true);
 }
 
 /* 10 %: most large messages take several attempts. */
 Test(loss, messages_survive_ten_percent_thunderbolt_uc)
 {
-	messages_survive("100000", "loss-10", 140, false);
+	messages_survive("100000", "loss-10", 140, false, true);
 }
 
 /* Large messages as messages (FI_BOLT_UC_DATA_WRITES=no): 1 % of packets. */
 Test(loss, large_messages_survive_one_percent_without_data_writes_thunderbolt_uc)
 {
-	messages_survive("10000", "loss-large", 90, true);
+	messages_survive("10000", "loss-large", 90, true, false);
+}
+
+/*
+ * Large messages by RDMA write (rendezvous into the matched receive, stripes
+ * on the data rail): the lost segments are written again, 1 % of packets.
+ */
+Test(loss, large_messages_survive_one_percent_with_data_writes_thunderbolt_uc)
+{
+	messages_survive("10000", "loss-large-w1", 90, true, true);
+}
+
+/* 10 %: a 16 KiB segment arrives one time in five. */
+Test(loss, large_messages_survive_ten_percent_with_data_writes_thunderbolt_uc)
+{
+	messages_survive("100000", "loss-large-w10", 45, true, true);
 }
 
 #define LOSS_REGION (256 * 1024)
@@ -204,10 +250,11 @@ static int loss_target(int socket, void *argument)
 
 /*
  * Writes of every size into the target's region, each read back and checked,
- * with UC packets dropped at ppm per million, as messages
- * (FI_BOLT_UC_DATA_WRITES=no): none fails, none reads back other bytes.
+ * with UC packets dropped at ppm per million, by RDMA write (data_writes:
+ * rendezvous, then direct writes into the granted region, reads written
+ * back) or as messages: none fails, none reads back other bytes.
  */
-static void rma_survives(const char *ppm, const char *tag)
+static void rma_survives(const char *ppm, const char *tag, bool data_writes)
 {
 	static const size_t lengths[] = { 64, 5000, 20000, 100000, LOSS_REGION };
 	struct loss_setup setup = {
@@ -222,7 +269,7 @@ static void rma_survives(const char *ppm, const char *tag)
 	pid_t peer;
 
 	cr_assert(local);
-	loss_environment(ppm, false);
+	loss_environment(ppm, data_writes);
 	peer = rdm_pair_start(&setup.options, tag, loss_target, &setup, &endpoint, &socket);
 	cr_assert(peer > 0);
 	cr_assert_eq(rdm_register_region(&endpoint, local, 2 * LOSS_REGION,
@@ -254,12 +301,22 @@ static void rma_survives(const char *ppm, const char *tag)
 
 Test(loss, rma_survives_one_percent_without_data_writes_thunderbolt_uc)
 {
-	rma_survives("10000", "loss-rma-1");
+	rma_survives("10000", "loss-rma-1", false);
 }
 
 Test(loss, rma_survives_ten_percent_without_data_writes_thunderbolt_uc)
 {
-	rma_survives("100000", "loss-rma-10");
+	rma_survives("100000", "loss-rma-10", false);
+}
+
+Test(loss, rma_survives_one_percent_with_data_writes_thunderbolt_uc)
+{
+	rma_survives("10000", "loss-rma-w1", true);
+}
+
+Test(loss, rma_survives_ten_percent_with_data_writes_thunderbolt_uc)
+{
+	rma_survives("100000", "loss-rma-w10", true);
 }
 
 /* Cuts (or restores) both cables between the two hosts of mesh:2x2. */

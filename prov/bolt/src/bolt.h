@@ -68,6 +68,7 @@ struct bolt_params {
 	char side_channel_address[64];  /* FI_BOLT_SIDE_CHANNEL_ADDRESS: "" chooses */
 	int liveness_timeout;       /* FI_BOLT_LIVENESS_TIMEOUT: milliseconds a silent peer host is given */
 	bool uc_data_writes;        /* FI_BOLT_UC_DATA_WRITES: application data by RDMA write on UC */
+	int uc_write_segment;       /* FI_BOLT_UC_WRITE_SEGMENT: bytes per UC write written again when lost */
 	int side_channel_pending;   /* FI_BOLT_SIDE_CHANNEL_PENDING: side channels accepted and
 				     * not yet confirmed, at most */
 	int side_channel_pending_per_source;    /* FI_BOLT_SIDE_CHANNEL_PENDING_PER_SOURCE: of one IP */

@@ -64,22 +64,12 @@ void bolt_domain_poll_device(struct bolt_domain *domain)
 /* How many progress calls apart the device's asynchronous events are read: a system call each. */
 #define BOLT_DOMAIN_EVENT_INTERVAL 64
 
-/* Ports that went down or came back: the links learn it (failover, bolt_link.c). */
-static void bolt_domain_read_port_events(struct bolt_domain *domain)
-{
-	bool changed = bolt_rail_port_read_events(&domain->primary);
-
-	for (int index = 0; index < domain->stripe_port_count; index++)
-		changed |= bolt_rail_port_read_events(&domain->stripe_ports[index]);
-	(void) changed;
-}
-
 void bolt_domain_progress(struct bolt_domain *domain)
 {
 	struct bolt_endpoint *endpoint;
 
 	if (!(++domain->progress_count % BOLT_DOMAIN_EVENT_INTERVAL))
-		bolt_domain_read_port_events(domain);
+		bolt_data_rail_watch_ports(domain);
 	bolt_domain_poll_device(domain);
 	DL_FOREACH(domain->endpoints, endpoint) {
 		bolt_endpoint_progress(endpoint);

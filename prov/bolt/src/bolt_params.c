@@ -94,10 +94,14 @@ static const struct bolt_param bolt_param_table[] = {
 		"killed is found at once (default: 10000)"),
 	BOLT_BOOL_PARAM("uc_data_writes", uc_data_writes,
 		"On UC links (Thunderbolt), large messages, writes and reads move the application's "
-		"data by RDMA write, the fast path; a write UC loses is noticed and fails its "
-		"connection, since bolt does not yet write it again. No: they go as messages "
-		"(segments, or written whole into bounce buffers), which bolt sends again when lost, "
-		"for links that lose packets (default: yes)"),
+		"data by RDMA write, the fast path, in segments that bolt writes again when UC loses "
+		"them. No: they go as messages (segments, or written whole into bounce buffers), "
+		"which bolt sends again when lost (default: yes)"),
+	BOLT_INT_PARAM("uc_write_segment", uc_write_segment, 4096, 16777216,
+		"The largest RDMA write of the application's data on UC links. A write is lost if "
+		"any of its packets is (1 KiB on Thunderbolt), and only lost segments are written "
+		"again: each loss halves the segment size, down to 4 KiB, and every 32 segments "
+		"that arrive without one double it again, up to this (default: 1048576)"),
 	BOLT_INT_PARAM("side_channel_pending", side_channel_pending, 1, 1 << 16,
 		"Side channels an endpoint keeps accepted before their peer is confirmed (waiting "
 		"for its hello, or for the answer of the listener it claims to be), at most; "
@@ -187,6 +191,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.soft_copy = "auto",
 	.liveness_timeout = 10000,
 	.uc_data_writes = true,
+	.uc_write_segment = 1048576,
 	.data_rails = -1,
 	.stripe_ports = -1,
 	.rail_probe_timeout = 200,

@@ -85,6 +85,7 @@ struct bolt_domain {
 	struct bolt_connection_manager *connection_managers;   /* utlist, every endpoint's */
 	uint64_t poll_generation;             /* times the device CQs were polled empty */
 	uint64_t progress_count;              /* progress calls: every few read the port events */
+	uint64_t ports_watched_ns;            /* and before UC stripes, at most this often */
 	struct bolt_mr *mrs;                  /* without FI_MR_ENDPOINT: enabled MRs by key */
 	uint64_t next_mr_key;                 /* FI_MR_PROV_KEY: the next key bolt gives */
 };

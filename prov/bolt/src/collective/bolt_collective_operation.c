@@ -132,14 +132,40 @@ static void bolt_collective_detach_sends(struct bolt_collective_operation *opera
 }
 
 /*
+ * A send of operation posted whole whose writes are still in flight: on UC
+ * their lost segments are written again from the application's buffer
+ * (bolt_rewrite.c), so it cannot be copied away; it ends once they landed,
+ * or with its connection.
+ */
+static bool bolt_collective_sends_reading(const struct bolt_collective_operation *operation)
+{
+	const struct bolt_collective_group *group = operation->group;
+	struct bolt_transmit *transmit;
+
+	for (int rank = 0; rank < group->size; rank++) {
+		struct bolt_connection *connection = group->members[rank].connection;
+
+		if (!connection)
+			continue;
+		DL_FOREACH(bolt_peer_of(connection)->posted, transmit)
+			if (transmit->context == &operation->sends && transmit->in_flight &&
+			    !transmit->inject_copy)
+				return true;
+	}
+	return false;
+}
+
+/*
  * A failed operation, retired: reported once its receives are back (a
  * message arriving into one still lands in the application's buffer, until
- * it completes or its connection fails), freed once its sends are too.
+ * it completes or its connection fails) and no send still reads from it,
+ * freed once its sends are back too.
  */
 static void bolt_collective_retired_progress(struct bolt_collective_endpoint *state,
 					     struct bolt_collective_operation *operation)
 {
-	if (!operation->reported && bolt_collective_receives_quiet(operation)) {
+	if (!operation->reported && bolt_collective_receives_quiet(operation) &&
+	    !bolt_collective_sends_reading(operation)) {
 		bolt_collective_report(operation);
 		operation->reported = true;
 	}

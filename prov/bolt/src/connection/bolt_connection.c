@@ -26,6 +26,7 @@
 
 #include "bolt_random.h"
 #include "connection/bolt_connection.h"
+#include "connection/bolt_link_move.h"
 #include "connection/bolt_handshake.h"
 #include "platform/bolt_platform.h"
 
@@ -63,8 +64,8 @@ static bool bolt_connection_same_address(const struct bolt_address *a, const str
 	return !memcmp(a, b, sizeof(*a));
 }
 
-static void bolt_connection_handshake_fill(const struct bolt_connection *connection,
-					   struct bolt_handshake *handshake)
+void bolt_connection_handshake_fill(const struct bolt_connection *connection,
+				    struct bolt_handshake *handshake)
 {
 	const struct bolt_domain *domain = connection->manager->domain;
 	const struct bolt_link *link = connection->link;
@@ -107,9 +108,9 @@ static struct bolt_peer_bounce bolt_connection_peer_bounce(const struct bolt_han
 }
 
 /* Why a handshake from the peer cannot be used, or NULL; with_qp: it must name a queue pair. */
-static const char *bolt_connection_handshake_check(const struct bolt_connection_manager *manager,
-						   const struct bolt_handshake *handshake,
-						   uint32_t length, bool with_qp)
+const char *bolt_connection_handshake_check(const struct bolt_connection_manager *manager,
+					    const struct bolt_handshake *handshake, uint32_t length,
+					    bool with_qp)
 {
 	struct bolt_peer_bounce peer_bounce;
 
@@ -350,6 +351,8 @@ void bolt_connection_fail(struct bolt_connection *connection, int error, const c
 	connection->state = BOLT_CONNECTION_FAILED;
 	connection->error = error ? error : FI_EIO;
 	bolt_connection_release_device(connection);
+	/* The writes' records are posted still: the reclaim returns them. */
+	bolt_rewrite_destroy(connection);
 	connection->reclaim_pending = true;
 	connection->failed_generation = domain->poll_generation;
 	events->failed(connection);
@@ -363,6 +366,7 @@ static void bolt_connection_destroy(struct bolt_connection **table, struct bolt_
 	bolt_connection_release_device(connection);
 	manager->events->destroyed(connection);
 	bolt_retransmit_destroy(connection);
+	bolt_rewrite_destroy(connection);
 	HASH_DEL(*table, connection);
 	if (manager->last_got == connection)
 		manager->last_got = NULL;
@@ -732,9 +736,8 @@ static void bolt_connection_handle(struct bolt_connection *connection, uint16_t 
 	const char *problem = NULL;
 	uint32_t word = 0;
 
-	if ((connection->state == BOLT_CONNECTION_ESTABLISHED ||
-	     connection->state == BOLT_CONNECTION_WAITING_CONNECTED) &&
-	    bolt_loss_handle(connection, type, handshake, length, bolt_connection_now_ns()))
+	if (connection->state == BOLT_CONNECTION_ESTABLISHED &&
+	    bolt_link_move_handle(connection, type, handshake, length))
 		return;
 	if (length == sizeof(word))
 		memcpy(&word, handshake, sizeof(word));
@@ -1229,7 +1232,6 @@ void bolt_connection_progress_all(struct bolt_connection_manager *manager)
 		if (connection->stream && watch) {
 			if (!streams_quiet)
 				bolt_connection_progress_stream(connection);
-			bolt_loss_check(connection, now);
 			bolt_data_rail_check_probes(connection, now);
 		}
 		if (connection->state == BOLT_CONNECTION_WAITING_LINK)
@@ -1248,6 +1250,7 @@ void bolt_connection_progress_all(struct bolt_connection_manager *manager)
 					     "the peer closed our side channel and never said hello: it is gone");
 		bolt_connection_reclaim_when_polled(connection);
 		bolt_retransmit_progress(connection, now);
+		bolt_rewrite_progress(connection, now);
 		if (connection->state == BOLT_CONNECTION_ESTABLISHED)
 			manager->events->can_send(connection);
 	}

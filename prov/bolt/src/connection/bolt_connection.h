@@ -17,6 +17,8 @@
 #include "connection/bolt_handshake.h"
 #include "connection/bolt_link.h"
 #include "connection/bolt_retransmit.h"
+#include "connection/bolt_data_rail_failover.h"
+#include "connection/bolt_rewrite.h"
 #include "connection/bolt_side_channel.h"
 
 /*
@@ -44,22 +46,10 @@ struct bolt_data_rail {
 	uint64_t probe_deadline_ns;     /* stripe rail, answerer: when the probe is late; 0: not sent */
 	int outstanding_sends;          /* stripes posted, completion pending */
 	uint64_t bytes_written;         /* by the stripes of this end's writes */
+	bool failed;                    /* its port went down, or a write on it failed: no
+					 * stripes on it until the port is back (failover) */
 };
 
-/* What the side channel shows of writes lost on UC (bolt_loss.c): counts asked for while it waits. */
-struct bolt_loss_watch {
-	uint32_t seen_received;         /* arrivals at the last look, */
-	uint32_t seen_stripes;
-	uint64_t quiet_since_ns;        /* and since when nothing arrived */
-	uint64_t asked_ns;              /* our last question; */
-	bool asking;                    /* its answer still to come */
-	uint32_t stripes_sent_at_ask;   /* our count when we asked, */
-	uint32_t stripes_sent_at_previous_ask;  /* and the time before */
-	uint32_t confirmed_stripes;     /* the peer had all of these */
-	bool answered;                  /* the peer's counts, judged after a grace period */
-	uint64_t answered_ns;
-	uint32_t peer_stripes_sent, peer_stripes_received;
-};
 
 enum bolt_connection_state {
 	BOLT_CONNECTION_CONNECTING,     /* our hello sent, waiting for the reply */
@@ -169,8 +159,8 @@ struct bolt_connection {
 	uint32_t receive_sequence;
 	uint32_t stripes_sent;          /* data rail stripes and direct writes posted to the peer, */
 	uint32_t stripes_received;      /* and arrived from it */
-	struct bolt_loss_watch loss;
 	struct bolt_retransmit retransmit;
+	struct bolt_rewrite rewrite;
 	unsigned int holds;             /* bolt_connection_hold without its release */
 	uint64_t failed_generation;     /* FAILED: the domain poll its buffers wait for */
 	bool reclaim_pending;           /* FAILED: buffers still posted on the lost QP */
@@ -263,22 +253,32 @@ void bolt_data_rail_domain_init(struct bolt_domain *domain);
 bool bolt_data_rail_striping(const struct bolt_connection *connection);
 /* The ready rails (a mask) with room for one more stripe each. */
 uint32_t bolt_data_rail_ready(const struct bolt_connection *connection, bool with_room);
-/* Posts a stripe as RDMA write with immediate data on rail; 0 or an errno. */
+/*
+ * Posts a stripe as RDMA write with immediate data on rail (on UC, cut into
+ * segments that are written again when lost); 0 or an errno.
+ */
 int bolt_data_rail_post_write(struct bolt_connection *connection, int rail,
 			      struct bolt_control_buffer *record, const struct ibv_sge *sge,
 			      uint64_t remote_address, uint32_t rkey, uint32_t immediate);
+/* Posts wr for record on rail as it is; 0 or an errno. */
+int bolt_data_rail_post(struct bolt_connection *connection, int rail, struct bolt_control_buffer *record,
+			struct ibv_send_wr *wr);
 /* Posts the receive a stripe's immediate data consumes; 0 or an errno. */
 int bolt_data_rail_post_receive(struct bolt_connection *connection, int rail,
 				struct bolt_control_buffer *record);
 void bolt_data_rail_destroy_all(struct bolt_connection *connection);
+/*
+ * Within the layer: a rail's queue pair destroyed (state unchanged), a
+ * RAIL_* message about rail index (status in cq_data), and why a rail
+ * message cannot be used (NULL: it can).
+ */
+void bolt_data_rail_destroy(struct bolt_connection *connection, struct bolt_data_rail *rail);
+void bolt_data_rail_send(struct bolt_connection *connection, enum bolt_wire_op op, uint64_t index,
+			 uint32_t status);
+const char *bolt_data_rail_check(const struct bolt_wire_header *header, bool carries_qp);
 
 /* Loss (bolt_loss.c). */
-/* Fails a connection that lost writes; its link takes no new connection. */
+/* Fails a connection that lost what cannot be sent again; its link takes no new connection. */
 void bolt_loss_fail(struct bolt_connection *connection, const char *why);
-/* While the connection waits for the peer and nothing arrives, compares counts with it. */
-void bolt_loss_check(struct bolt_connection *connection, uint64_t now_ns);
-/* A side channel message about counts; false if type is not one. */
-bool bolt_loss_handle(struct bolt_connection *connection, uint16_t type, const void *body,
-		      uint32_t length, uint64_t now_ns);
 
 #endif /* BOLT_CONNECTION_H */

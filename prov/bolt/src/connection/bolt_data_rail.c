@@ -104,13 +104,14 @@ static bool bolt_data_rail_create_qp(struct bolt_connection *connection, struct 
 	return true;
 }
 
-static void bolt_data_rail_destroy(struct bolt_connection *connection, struct bolt_data_rail *rail)
+void bolt_data_rail_destroy(struct bolt_connection *connection, struct bolt_data_rail *rail)
 {
 	if (rail->qp) {
 		connection->manager->domain->fabric->verbs.destroy_qp(rail->qp);
 		rail->qp = NULL;
 		rail->port->qp_count--;
 	}
+	rail->failed = false;
 }
 
 /* RTR and RTS towards the peer's queue pair for the rail, at gid. */
@@ -132,7 +133,7 @@ static int bolt_data_rail_connect(struct bolt_connection *connection, struct bol
  * A message about rail number index: a request or answer (status refuses),
  * with our queue pair and, on a stripe rail, our port's GID; or PROBED, READY.
  */
-static void bolt_data_rail_send(struct bolt_connection *connection, enum bolt_wire_op op,
+void bolt_data_rail_send(struct bolt_connection *connection, enum bolt_wire_op op,
 				uint64_t index, uint32_t status)
 {
 	struct bolt_data_rail *rail = &connection->data_rails[index];
@@ -219,7 +220,7 @@ static void bolt_data_rail_try_next(struct bolt_connection *connection, uint64_t
 }
 
 /* Why a rail message cannot be used, or NULL. */
-static const char *bolt_data_rail_check(const struct bolt_wire_header *header, bool carries_qp)
+const char *bolt_data_rail_check(const struct bolt_wire_header *header, bool carries_qp)
 {
 	bool stripe = bolt_data_rail_is_stripe(header->request_id);
 
@@ -290,9 +291,10 @@ static void bolt_data_rail_requested(struct bolt_connection *connection, const s
 	rail = &connection->data_rails[header->request_id];
 	if (rail->state == BOLT_DATA_RAIL_REQUESTED && bolt_data_rail_we_win(connection))
 		return;         /* both asked at once: the peer answers ours */
+	/* The peer lost it (its cable or port failed and came back) and makes it anew: so do we. */
 	if (rail->state == BOLT_DATA_RAIL_READY || rail->state == BOLT_DATA_RAIL_PROBING) {
-		bolt_connection_fail(connection, FI_EIO, "a second request for a data rail");
-		return;
+		bolt_data_rail_mark_failed(connection, (int) header->request_id, "the peer makes it again");
+		bolt_data_rail_destroy(connection, rail);
 	}
 	/* A stripe rail's earlier attempt, or our own request the peer's overrides. */
 	port = bolt_data_rail_answer_port(connection, header);
@@ -515,36 +517,49 @@ uint32_t bolt_data_rail_ready(const struct bolt_connection *connection, bool wit
 bool bolt_data_rail_striping(const struct bolt_connection *connection)
 {
 	/* The rails from BOLT_MAX_DATA_RAILS on are on ports other than the link's. */
-	return bolt_data_rail_ready(connection, false) >> BOLT_MAX_DATA_RAILS;
+	return bolt_data_rail_usable(connection, false) >> BOLT_MAX_DATA_RAILS;
+}
+
+int bolt_data_rail_post(struct bolt_connection *connection, int index, struct bolt_control_buffer *record,
+			struct ibv_send_wr *wr)
+{
+	struct bolt_data_rail *rail = &connection->data_rails[index];
+	struct ibv_send_wr *bad_wr;
+	int ret;
+
+	wr->wr_id = (uintptr_t) &record->work;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	record->connection = connection;
+	record->link = NULL;
+	record->data_rail = index;
+	record->posted = true;
+	ret = connection->manager->domain->fabric->verbs.post_send(rail->qp, wr, &bad_wr);
+	if (ret) {
+		record->posted = false;
+		return ret;
+	}
+	rail->outstanding_sends++;
+	rail->bytes_written += wr->sg_list[0].length;
+	return 0;
 }
 
 int bolt_data_rail_post_write(struct bolt_connection *connection, int index,
 			      struct bolt_control_buffer *record, const struct ibv_sge *sge,
 			      uint64_t remote_address, uint32_t rkey, uint32_t immediate)
 {
-	struct bolt_data_rail *rail = &connection->data_rails[index];
 	struct ibv_send_wr wr = {
-		.wr_id = (uintptr_t) &record->work,
 		.sg_list = (struct ibv_sge *) sge,
 		.num_sge = 1,
 		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
-		.send_flags = IBV_SEND_SIGNALED,
 		.imm_data = immediate,
 		.wr.rdma = { .remote_addr = remote_address, .rkey = rkey },
 	};
-	struct ibv_send_wr *bad_wr;
-	int ret;
+	int ret = bolt_rewrite_applies(connection) ?
+		  bolt_rewrite_start(connection, index, record, sge, remote_address, rkey, &immediate) :
+		  bolt_data_rail_post(connection, index, record, &wr);
 
-	record->connection = connection;
-	record->data_rail = index;
-	record->posted = true;
-	ret = connection->manager->domain->fabric->verbs.post_send(rail->qp, &wr, &bad_wr);
-	if (ret) {
-		record->posted = false;
-		return ret;
-	}
-	rail->outstanding_sends++;
-	rail->bytes_written += sge->length;
+	if (ret)
+		return ret < 0 ? -ret : ret;
 	connection->stripes_sent++;
 	return 0;
 }
@@ -590,6 +605,9 @@ void bolt_data_rail_message(struct bolt_connection *connection, const struct bol
 		break;
 	case BOLT_WIRE_RAIL_PROBE_SENT:
 		bolt_data_rail_probe_sent(connection, header);
+		break;
+	case BOLT_WIRE_RAIL_STATE:
+		bolt_data_rail_peer_state(connection, header);
 		break;
 	}
 }

@@ -1,7 +1,7 @@
 /*
  * bolt_handshake.h: the messages of a connection's side channel: the
  * handshake that connects the queue pairs, and, once connected, the counts
- * that show a message lost on an unreliable queue pair (bolt_loss.c).
+ * that once showed a message lost on an unreliable queue pair, now unused.
  */
 #ifndef BOLT_HANDSHAKE_H
 #define BOLT_HANDSHAKE_H
@@ -18,8 +18,8 @@ enum bolt_handshake_type {
 	BOLT_HANDSHAKE_READY,           /* no body after a join; a new link: the initiator's
 					 * queue pair, connected to the answerer's */
 	BOLT_HANDSHAKE_REJECT,          /* body: the error, an FI_E* code */
-	BOLT_HANDSHAKE_COUNT_ASK,       /* no body: answer with a count */
-	BOLT_HANDSHAKE_COUNT,           /* body: struct bolt_handshake_count */
+	BOLT_HANDSHAKE_COUNT_ASK,       /* unused since writes are written again (bolt_rewrite.c) */
+	BOLT_HANDSHAKE_COUNT,           /* unused */
 	BOLT_HANDSHAKE_CONNECTED,       /* no body: a new link's answerer connected: send, or
 					 * where either end has several ports, probe first */
 	BOLT_HANDSHAKE_PROBE_SENT,      /* body: the nonce of the probe sent on the new link */
@@ -44,14 +44,6 @@ struct bolt_handshake_check {
 };
 
 _Static_assert(sizeof(struct bolt_handshake_check) == 80, "the check has no padding");
-
-/* What one end has sent and received on the connection's queue pairs so far. */
-struct bolt_handshake_count {
-	uint32_t sent;                  /* control rail messages (the wire header's sequence) */
-	uint32_t received;
-	uint32_t stripes_sent;          /* data rail stripes */
-	uint32_t stripes_received;
-};
 
 /*
  * The initiator says hello with its domain's id. The answerer joins the

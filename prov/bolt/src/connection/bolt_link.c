@@ -32,7 +32,7 @@
 #include <utlist.h>
 
 #include "bolt_random.h"
-#include "connection/bolt_connection.h"
+#include "connection/bolt_link_move.h"
 
 /* A peer out of credits must find at least half of them posted, to be returned. */
 _Static_assert(BOLT_LINK_REPOST_BATCH <= BOLT_LINK_RECEIVE_DEPTH / 4, "repost batch too large");
@@ -116,10 +116,11 @@ static int bolt_link_create_qp(struct bolt_link *link)
 }
 
 /* Its queue pair goes; its buffers wait for the next full poll (bolt_link_reclaim). */
-static void bolt_link_retire(struct bolt_link *link)
+void bolt_link_retire(struct bolt_link *link)
 {
 	struct bolt_domain *domain = link->domain;
 
+	bolt_link_move_unlink(link);
 	if (link->qp) {
 		domain->fabric->verbs.destroy_qp(link->qp);
 		link->qp = NULL;

@@ -99,6 +99,17 @@ struct bolt_link {
 	uint32_t held_count;
 	int outstanding_sends;          /* posted on its queue pair, send completion pending */
 	uint64_t retired_generation;    /* retired: the domain poll its buffers wait for */
+	/* Moving to other ports (bolt_link_move.c): its connections go to successor. */
+	struct bolt_link *successor;
+	struct bolt_link *predecessor;  /* the link this one replaced, till its sends came back */
+	bool move_asked;                /* we asked the peer to move */
+	uint64_t move_refused_ns;       /* the peer had no port up for our move first then (0:
+					 * never): asked again till the liveness time is out */
+	uint64_t move_ask_again_ns;     /* and when to ask again */
+	bool moved;                     /* its connections are on successor: retired once drained */
+	bool awaiting_peer;             /* a successor: nothing goes till both ends are connected */
+	struct bolt_control_buffer *resend_head, *resend_tail; /* RC: messages that came back
+							       * flushed, for successor */
 	struct bolt_link *prev, *next;  /* domain->links, or domain->retired_links */
 };
 
@@ -120,6 +131,9 @@ struct bolt_control_buffer {
 	bool covered;
 	void *resent_payload;                   /* a message written whole, sent again: its copy,
 						 * freed with the buffer (bolt_retransmit.c) */
+	uint32_t message_length;                /* a SEND of its buffer alone: its bytes, which a
+						 * moved link may post again; else 0 */
+	struct bolt_control_buffer *resend_next; /* a moved link's resend list */
 };
 
 /* Control buffers (bolt_control.c); all under the domain lock. */
@@ -171,6 +185,8 @@ void bolt_link_reclaim(struct bolt_domain *domain);
 /* Sending on the control rail (bolt_link_send.c). */
 /* Room for slots more send queue entries on the link, and more credits than spare. */
 bool bolt_link_can_send(const struct bolt_connection *connection, uint32_t spare, int slots);
+/* Whether a segment of the application's data may take a receive now, leaving a batch for messages. */
+bool bolt_link_can_write(const struct bolt_connection *connection);
 /* Room for a message sent again: a send queue entry and a credit (no window). */
 bool bolt_link_can_resend(const struct bolt_connection *connection);
 /* Fills the transport's part of a header: op, payload length, slot, credits, sequence. */

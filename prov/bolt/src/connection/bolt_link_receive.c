@@ -14,7 +14,7 @@
 #include <string.h>
 #include <utlist.h>
 
-#include "connection/bolt_connection.h"
+#include "connection/bolt_link_move.h"
 
 static void bolt_link_receive_completed(struct bolt_work_completion *work, const struct ibv_wc *wc);
 
@@ -94,8 +94,9 @@ void bolt_link_receive_release_held(struct bolt_domain *domain)
 
 	domain->release_held = false;
 	/* A failed post retires the link; its reclaim returns what is still held. */
+	/* Not on a queue pair a link moving away put in ERR. */
 	DL_FOREACH_SAFE(domain->links, link, next)
-		while (link->qp && link->held_count &&
+		while (link->qp && !link->successor && link->held_count &&
 		       !bolt_link_receive_repost(link, link->held[--link->held_count]))
 			;
 }
@@ -186,11 +187,15 @@ static void bolt_link_receive_dispatch(struct bolt_connection *connection,
 	switch (header->op) {
 	case BOLT_WIRE_CREDIT:
 		break;
+	case BOLT_WIRE_WRITE_LANDED:
+		bolt_rewrite_landed(connection, header);
+		break;
 	case BOLT_WIRE_RAIL_REQUEST:
 	case BOLT_WIRE_RAIL_ANSWER:
 	case BOLT_WIRE_RAIL_PROBED:
 	case BOLT_WIRE_RAIL_READY:
 	case BOLT_WIRE_RAIL_PROBE_SENT:
+	case BOLT_WIRE_RAIL_STATE:
 		bolt_data_rail_message(connection, header, payload);
 		break;
 	default:
@@ -211,6 +216,8 @@ static struct bolt_connection *bolt_link_receive_arrived(struct bolt_link *link,
 	if (!connection || connection->slot_nonce != header->slot_nonce)
 		return NULL;
 	bolt_retransmit_acknowledged(connection, header);
+	if (header->op == BOLT_WIRE_CREDIT)
+		bolt_rewrite_acknowledged(connection, header);
 	if (header->op == BOLT_WIRE_CREDIT || connection->state == BOLT_CONNECTION_FAILED)
 		return connection;
 	/* Out of order (after a loss) or again: dropped, and the rest asked for again. */
@@ -247,6 +254,11 @@ static void bolt_link_receive_completed(struct bolt_work_completion *work, const
 		bolt_link_receive_drop(link, record, NULL);
 		return;
 	}
+	/* A link that moved away takes nothing more; one moving away flushes its receives. */
+	if (link->moved || (wc->status != IBV_WC_SUCCESS && link->successor)) {
+		bolt_link_receive_drop(link, record, NULL);
+		return;
+	}
 	if (wc->status != IBV_WC_SUCCESS) {
 		bolt_link_receive_drop(link, record, link->domain->fabric->verbs.wc_status_str(wc->status));
 		return;
@@ -270,7 +282,7 @@ static void bolt_link_receive_completed(struct bolt_work_completion *work, const
 		connection = bolt_link_receive_arrived(link, &bounced, payload, bounced.total_length);
 	} else if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
 		connection = bolt_link_receive_write_connection(link, wc);
-		if (connection)
+		if (connection && !bolt_rewrite_arrived(connection, wc))
 			connection->manager->events->write_landed(connection, wc);
 	} else {
 		header = (const struct bolt_wire_header *) bolt_control_buffer_data(link->domain, record);
@@ -291,12 +303,17 @@ static void bolt_link_receive_completed(struct bolt_work_completion *work, const
 		bolt_link_receive_drop(link, record, NULL);
 		return;
 	}
-	/* The payload has been copied out: the buffer can take the next message. */
-	if (bolt_link_receive_should_hold(link, connection, message))
+	/* The payload has been copied out: the buffer can take the next message (not on a queue
+	 * pair in ERR, which a link moving away has). */
+	if (link->successor)
+		bolt_control_buffer_put(link->domain, record);
+	else if (bolt_link_receive_should_hold(link, connection, message))
 		link->held[link->held_count++] = record;
 	else if (bolt_link_receive_repost(link, record))
 		return;
 	/* Its connection returns the credit; with none left there, any other may. */
+	if (connection && connection->state != BOLT_CONNECTION_FAILED)
+		bolt_rewrite_post(connection);
 	if (connection && connection->state != BOLT_CONNECTION_FAILED)
 		connection->manager->events->can_send(connection);
 	else

@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "connection/bolt_connection.h"
+#include "connection/bolt_link_move.h"
 
 /* Room on the link's send queue, and more credits than spare (any, without_credit). */
 static bool bolt_link_has_room(const struct bolt_connection *connection, uint32_t spare, int slots,
@@ -19,7 +19,7 @@ static bool bolt_link_has_room(const struct bolt_connection *connection, uint32_
 	const struct bolt_domain *domain = connection->manager->domain;
 	const struct bolt_link *link = connection->link;
 
-	return connection->state == BOLT_CONNECTION_ESTABLISHED &&
+	return connection->state == BOLT_CONNECTION_ESTABLISHED && bolt_link_move_may_send(link) &&
 	       link->outstanding_sends + slots <= (int) domain->primary.budget.queue_depth &&
 	       (without_credit || (int64_t) link->send_credits > (int64_t) spare);
 }
@@ -27,6 +27,11 @@ static bool bolt_link_has_room(const struct bolt_connection *connection, uint32_
 bool bolt_link_can_resend(const struct bolt_connection *connection)
 {
 	return bolt_link_has_room(connection, 0, 1, false);
+}
+
+bool bolt_link_can_write(const struct bolt_connection *connection)
+{
+	return bolt_link_has_room(connection, BOLT_LINK_REPOST_BATCH, 1, false);
 }
 
 bool bolt_link_can_send(const struct bolt_connection *connection, uint32_t spare, int slots)
@@ -110,6 +115,8 @@ bool bolt_link_post(struct bolt_connection *connection, struct bolt_control_buff
 		return false;
 	}
 	record->work.handle = handle;
+	record->message_length = header && wr->opcode == IBV_WR_SEND && wr->num_sge == 1 && !write ?
+				 wr->sg_list[0].length : 0;
 	record->link = link;
 	record->connection = connection;
 	record->posted = true;
@@ -155,6 +162,13 @@ struct bolt_connection *bolt_link_send_completed(struct bolt_control_buffer *rec
 	int send_slots = record->send_slots, rail = record->data_rail;
 	struct bolt_domain *domain;
 
+	/* An RC link whose path failed (its retries ran out) moves to another port, if there is one. */
+	if (link && link->qp && !link->successor && !link->probing &&
+	    wc->status == IBV_WC_RETRY_EXC_ERR)
+		bolt_link_move_start(link, link->domain->fabric->verbs.wc_status_str(wc->status));
+	/* Sent on a link that moved away: sent again, or done. */
+	if (link && link->successor)
+		return bolt_link_move_send_completed(record, wc);
 	/* A control rail send retires entries of its link's queue, a stripe one of its rail's. */
 	if (link) {
 		domain = link->domain;
@@ -198,8 +212,11 @@ void bolt_link_bare_send_completed(struct bolt_work_completion *work, const stru
 	if (!record->posted)
 		return;
 	connection = bolt_link_send_completed(record, wc);
-	if (connection)
-		connection->manager->events->can_send(connection);
+	if (!connection)
+		return;
+	/* A segment's room came back: the next may go. */
+	bolt_rewrite_post(connection);
+	connection->manager->events->can_send(connection);
 }
 
 int bolt_link_send_probe(struct bolt_connection *connection, uint32_t nonce)
@@ -230,6 +247,7 @@ static bool bolt_link_send_credit(struct bolt_connection *connection, uint8_t fl
 	header = (struct bolt_wire_header *) bolt_control_buffer_data(domain, record);
 	bolt_link_frame(connection, header, BOLT_WIRE_CREDIT, 0);
 	header->flags = BOLT_WIRE_FLAG_LAST | flags;
+	bolt_rewrite_acknowledging(connection, header);
 	return bolt_link_post_buffer(connection, record, sizeof(*header), NULL,
 				     bolt_link_bare_send_completed);
 }

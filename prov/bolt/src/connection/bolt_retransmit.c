@@ -290,6 +290,9 @@ bool bolt_retransmit_in_order(struct bolt_connection *connection, const struct b
 	if (header->sequence == connection->receive_sequence)
 		return true;
 	if (!bolt_retransmit_applies(connection)) {
+		/* RC: a message its sender saw fail with its cable, sent again on another, had arrived. */
+		if (bolt_retransmit_before(header->sequence, connection->receive_sequence))
+			return false;
 		bolt_loss_fail(connection, "sequence gap on a reliable queue pair");
 		return false;
 	}

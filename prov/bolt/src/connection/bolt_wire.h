@@ -24,7 +24,9 @@ enum bolt_wire_op {
 	BOLT_WIRE_READ_RESPONSE,    /* a segment of the data read, at offset in the request */
 	BOLT_WIRE_CREDIT,           /* only returns credits and acknowledges (no sequence of its
 				     * own); with BOLT_WIRE_FLAG_RESEND asks for what follows
-				     * the acknowledged */
+				     * the acknowledged; on UC request_id: the write segments
+				     * received in order, tag: those after it that arrived (bit
+				     * k: request_id + 1 + k) */
 	BOLT_WIRE_RENDEZVOUS,       /* a large message: where may its data be written? */
 	BOLT_WIRE_RENDEZVOUS_READY, /* at address and key, total_length bytes (or status: segments);
 				     * tag: the data rails with a receive posted for its stripes;
@@ -51,7 +53,16 @@ enum bolt_wire_op {
 	BOLT_WIRE_RECEIVE_REVOKE,   /* use no more receive grants, and answer */
 	BOLT_WIRE_RECEIVE_REVOKED,  /* every message written into a granted receive is on the
 				     * wire ahead of this */
-	BOLT_WIRE_OP_LAST = BOLT_WIRE_RECEIVE_REVOKED,
+	BOLT_WIRE_STRIPE_MOVED,     /* RC: the stripe whose immediate data is cq_data, meant
+				     * for a data rail that failed, was written ahead of this
+				     * on the control rail (failover) */
+	BOLT_WIRE_RAIL_STATE,       /* data rail request_id failed at the sender (status in
+				     * cq_data: a cut cable, a port down), or with 0 is usable
+				     * again: offer no stripes on it meanwhile */
+	BOLT_WIRE_WRITE_LANDED,     /* UC: every segment of a write with immediate data cq_data,
+				     * total_length bytes, arrived; the target takes it now, once
+				     * (connection/bolt_rewrite.c) */
+	BOLT_WIRE_OP_LAST = BOLT_WIRE_WRITE_LANDED,
 };
 
 /* Ops whose payload is a segment of data, at offset within total_length. */
@@ -97,6 +108,11 @@ enum bolt_wire_flag {
 /* WRITE_BACK with no ID (UC): a message written whole into the bounce buffer the slot bits name. */
 #define BOLT_IMMEDIATE_BOUNCE BOLT_IMMEDIATE_WRITE_BACK
 #define BOLT_IMMEDIATE_RC_GRANTED 0xb017e5e7u
+/*
+ * WRITE_BACK and GRANTED together (UC): a segment of a write that is written
+ * again if lost, its number in the low bits (connection/bolt_rewrite.c).
+ */
+#define BOLT_IMMEDIATE_SEGMENT (BOLT_IMMEDIATE_WRITE_BACK | BOLT_IMMEDIATE_GRANTED)
 
 struct bolt_wire_header {
 	uint8_t op;                 /* enum bolt_wire_op */

@@ -70,9 +70,13 @@ struct bolt_transmit {
 	uint32_t rail_rkeys[BOLT_MAX_CONNECTION_RAILS];     /* and the target's key on each;
 							     * offered: our buffer's */
 	uint32_t stripes_pending;       /* READ_REQUEST: stripes of its data still to land */
+	uint32_t moved_rails;           /* WRITE phase: the stripes of these rails, which failed,
+					 * still to go on the control rail (bolt_failover.c) */
 	uint64_t target_address;        /* WRITE phase, DIRECT_WRITE: where to write */
 	bool plain_write;               /* DIRECT_WRITE: no immediate data, no receive consumed */
 	uint32_t target_rkey;
+	const struct bolt_rail_port *target_port;       /* the control rail's port target_rkey is for
+							 * (a rendezvous answer's); NULL: its port now */
 	size_t target_length;
 	bool silent;                    /* fi_inject: counters, but no CQ entry */
 	bool reply_pending;             /* WRITE waits for its ack, READ for its data */
@@ -170,6 +174,7 @@ struct bolt_peer {
 	uint64_t direct_writes;         /* posted into them, */
 	uint64_t plain_writes;          /* of which without immediate data */
 	uint64_t reads_written_back;    /* our reads whose data the peer wrote by RDMA */
+	uint64_t stripes_moved;         /* stripes of a failed data rail sent on the control rail */
 	size_t unexpected_bytes;        /* kept of its messages no receive has taken yet:
 					 * data and bookkeeping (FI_BOLT_UNEXPECTED_LIMIT) */
 	/* Receives granted ahead: ours to the peer, */
@@ -180,6 +185,9 @@ struct bolt_peer {
 	uint64_t granted_by_immediate;  /* of which with immediate data naming them (no DONE) */
 	uint64_t receives_granted;      /* all it was granted, */
 	uint64_t grant_messages;        /* in so many messages */
+	uint32_t granted_landing;       /* ours written into its grants on UC, not all arrived yet:
+					 * the peer counts them when they land, so our next untagged
+					 * messages wait (bolt_rewrite.c) */
 	bool grants_revoking;           /* it was told to stop using them; none granted until it answers, */
 	uint64_t grants_revoke_deadline_ns;     /* which it must by then (FI_BOLT_LIVENESS_TIMEOUT) */
 	/* and the peer's to us. */

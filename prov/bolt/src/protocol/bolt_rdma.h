@@ -73,6 +73,20 @@ void bolt_rendezvous_describe_write(const struct bolt_transmit *transmit, struct
 				    struct ibv_send_wr *wr);
 /* Sender: posts the stripes of a write phase across transmit->rail_mask; false when it must wait. */
 bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_transmit *transmit);
+/* Sender: a stripe's completion; the protocol's handler of every send it posts. */
+void bolt_transmit_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc);
+
+/* Failover (bolt_failover.c). */
+/* Posts the stripes of failed rails on the control rail; false while the link has no room. */
+bool bolt_failover_progress(struct bolt_connection *connection);
+/*
+ * A stripe posted on a data rail came back with an error: the rail fails and
+ * the stripe goes on the control rail, once (true). False if it is no stripe
+ * of a live connection's, for the usual handling.
+ */
+bool bolt_failover_stripe_failed(struct bolt_control_buffer *record, const struct ibv_wc *wc);
+/* Receiver, RC: the stripe STRIPE_MOVED names was written ahead of it on the control rail. */
+void bolt_rendezvous_stripe_moved(struct bolt_connection *connection, const struct bolt_wire_header *header);
 /* Receiver: a stripe's immediate data arrived on a data rail. */
 void bolt_rendezvous_stripe_arrived(struct bolt_work_completion *work, const struct ibv_wc *wc);
 /*

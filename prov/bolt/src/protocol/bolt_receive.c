@@ -97,6 +97,9 @@ void bolt_receive_message(struct bolt_connection *connection, const struct bolt_
 	case BOLT_WIRE_RENDEZVOUS_DONE:
 		bolt_rendezvous_done(connection, header);
 		break;
+	case BOLT_WIRE_STRIPE_MOVED:
+		bolt_rendezvous_stripe_moved(connection, header);
+		break;
 	case BOLT_WIRE_REGION_GRANT:
 		bolt_direct_write_granted(connection, header);
 		break;

@@ -36,6 +36,30 @@ bool bolt_rendezvous_wanted(const struct bolt_transmit *transmit)
 }
 
 /*
+ * The receive a stripe on rail takes; false if none could be posted. On UC
+ * the stripe comes in segments, for which the rail keeps receives of its own.
+ */
+static bool bolt_rendezvous_stripe_receive(struct bolt_connection *connection, int rail)
+{
+	struct bolt_domain *domain = connection->manager->domain;
+	struct bolt_control_buffer *buffer;
+
+	if (bolt_rewrite_applies(connection)) {
+		bolt_rewrite_rail_receives(connection, rail);
+		return true;
+	}
+	buffer = bolt_control_buffer_get(domain);
+	if (!buffer)
+		return false;
+	buffer->work.handle = bolt_rendezvous_stripe_arrived;
+	if (bolt_data_rail_post_receive(connection, rail, buffer)) {
+		bolt_control_buffer_put(domain, buffer);
+		return false;
+	}
+	return true;
+}
+
+/*
  * One receive on each ready data rail for the stripes of a transfer into
  * length bytes at address (registration), which arrive as writes with
  * immediate data, each counted in *stripes_pending; the buffer's key on each
@@ -46,11 +70,9 @@ static uint32_t bolt_rendezvous_post_stripe_receives(struct bolt_connection *con
 						     void *address, size_t length,
 						     uint32_t *stripes_pending, uint32_t *rkeys)
 {
-	struct bolt_domain *domain = connection->manager->domain;
-	uint32_t ready = bolt_data_rail_ready(connection, false), mask = 0;
+	uint32_t ready = bolt_data_rail_usable(connection, false), mask = 0;
 
 	for (int rail = 0; rail < BOLT_MAX_CONNECTION_RAILS; rail++) {
-		struct bolt_control_buffer *buffer;
 		struct ibv_mr *mr;
 
 		/* Every stripe carries at least a byte. */
@@ -58,13 +80,8 @@ static uint32_t bolt_rendezvous_post_stripe_receives(struct bolt_connection *con
 			break;
 		if (!(ready & (1u << rail)) ||
 		    !(mr = bolt_registration_rail_mr(connection, rail, registration, address, length)) ||
-		    !(buffer = bolt_control_buffer_get(domain)))
+		    !bolt_rendezvous_stripe_receive(connection, rail))
 			continue;
-		buffer->work.handle = bolt_rendezvous_stripe_arrived;
-		if (bolt_data_rail_post_receive(connection, rail, buffer)) {
-			bolt_control_buffer_put(domain, buffer);
-			continue;
-		}
 		rkeys[rail] = mr->rkey;
 		mask |= 1u << rail;
 		(*stripes_pending)++;
@@ -254,13 +271,16 @@ static bool bolt_rendezvous_prepare_stripes(struct bolt_connection *connection,
 	for (int rail = 0; rail < BOLT_MAX_CONNECTION_RAILS; rail++) {
 		if (!(mask & (1u << rail)))
 			continue;
+		transmit->rail_rkeys[rail] = keys->rkey[rail];
+		/* A rail that failed here: its stripe goes on the control rail, registered there. */
+		if (!(bolt_data_rail_usable(connection, false) & (1u << rail)))
+			continue;
 		if (!bolt_registration_rail_mr(connection, rail, &transmit->registration,
 					     transmit->iov[0].iov_base, transmit->target_length)) {
 			bolt_registration_release(connection->manager->domain, &transmit->registration,
 						   transmit->covered);
 			return false;
 		}
-		transmit->rail_rkeys[rail] = keys->rkey[rail];
 	}
 	return true;
 }
@@ -276,8 +296,11 @@ void bolt_rendezvous_answered(struct bolt_connection *connection, const struct b
 		bolt_connection_fail(connection, FI_EIO, "rendezvous answer for no request");
 		return;
 	}
-	/* The peer's answer to our rail request came first on this queue pair. */
-	if (header->tag > UINT32_MAX || (rails & ~bolt_data_rail_ready(connection, false))) {
+	/*
+	 * A rail it names may have failed here since (failover): its stripe then
+	 * goes on the control rail (bolt_failover.c).
+	 */
+	if (header->tag > UINT32_MAX || (rails >> BOLT_MAX_CONNECTION_RAILS)) {
 		bolt_connection_fail(connection, FI_EIO, "rendezvous answer names a data rail not ready");
 		return;
 	}
@@ -305,6 +328,7 @@ void bolt_rendezvous_answered(struct bolt_connection *connection, const struct b
 	    bolt_rendezvous_prepare_stripes(connection, transmit, rails, &keys)) {
 		transmit->target_address = header->address;
 		transmit->target_rkey = (uint32_t) header->key;
+		transmit->target_port = connection->link->port;
 		transmit->rail_mask = rails;
 		transmit->protocol = BOLT_PROTOCOL_RENDEZVOUS;
 		transmit->phase = BOLT_RENDEZVOUS_WRITE;
@@ -397,6 +421,19 @@ bool bolt_rendezvous_stripe_landed(struct bolt_connection *connection, const str
 	return true;
 }
 
+void bolt_rendezvous_stripe_moved(struct bolt_connection *connection, const struct bolt_wire_header *header)
+{
+	/* As if the stripe had landed on its rail: the immediate data it would have carried. */
+	struct ibv_wc wc = {
+		.wc_flags = IBV_WC_WITH_IMM,
+		.imm_data = (uint32_t) header->cq_data,
+	};
+
+	if (header->cq_data > UINT32_MAX ||
+	    (!bolt_rendezvous_stripe_landed(connection, &wc) && !bolt_rendezvous_read_landed(connection, &wc)))
+		bolt_connection_fail(connection, FI_EIO, "a moved stripe for no transfer");
+}
+
 bool bolt_rendezvous_registration_pays(const struct bolt_transmit *transmit)
 {
 	const struct bolt_params *params = &transmit->connection->manager->domain->fabric->params;
@@ -444,7 +481,7 @@ void bolt_rendezvous_read_answer(struct bolt_connection *connection,
 		return;
 	/* Stripes the reader posted receives for: all of them, or segments. */
 	if (bolt_rendezvous_rail_keys(header, payload, &keys) &&
-	    (keys.rails & ~bolt_data_rail_ready(connection, false))) {
+	    (keys.rails >> BOLT_MAX_CONNECTION_RAILS)) {
 		bolt_connection_fail(connection, FI_EIO, "a read names a data rail not ready");
 		return;
 	}
@@ -500,11 +537,17 @@ void bolt_rendezvous_stripe_arrived(struct bolt_work_completion *work, const str
 {
 	struct bolt_control_buffer *buffer = bolt_control_buffer_of_work(work);
 	struct bolt_connection *connection = buffer->connection;
+	const struct bolt_data_rail *rail;
 
 	if (!buffer->posted)
 		return;
+	rail = &connection->data_rails[buffer->data_rail];
 	bolt_control_buffer_put(connection->manager->domain, buffer);
 	if (connection->state == BOLT_CONNECTION_FAILED)
+		return;
+	/* Flushed from a rail that failed over (since made again): its stripe comes another way. */
+	if (wc->status != IBV_WC_SUCCESS &&
+	    (rail->failed || !rail->qp || rail->qp->qp_num != wc->qp_num))
 		return;
 	if (wc->status != IBV_WC_SUCCESS) {
 		bolt_connection_fail(connection, FI_EIO,

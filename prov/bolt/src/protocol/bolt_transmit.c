@@ -36,8 +36,6 @@ static uint32_t bolt_transmit_spare_credits(const struct bolt_transmit *transmit
 	       BOLT_LINK_REPOST_BATCH + 1 : 1;
 }
 
-static void bolt_transmit_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc);
-
 /*
  * A protocol (enum bolt_protocol_kind), its entry in bolt_protocols at the
  * end of its functions below. streams: its messages are the segments of one
@@ -89,6 +87,23 @@ static int bolt_transmit_slots(const struct bolt_connection *connection,
 }
 
 /*
+ * Whether transmit is an untagged message that must wait for ours written
+ * into granted receives to land: the peer numbers untagged messages as they
+ * arrive, and on UC a granted one lands only once its segments all arrived.
+ */
+static bool bolt_transmit_behind_granted(const struct bolt_connection *connection,
+					 const struct bolt_transmit *transmit)
+{
+	/* An answer that says every write into a region or grant is ahead of it, once so on UC too. */
+	if ((transmit->op == BOLT_WIRE_REGION_REVOKED || transmit->op == BOLT_WIRE_RECEIVE_REVOKED) &&
+	    bolt_rewrite_pending(connection))
+		return true;
+	return bolt_peer_of(connection)->granted_landing && !transmit->internal &&
+	       transmit->op == BOLT_WIRE_MESSAGE && !(transmit->flags & FI_TAGGED) &&
+	       transmit->protocol != BOLT_PROTOCOL_GRANTED_RECEIVE;
+}
+
+/*
  * Whether transmit may put its next message on the wire: not while it waits
  * for a rendezvous answer, and the segments of two of the application's
  * operations never interleave (the peer receives one message at a time).
@@ -97,12 +112,38 @@ static int bolt_transmit_slots(const struct bolt_connection *connection,
 static bool bolt_transmit_may_go(const struct bolt_connection *connection,
 				 const struct bolt_transmit *transmit)
 {
-	if (bolt_transmit_waiting(transmit))
+	if (bolt_transmit_waiting(transmit) || bolt_transmit_behind_granted(connection, transmit))
 		return false;
 	/* A message written whole is a message: it waits for the one in segments. */
 	if (transmit->internal || !bolt_protocols[transmit->protocol].streams)
 		return true;
 	return !bolt_peer_of(connection)->streaming || bolt_peer_of(connection)->streaming == transmit;
+}
+
+/*
+ * On UC, wr in segments that are written again when lost; false if there was
+ * no memory for it (the connection failed).
+ */
+static bool bolt_transmit_write_again_when_lost(struct bolt_connection *connection,
+						struct bolt_transmit *transmit,
+						struct bolt_control_buffer *record,
+						const struct ibv_send_wr *wr)
+{
+	bool with_immediate = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	int ret = bolt_rewrite_start(connection, -1, record, wr->sg_list, wr->wr.rdma.remote_addr,
+				     wr->wr.rdma.rkey, with_immediate ? &wr->imm_data : NULL);
+
+	if (ret) {
+		transmit->in_flight--;
+		bolt_control_buffer_put(connection->manager->domain, record);
+		bolt_connection_fail(connection, ret, "no memory for a write in segments");
+		return false;
+	}
+	if (with_immediate)
+		connection->stripes_sent++;
+	if (transmit->protocol == BOLT_PROTOCOL_GRANTED_RECEIVE)
+		bolt_peer_of(connection)->granted_landing++;
+	return true;
 }
 
 /*
@@ -117,6 +158,10 @@ static bool bolt_transmit_write_whole(struct bolt_connection *connection,
 	bolt_transmit_posted_all(transmit);
 	record->operation = transmit;
 	transmit->in_flight++;
+	if (bolt_rewrite_applies(connection) && wr->num_sge == 1) {
+		record->work.handle = bolt_transmit_send_completed;
+		return bolt_transmit_write_again_when_lost(connection, transmit, record, wr);
+	}
 	if (!bolt_link_post(connection, record, wr, NULL, bolt_transmit_send_completed)) {
 		transmit->in_flight--;
 		return false;
@@ -384,6 +429,18 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 	/* Until then, the connection may have no link yet. */
 	if (connection->state != BOLT_CONNECTION_ESTABLISHED)
 		return;
+	/*
+	 * UC loses a stripe on a cut cable without a word: the ports' news before
+	 * stripes go (here, ahead of the loop: what the news sends may progress too).
+	 */
+	if (bolt_connection_unreliable(connection) && bolt_data_rail_ready(connection, false))
+		bolt_data_rail_watch_ports_soon(connection->manager->domain);
+	/* The news may be that its control rail has had no path for the liveness time. */
+	if (connection->state != BOLT_CONNECTION_ESTABLISHED)
+		return;
+	/* Stripes of a failed rail first: their transfers are under way. */
+	if (!bolt_failover_progress(connection))
+		return;
 	DL_FOREACH_SAFE(bolt_peer_of(connection)->transmits, transmit, next) {
 		if (blocked && !transmit->internal)
 			continue;
@@ -419,14 +476,17 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_transmit *transmit)
 {
 	struct bolt_domain *domain = connection->manager->domain;
-	uint32_t mask = transmit->rail_mask;
+	uint32_t mask = transmit->rail_mask, on_rails;
 	size_t count = (size_t) __builtin_popcount(mask), offset = 0, stripe = 0;
 
-	if ((bolt_data_rail_ready(connection, true) & mask) != mask ||
+	/* Rails of the mask that failed since the answer: their stripes go on the control rail. */
+	on_rails = mask & bolt_data_rail_usable(connection, false);
+	if ((bolt_data_rail_usable(connection, true) & on_rails) != on_rails ||
 	    domain->control_pool.free_count < count)
 		return false;
 	for (int rail = 0; rail < BOLT_MAX_CONNECTION_RAILS; rail++) {
 		struct bolt_control_buffer *record;
+		struct ibv_mr *mr;
 		struct ibv_sge sge;
 		int ret;
 
@@ -435,14 +495,24 @@ bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_trans
 		sge.addr = (uintptr_t) transmit->iov[0].iov_base + offset;
 		sge.length = (uint32_t) (transmit->target_length / count +
 					 (stripe < transmit->target_length % count));
-		/* Registered on the rail's port when the answer came. */
-		sge.lkey = bolt_registration_rail_mr(connection, rail, &transmit->registration,
-						   transmit->iov[0].iov_base, transmit->target_length)->lkey;
+		offset += sge.length;
+		stripe++;
+		/* Registered on the rail's port when the answer came, or now if it failed then. */
+		mr = (on_rails & (1u << rail)) ?
+		     bolt_registration_rail_mr(connection, rail, &transmit->registration,
+					       transmit->iov[0].iov_base, transmit->target_length) : NULL;
+		if (!mr) {
+			transmit->moved_rails |= 1u << rail;
+			continue;
+		}
+		sge.lkey = mr->lkey;
 		record = bolt_control_buffer_get(domain);
 		record->work.handle = bolt_transmit_send_completed;
 		record->operation = transmit;
 		ret = bolt_data_rail_post_write(connection, rail, record, &sge,
-						transmit->target_address + offset, transmit->rail_rkeys[rail],
+						transmit->target_address + sge.addr -
+						(uintptr_t) transmit->iov[0].iov_base,
+						transmit->rail_rkeys[rail],
 						bolt_rendezvous_immediate(connection, transmit->request_id,
 									  transmit->op == BOLT_WIRE_READ_RESPONSE));
 		if (ret) {
@@ -451,11 +521,12 @@ bool bolt_transmit_stripes(struct bolt_connection *connection, struct bolt_trans
 			return true;
 		}
 		transmit->in_flight++;
-		offset += sge.length;
-		stripe++;
 	}
 	transmit->sent = transmit->length;
 	bolt_transmit_posted_all(transmit);
+	/* The stripes moved to the control rail go now, or at the next progress. */
+	if (transmit->moved_rails)
+		bolt_failover_progress(connection);
 	return true;
 }
 
@@ -535,7 +606,8 @@ static void bolt_transmit_check_done(struct bolt_transmit *transmit)
 {
 	struct bolt_connection *connection = transmit->connection;
 
-	if (!transmit->posted_last || transmit->in_flight || transmit->reply_pending)
+	if (!transmit->posted_last || transmit->in_flight || transmit->reply_pending ||
+	    transmit->moved_rails)
 		return;
 	DL_DELETE(bolt_peer_of(connection)->posted, transmit);
 	bolt_registration_release(connection->manager->domain, &transmit->registration,
@@ -546,18 +618,21 @@ static void bolt_transmit_check_done(struct bolt_transmit *transmit)
 		bolt_endpoint_complete_transmit(bolt_connection_endpoint(connection), transmit);
 }
 
-static void bolt_transmit_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc)
+void bolt_transmit_send_completed(struct bolt_work_completion *work, const struct ibv_wc *wc)
 {
 	struct bolt_control_buffer *record = bolt_control_buffer_of_work(work);
 	struct bolt_transmit *transmit = record->operation;
 	struct bolt_connection *connection;
 
-	if (!record->posted)
+	if (!record->posted || bolt_failover_stripe_failed(record, wc))
 		return;
 	connection = bolt_link_send_completed(record, wc);
 	if (!connection)
 		return;
 	if (transmit) {
+		/* A granted message has landed (bolt_transmit_write_again_when_lost). */
+		if (transmit->protocol == BOLT_PROTOCOL_GRANTED_RECEIVE && bolt_rewrite_applies(connection))
+			bolt_peer_of(connection)->granted_landing--;
 		transmit->in_flight--;
 		bolt_transmit_check_done(transmit);
 	}

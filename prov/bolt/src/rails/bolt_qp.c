@@ -130,3 +130,10 @@ int bolt_qp_connect(struct bolt_verbs *verbs, struct ibv_qp *qp, const struct bo
 		return ret;
 	return bolt_qp_ready_to_send(verbs, qp, local);
 }
+
+int bolt_qp_error(struct bolt_verbs *verbs, struct ibv_qp *qp)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+
+	return bolt_qp_modify(verbs, qp, &attr, IBV_QP_STATE, "ERR");
+}

@@ -55,4 +55,10 @@ int bolt_qp_init(struct bolt_verbs *verbs, struct ibv_qp *qp, uint8_t port_num);
 int bolt_qp_connect(struct bolt_verbs *verbs, struct ibv_qp *qp, const struct bolt_qp_local *local,
 		    const struct bolt_qp_remote *remote);
 
+/*
+ * To ERR: what is posted on it completes at once with a flush error, so that
+ * it can be posted again elsewhere (failover). 0 or a negative error code.
+ */
+int bolt_qp_error(struct bolt_verbs *verbs, struct ibv_qp *qp);
+
 #endif /* BOLT_QP_H */

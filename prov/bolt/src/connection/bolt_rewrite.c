@@ -1,0 +1,642 @@
+/*
+ * bolt_rewrite.c: RDMA writes of application data that UC lost, written
+ * again. Owns, per connection, the writes in progress to the peer (cut into
+ * segments, a bounded record of each segment not yet acknowledged) and what
+ * arrived of the peer's segments.
+ *
+ * Selective repeat, not go-back-N as for messages (bolt_retransmit.c): a
+ * write lands in place and the application's buffer stays valid until bolt
+ * completes the operation, so writing a segment again is harmless to the
+ * data and costs no copy, and keeps nothing at the target; sending again
+ * everything after a loss would cost a whole window for each of 1 % of
+ * segments. The software device, as a real UC link, loses a write if any of
+ * its packets is lost (1 KiB frames on Thunderbolt): a 1 MiB stripe would
+ * almost never arrive at 1 % packet loss, so writes go in segments whose
+ * size follows the link (bolt_rewrite_shrink): small while it loses,
+ * up to FI_BOLT_UC_WRITE_SEGMENT while it does not, where every work
+ * request and acknowledgement costs.
+ *
+ * Each segment is an RDMA write with immediate data: BOLT_IMMEDIATE_SEGMENT,
+ * the connection's slot, and the segment's number (24 bits, per connection
+ * and direction), with BOLT_REWRITE_ACKNOWLEDGE_NOW on a write's last. The
+ * target keeps the number below which everything arrived and a bitmap of
+ * the 64 after it, and says both in every CREDIT it sends: after 8
+ * segments, at once on a write's last segment, on a new gap, on a duplicate
+ * (its acknowledgement was lost), or after a short delay. A queue pair
+ * delivers in order, so the initiator knows a segment lost as soon as one
+ * sent after it on the same queue pair is acknowledged, and writes it again
+ * then; a lost tail (nothing after it) is written again after the
+ * retransmission timeout bolt_retransmit.c measures from round trips.
+ * Once a write's segments all arrived, the protocol's immediate data goes
+ * in a WRITE_LANDED message (sequenced, so taken exactly once) and the
+ * write completes at the initiator: completion means delivery. A duplicate
+ * segment only sets a bit already set: nothing is taken twice.
+ *
+ * A connection fails only when the peer acknowledges nothing for
+ * FI_BOLT_LIVENESS_TIMEOUT while segments wait. RC writes reliably by
+ * itself: nothing here applies.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <utlist.h>
+
+#include "connection/bolt_connection.h"
+
+#define BOLT_REWRITE_NUMBER_MASK 0x00ffffffu
+#define BOLT_REWRITE_ACKNOWLEDGE_NOW 0x01000000u
+/* A target acknowledges after this many segments, or this long. */
+#define BOLT_REWRITE_ACKNOWLEDGE_EVERY 8
+#define BOLT_REWRITE_ACKNOWLEDGE_DELAY_NS (200ULL * 1000ULL)
+#define BOLT_REWRITE_INITIAL_TIMEOUT_NS (20ULL * 1000000ULL)
+#define BOLT_REWRITE_MIN_TIMEOUT_NS (2ULL * 1000000ULL)
+#define BOLT_REWRITE_MAX_TIMEOUT_NS (20ULL * 1000000ULL)
+/* The smallest segment: four Thunderbolt frames. */
+#define BOLT_REWRITE_MIN_SEGMENT 4096
+/* Segments acknowledged with no loss before the segment size doubles. */
+#define BOLT_REWRITE_GROW_AFTER 32
+/* Control rail segments in flight: the receives the peer keeps for the link. */
+#define BOLT_REWRITE_CONTROL_IN_FLIGHT (BOLT_LINK_RECEIVE_DEPTH / 2)
+
+bool bolt_rewrite_applies(const struct bolt_connection *connection)
+{
+	return bolt_connection_unreliable(connection);
+}
+
+static bool bolt_rewrite_is_segment(uint32_t immediate)
+{
+	return (immediate & BOLT_IMMEDIATE_SEGMENT) == BOLT_IMMEDIATE_SEGMENT;
+}
+
+/* The timeout from bolt_retransmit.c's measured round trip, not another estimator. */
+static uint64_t bolt_rewrite_measured_timeout(const struct bolt_connection *connection)
+{
+	uint64_t timeout = connection->retransmit.measured_rto_ns;
+
+	if (!timeout)
+		return BOLT_REWRITE_INITIAL_TIMEOUT_NS;
+	return timeout < BOLT_REWRITE_MIN_TIMEOUT_NS ? BOLT_REWRITE_MIN_TIMEOUT_NS : timeout;
+}
+
+int bolt_rewrite_start(struct bolt_connection *connection, int rail, struct bolt_control_buffer *record,
+		       const struct ibv_sge *sge, uint64_t remote_address, uint32_t rkey,
+		       const uint32_t *immediate)
+{
+	struct bolt_rewrite *rewrite = &connection->rewrite;
+	struct bolt_rewrite_write *write;
+
+	if (!rewrite->segments) {
+		rewrite->segments = calloc(BOLT_REWRITE_WINDOW, sizeof(*rewrite->segments));
+		if (!rewrite->segments)
+			return -FI_ENOMEM;
+		rewrite->timeout_ns = bolt_rewrite_measured_timeout(connection);
+		rewrite->segment_size = (uint32_t) connection->manager->domain->fabric->params.uc_write_segment;
+	}
+	write = calloc(1, sizeof(*write));
+	if (!write)
+		return -FI_ENOMEM;
+	*write = (struct bolt_rewrite_write) {
+		.record = record,
+		.rail = rail,
+		.local_address = sge->addr,
+		.lkey = sge->lkey,
+		.remote_address = remote_address,
+		.rkey = rkey,
+		.length = sge->length,
+		.immediate = immediate ? *immediate : 0,
+		.with_immediate = immediate != NULL,
+	};
+	/* Its record waits here, marked posted: a failed connection's reclaim returns it. */
+	record->connection = connection;
+	record->link = rail < 0 ? connection->link : NULL;
+	record->data_rail = rail;
+	record->send_slots = 0;
+	record->posted = true;
+	if (rail >= 0)
+		connection->data_rails[rail].outstanding_sends++;
+	if (!rewrite->writes && rewrite->oldest == rewrite->next_sequence)
+		rewrite->progress_ns = bolt_connection_now_ns();
+	DL_APPEND(rewrite->writes, write);
+	bolt_rewrite_post(connection);
+	return 0;
+}
+
+/*
+ * The queue pair a segment of write goes on now (0: the control rail, 1 +
+ * a data rail's index), from those of the connection usable at this
+ * moment; -1: none now. A write's keys are its port's, so it stays on the
+ * queue pair it was given while that is ready.
+ */
+static int bolt_rewrite_choose_queue_pair(const struct bolt_connection *connection,
+					  const struct bolt_rewrite_write *write)
+{
+	if (connection->state != BOLT_CONNECTION_ESTABLISHED || !connection->link)
+		return -1;
+	if (write->rail < 0)
+		return 0;
+	return connection->data_rails[write->rail].state == BOLT_DATA_RAIL_READY ? 1 + write->rail : -1;
+}
+
+/* Room for one more segment on queue pair: the peer's receives, our send queue. */
+static bool bolt_rewrite_has_room(const struct bolt_connection *connection, int queue_pair)
+{
+	const struct bolt_rewrite *rewrite = &connection->rewrite;
+	const struct bolt_data_rail *rail;
+
+	if (!queue_pair)
+		return rewrite->in_flight[0] < BOLT_REWRITE_CONTROL_IN_FLIGHT &&
+		       bolt_link_can_write(connection);
+	rail = &connection->data_rails[queue_pair - 1];
+	return rewrite->in_flight[queue_pair] < BOLT_REWRITE_RAIL_RECEIVES &&
+	       rail->outstanding_sends < (int) rail->port->budget.queue_depth;
+}
+
+/* Posts segment number sequence as it is now on queue_pair; false if it could not go. */
+static bool bolt_rewrite_post_segment(struct bolt_connection *connection, uint32_t sequence,
+				      struct bolt_rewrite_segment *segment, int queue_pair)
+{
+	struct bolt_domain *domain = connection->manager->domain;
+	const struct bolt_rewrite_write *write = segment->write;
+	bool last = segment->offset + segment->length == write->length;
+	struct ibv_sge sge = {
+		.addr = write->local_address + segment->offset,
+		.length = segment->length,
+		.lkey = write->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+		.imm_data = BOLT_IMMEDIATE_SEGMENT |
+			    (uint32_t) connection->slot << BOLT_IMMEDIATE_SLOT_SHIFT |
+			    (sequence & BOLT_REWRITE_NUMBER_MASK) |
+			    (last ? BOLT_REWRITE_ACKNOWLEDGE_NOW : 0),
+		.wr.rdma = { .remote_addr = write->remote_address + segment->offset, .rkey = write->rkey },
+	};
+	struct bolt_control_buffer *record = bolt_control_buffer_get(domain);
+	int ret;
+
+	if (!record)
+		return false;
+	record->send_slots = 1;
+	if (!queue_pair) {
+		if (!bolt_link_post(connection, record, &wr, NULL, bolt_link_bare_send_completed))
+			return false;
+	} else {
+		record->work.handle = bolt_link_bare_send_completed;
+		ret = bolt_data_rail_post(connection, queue_pair - 1, record, &wr);
+		if (ret) {
+			bolt_control_buffer_put(domain, record);
+			bolt_connection_fail(connection, FI_EIO, strerror(ret));
+			return false;
+		}
+	}
+	segment->queue_pair = queue_pair;
+	segment->order = connection->rewrite.order++;
+	segment->sent_ns = bolt_connection_now_ns();
+	connection->rewrite.in_flight[queue_pair]++;
+	segment->in_flight = true;
+	return true;
+}
+
+/* The segment arrived or was lost: it takes no receive on its queue pair any more. */
+static void bolt_rewrite_leave_queue_pair(struct bolt_rewrite *rewrite, struct bolt_rewrite_segment *segment)
+{
+	if (!segment->in_flight)
+		return;
+	rewrite->in_flight[segment->queue_pair]--;
+	segment->in_flight = false;
+}
+
+/* A segment sent before one that arrived on the same queue pair, or timed out (sent_ns 0). */
+static bool bolt_rewrite_lost(const struct bolt_rewrite *rewrite, const struct bolt_rewrite_segment *segment)
+{
+	return segment->write && (!segment->sent_ns ||
+				  segment->order < rewrite->acknowledged_order[segment->queue_pair]);
+}
+
+/*
+ * The segment size follows the link: halved by a loss (once for the
+ * segments in flight together), doubled after BOLT_REWRITE_GROW_AFTER
+ * arrived without one, between BOLT_REWRITE_MIN_SEGMENT and
+ * FI_BOLT_UC_WRITE_SEGMENT. A clean link gets the fewest work requests, a
+ * lossy one loses little with each segment.
+ */
+static void bolt_rewrite_shrink(struct bolt_rewrite *rewrite, const struct bolt_rewrite_segment *lost)
+{
+	if (lost->order < rewrite->shrunk_at_order)
+		return;
+	rewrite->shrunk_at_order = rewrite->order;
+	rewrite->clean = 0;
+	if (rewrite->segment_size / 2 >= BOLT_REWRITE_MIN_SEGMENT)
+		rewrite->segment_size /= 2;
+}
+
+static void bolt_rewrite_grow(struct bolt_rewrite *rewrite, uint32_t largest)
+{
+	if (++rewrite->clean < BOLT_REWRITE_GROW_AFTER)
+		return;
+	rewrite->clean = 0;
+	rewrite->segment_size = rewrite->segment_size * 2 > largest ? largest : rewrite->segment_size * 2;
+}
+
+/*
+ * A lost segment larger than the segment size now is written again in
+ * pieces of that size: the rest of it becomes new segments, sent as the
+ * window allows (a large segment would hardly ever arrive on the link that
+ * lost it). Its bytes go back to be cut again only where they end the write.
+ */
+static void bolt_rewrite_split(struct bolt_rewrite *rewrite, struct bolt_rewrite_segment *lost)
+{
+	while (lost->length > rewrite->segment_size &&
+	       rewrite->next_sequence - rewrite->oldest < BOLT_REWRITE_WINDOW) {
+		uint32_t rest = lost->length - rewrite->segment_size;
+		struct bolt_rewrite_segment *piece =
+			&rewrite->segments[rewrite->next_sequence % BOLT_REWRITE_WINDOW];
+
+		*piece = (struct bolt_rewrite_segment) {
+			.write = lost->write,
+			.offset = lost->offset + lost->length - (rest < rewrite->segment_size ? rest :
+								rewrite->segment_size),
+			.queue_pair = lost->queue_pair,
+		};
+		piece->length = lost->offset + lost->length - piece->offset;
+		lost->length -= piece->length;
+		/* Never sent: lost by definition (sent_ns 0), written by the loop that found this one. */
+		rewrite->next_sequence++;
+		lost->write->unacknowledged++;
+	}
+}
+
+/* Writes again what was lost; false when the queue pairs are full. */
+static bool bolt_rewrite_post_lost(struct bolt_connection *connection)
+{
+	struct bolt_rewrite *rewrite = &connection->rewrite;
+
+	for (uint32_t sequence = rewrite->oldest; sequence != rewrite->next_sequence; sequence++) {
+		struct bolt_rewrite_segment *segment = &rewrite->segments[sequence % BOLT_REWRITE_WINDOW];
+		int queue_pair;
+
+		if (!bolt_rewrite_lost(rewrite, segment))
+			continue;
+		queue_pair = bolt_rewrite_choose_queue_pair(connection, segment->write);
+		if (queue_pair < 0)
+			continue;
+		/*
+		 * It takes no receive there any more (one that timed out and still
+		 * arrives costs the peer a receive: that segment is lost and written
+		 * again, a window that waited for it would wait forever).
+		 */
+		bolt_rewrite_leave_queue_pair(rewrite, segment);
+		bolt_rewrite_shrink(rewrite, segment);
+		bolt_rewrite_split(rewrite, segment);
+		if (!bolt_rewrite_has_room(connection, queue_pair) ||
+		    !bolt_rewrite_post_segment(connection, sequence, segment, queue_pair))
+			return false;
+		rewrite->rewrites++;
+	}
+	return true;
+}
+
+/* Cuts write's next segment and posts it; false when it cannot go now. */
+static bool bolt_rewrite_post_next(struct bolt_connection *connection, struct bolt_rewrite_write *write)
+{
+	struct bolt_rewrite *rewrite = &connection->rewrite;
+	uint32_t segment_size = rewrite->segment_size;
+	struct bolt_rewrite_segment *segment;
+	int queue_pair = bolt_rewrite_choose_queue_pair(connection, write);
+
+	if (rewrite->next_sequence - rewrite->oldest >= BOLT_REWRITE_WINDOW || queue_pair < 0 ||
+	    !bolt_rewrite_has_room(connection, queue_pair))
+		return false;
+	segment = &rewrite->segments[rewrite->next_sequence % BOLT_REWRITE_WINDOW];
+	*segment = (struct bolt_rewrite_segment) {
+		.write = write,
+		.offset = write->posted,
+		.length = write->length - write->posted < segment_size ? write->length - write->posted :
+									  segment_size,
+	};
+	if (!bolt_rewrite_post_segment(connection, rewrite->next_sequence, segment, queue_pair)) {
+		segment->write = NULL;
+		return false;
+	}
+	rewrite->next_sequence++;
+	write->posted += segment->length;
+	write->cut = write->posted == write->length;
+	write->unacknowledged++;
+	return true;
+}
+
+static bool bolt_rewrite_uncut(const struct bolt_rewrite_write *write)
+{
+	return !write->cut;
+}
+
+bool bolt_rewrite_pending(const struct bolt_connection *connection)
+{
+	return connection->rewrite.writes != NULL;
+}
+
+void bolt_rewrite_post(struct bolt_connection *connection)
+{
+	struct bolt_rewrite *rewrite = &connection->rewrite;
+	struct bolt_rewrite_write *write;
+
+	if (!rewrite->writes || connection->state != BOLT_CONNECTION_ESTABLISHED ||
+	    !bolt_rewrite_post_lost(connection))
+		return;
+	DL_FOREACH(rewrite->writes, write)
+		while (bolt_rewrite_uncut(write))
+			if (!bolt_rewrite_post_next(connection, write) ||
+			    connection->state != BOLT_CONNECTION_ESTABLISHED)
+				return;
+}
+
+/* Every segment of write arrived: the target takes its immediate data, the initiator completes it. */
+static void bolt_rewrite_complete(struct bolt_connection *connection, struct bolt_rewrite_write *write)
+{
+	struct bolt_control_buffer *record = write->record;
+	struct ibv_wc wc = { .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RDMA_WRITE };
+	struct bolt_wire_header landed = {
+		.op = BOLT_WIRE_WRITE_LANDED,
+		.cq_data = write->immediate,
+		.tag = write->length,
+	};
+
+	if (write->with_immediate)
+		connection->manager->events->send(connection, &landed, NULL, 0);
+	free(write);
+	if (connection->state == BOLT_CONNECTION_FAILED || !record->posted)
+		return;
+	record->work.handle(&record->work, &wc);
+}
+
+/* Segment number sequence arrived. */
+static void bolt_rewrite_segment_acknowledged(struct bolt_connection *connection, uint32_t sequence)
+{
+	struct bolt_rewrite *rewrite = &connection->rewrite;
+	struct bolt_rewrite_segment *segment = &rewrite->segments[sequence % BOLT_REWRITE_WINDOW];
+	struct bolt_rewrite_write *write = segment->write;
+
+	if (!write)
+		return;
+	if (rewrite->acknowledged_order[segment->queue_pair] < segment->order + 1)
+		rewrite->acknowledged_order[segment->queue_pair] = segment->order + 1;
+	bolt_rewrite_leave_queue_pair(rewrite, segment);
+	if (segment->order >= rewrite->shrunk_at_order)
+		bolt_rewrite_grow(rewrite, (uint32_t) connection->manager->domain->fabric->params.uc_write_segment);
+	segment->write = NULL;
+	write->unacknowledged--;
+}
+
+/*
+ * Completes the writes whose segments all arrived, in the order they
+ * started: the target takes them in that order (messages written into
+ * receives granted ahead are numbered).
+ */
+static void bolt_rewrite_complete_arrived(struct bolt_connection *connection)
+{
+	struct bolt_rewrite *rewrite = &connection->rewrite;
+	struct bolt_rewrite_write *write;
+
+	while ((write = rewrite->writes) && !bolt_rewrite_uncut(write) && !write->unacknowledged &&
+	       connection->state == BOLT_CONNECTION_ESTABLISHED) {
+		DL_DELETE(rewrite->writes, write);
+		bolt_rewrite_complete(connection, write);
+	}
+}
+
+void bolt_rewrite_acknowledged(struct bolt_connection *connection, const struct bolt_wire_header *header)
+{
+	struct bolt_rewrite *rewrite = &connection->rewrite;
+	uint32_t outstanding = rewrite->next_sequence - rewrite->oldest, received;
+
+	if (!bolt_rewrite_applies(connection) || !rewrite->segments || !outstanding ||
+	    connection->state != BOLT_CONNECTION_ESTABLISHED)
+		return;
+	/* The wire's 24 bits, among the numbers outstanding; an older word says nothing new. */
+	received = (uint32_t) ((header->request_id - rewrite->oldest) & BOLT_REWRITE_NUMBER_MASK);
+	if (received > outstanding)
+		return;
+	for (uint32_t k = 0; k < received; k++)
+		bolt_rewrite_segment_acknowledged(connection, rewrite->oldest + k);
+	for (uint32_t k = 0; k < 64 && received + 1 + k < outstanding; k++)
+		if (header->tag & (1ULL << k))
+			bolt_rewrite_segment_acknowledged(connection, rewrite->oldest + received + 1 + k);
+	if (received) {
+		rewrite->progress_ns = bolt_connection_now_ns();
+		rewrite->timeout_ns = bolt_rewrite_measured_timeout(connection);
+	}
+	while (rewrite->oldest != rewrite->next_sequence &&
+	       !rewrite->segments[rewrite->oldest % BOLT_REWRITE_WINDOW].write)
+		rewrite->oldest++;
+	bolt_rewrite_complete_arrived(connection);
+	bolt_rewrite_post(connection);
+}
+
+void bolt_rewrite_acknowledging(struct bolt_connection *connection, struct bolt_wire_header *header)
+{
+	struct bolt_rewrite *rewrite = &connection->rewrite;
+
+	if (!bolt_rewrite_applies(connection))
+		return;
+	header->request_id = rewrite->received;
+	header->tag = rewrite->received_after;
+	rewrite->acknowledgement_owed = false;
+	rewrite->unacknowledged_arrivals = 0;
+	rewrite->acknowledgement_due_ns = 0;
+}
+
+/* Says what arrived: now, or (no credit now) soon. */
+static void bolt_rewrite_acknowledge(struct bolt_connection *connection, bool now)
+{
+	struct bolt_rewrite *rewrite = &connection->rewrite;
+
+	rewrite->acknowledgement_owed = true;
+	if ((now || rewrite->unacknowledged_arrivals >= BOLT_REWRITE_ACKNOWLEDGE_EVERY) &&
+	    bolt_link_send_acknowledgement(connection, false, false))
+		return;
+	if (!rewrite->acknowledgement_due_ns)
+		rewrite->acknowledgement_due_ns = bolt_connection_now_ns() + BOLT_REWRITE_ACKNOWLEDGE_DELAY_NS;
+}
+
+/* Segment number arrived: the count and the bitmap move; true if it showed a new gap. */
+static bool bolt_rewrite_count(struct bolt_rewrite *rewrite, uint32_t number)
+{
+	uint32_t distance = (number - rewrite->received) & BOLT_REWRITE_NUMBER_MASK;
+	bool next;
+
+	if (distance == 0) {
+		rewrite->received = (rewrite->received + 1) & BOLT_REWRITE_NUMBER_MASK;
+		do {
+			next = rewrite->received_after & 1;
+			rewrite->received_after >>= 1;
+			if (next)
+				rewrite->received = (rewrite->received + 1) & BOLT_REWRITE_NUMBER_MASK;
+		} while (next);
+		return false;
+	}
+	/* Further than the window (never sent so), or again: only acknowledged. */
+	if (distance > 64)
+		return false;
+	rewrite->received_after |= 1ULL << (distance - 1);
+	if (rewrite->gap_reported == rewrite->received)
+		return false;
+	rewrite->gap_reported = rewrite->received;
+	return true;
+}
+
+bool bolt_rewrite_arrived(struct bolt_connection *connection, const struct ibv_wc *wc)
+{
+	struct bolt_rewrite *rewrite = &connection->rewrite;
+	uint32_t number;
+	bool before, gap;
+
+	if (!(wc->wc_flags & IBV_WC_WITH_IMM) || !bolt_rewrite_applies(connection) ||
+	    !bolt_rewrite_is_segment(wc->imm_data))
+		return false;
+	if (connection->state != BOLT_CONNECTION_ESTABLISHED)
+		return true;
+	number = wc->imm_data & BOLT_REWRITE_NUMBER_MASK;
+	before = ((rewrite->received - number) & BOLT_REWRITE_NUMBER_MASK) - 1 <
+		 BOLT_REWRITE_NUMBER_MASK / 2;
+	gap = !before && bolt_rewrite_count(rewrite, number);
+	rewrite->unacknowledged_arrivals++;
+	/* Again (our word was lost), a new gap, a write's last: the initiator hears at once. */
+	bolt_rewrite_acknowledge(connection, before || gap ||
+					     (wc->imm_data & BOLT_REWRITE_ACKNOWLEDGE_NOW));
+	return true;
+}
+
+void bolt_rewrite_landed(struct bolt_connection *connection, const struct bolt_wire_header *header)
+{
+	struct ibv_wc wc = {
+		.status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_RECV_RDMA_WITH_IMM,
+		.wc_flags = IBV_WC_WITH_IMM,
+		.imm_data = (uint32_t) header->cq_data,
+		.byte_len = (uint32_t) header->tag,
+	};
+
+	connection->manager->events->write_landed(connection, &wc);
+}
+
+/* A segment's receive on a data rail completed. */
+static void bolt_rewrite_rail_arrived(struct bolt_work_completion *work, const struct ibv_wc *wc)
+{
+	struct bolt_control_buffer *record = bolt_control_buffer_of_work(work);
+	struct bolt_connection *connection = record->connection;
+	int rail = record->data_rail;
+
+	if (!record->posted)
+		return;
+	bolt_control_buffer_put(connection->manager->domain, record);
+	if (connection->state != BOLT_CONNECTION_ESTABLISHED)
+		return;
+	connection->rewrite.rail_receives[rail]--;
+	/* A rail given up (its probe failed) flushes what it had posted. */
+	if (connection->data_rails[rail].state != BOLT_DATA_RAIL_READY)
+		return;
+	if (wc->status != IBV_WC_SUCCESS) {
+		bolt_connection_fail(connection, FI_EIO,
+				     connection->manager->domain->fabric->verbs.wc_status_str(wc->status));
+		return;
+	}
+	/* Posted again before the acknowledgement goes: the initiator counts on it then. */
+	bolt_rewrite_rail_receives(connection, rail);
+	if (!bolt_rewrite_arrived(connection, wc))
+		bolt_connection_fail(connection, FI_EIO, "a data rail write that is no segment");
+}
+
+void bolt_rewrite_rail_receives(struct bolt_connection *connection, int rail)
+{
+	struct bolt_domain *domain = connection->manager->domain;
+	uint32_t *posted = &connection->rewrite.rail_receives[rail];
+
+	while (*posted < BOLT_REWRITE_RAIL_RECEIVES) {
+		struct bolt_control_buffer *record = bolt_control_buffer_get(domain);
+
+		/* Fewer receives only lose more segments, which are written again. */
+		if (!record)
+			return;
+		record->work.handle = bolt_rewrite_rail_arrived;
+		if (bolt_data_rail_post_receive(connection, rail, record)) {
+			bolt_control_buffer_put(domain, record);
+			return;
+		}
+		(*posted)++;
+	}
+}
+
+/* The peer acknowledged none of our segments for the liveness time: it is gone. */
+static bool bolt_rewrite_peer_silent(struct bolt_connection *connection, uint64_t now_ns)
+{
+	struct bolt_rewrite *rewrite = &connection->rewrite;
+
+	if (rewrite->oldest == rewrite->next_sequence ||
+	    now_ns < rewrite->progress_ns + bolt_domain_liveness_ns(connection->manager->domain))
+		return false;
+	FI_WARN(&bolt_prov, FI_LOG_EP_DATA,
+		"peer acknowledged no write for %d ms: %llu segments written again, %llu timeouts\n",
+		connection->manager->domain->fabric->params.liveness_timeout,
+		(unsigned long long) rewrite->rewrites, (unsigned long long) rewrite->timeouts);
+	bolt_connection_fail(connection, FI_EIO, "the peer acknowledged no write for the liveness time");
+	return true;
+}
+
+/* Segments unacknowledged for the timeout are lost too: the tail nothing came after. */
+static void bolt_rewrite_time_out(struct bolt_rewrite *rewrite, uint64_t now_ns)
+{
+	bool expired = false;
+
+	for (uint32_t sequence = rewrite->oldest; sequence != rewrite->next_sequence; sequence++) {
+		struct bolt_rewrite_segment *segment = &rewrite->segments[sequence % BOLT_REWRITE_WINDOW];
+
+		if (segment->write && segment->sent_ns && now_ns >= segment->sent_ns + rewrite->timeout_ns) {
+			segment->sent_ns = 0;
+			expired = true;
+		}
+	}
+	if (!expired)
+		return;
+	rewrite->timeouts++;
+	rewrite->timeout_ns = rewrite->timeout_ns * 2 > BOLT_REWRITE_MAX_TIMEOUT_NS ?
+			      BOLT_REWRITE_MAX_TIMEOUT_NS : rewrite->timeout_ns * 2;
+}
+
+void bolt_rewrite_progress(struct bolt_connection *connection, uint64_t now_ns)
+{
+	struct bolt_rewrite *rewrite = &connection->rewrite;
+
+	if (connection->state == BOLT_CONNECTION_FAILED) {
+		bolt_rewrite_destroy(connection);
+		return;
+	}
+	if (connection->state != BOLT_CONNECTION_ESTABLISHED || !bolt_rewrite_applies(connection))
+		return;
+	if (now_ns && rewrite->acknowledgement_due_ns && now_ns >= rewrite->acknowledgement_due_ns)
+		bolt_rewrite_acknowledge(connection, true);
+	if (now_ns && rewrite->segments) {
+		if (bolt_rewrite_peer_silent(connection, now_ns))
+			return;
+		bolt_rewrite_time_out(rewrite, now_ns);
+	}
+	bolt_rewrite_post(connection);
+}
+
+void bolt_rewrite_destroy(struct bolt_connection *connection)
+{
+	struct bolt_rewrite *rewrite = &connection->rewrite;
+	struct bolt_rewrite_write *write, *next;
+
+	if (rewrite->segments)
+		FI_INFO(&bolt_prov, FI_LOG_EP_DATA,
+			"write segments: %u sent, %llu written again, %llu timeouts\n", rewrite->next_sequence,
+			(unsigned long long) rewrite->rewrites, (unsigned long long) rewrite->timeouts);
+	DL_FOREACH_SAFE(rewrite->writes, write, next) {
+		DL_DELETE(rewrite->writes, write);
+		free(write);
+	}
+	free(rewrite->segments);
+	rewrite->segments = NULL;
+	rewrite->oldest = rewrite->next_sequence;
+}
