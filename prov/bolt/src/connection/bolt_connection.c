@@ -30,7 +30,6 @@
 #include "connection/bolt_handshake.h"
 #include "platform/bolt_platform.h"
 
-#define BOLT_CONNECTION_TIMEOUT_NS (10ULL * 1000000000ULL)
 /* A peer that took our side channel and closed it says hello within this, or is gone. */
 #define BOLT_CONNECTION_CROSSING_NS (1000ULL * 1000000ULL)
 /* A side channel accepted says hello within this, or is dropped. */
@@ -1240,9 +1239,11 @@ void bolt_connection_progress_all(struct bolt_connection_manager *manager)
 			bolt_connection_check_probe(connection, now);
 		if (bolt_connection_handshaking(connection))
 			manager->handshakes_pending = true;
+		/* A peer silent for the liveness time is gone, in a handshake too. */
 		if (bolt_connection_handshaking(connection) &&
-		    now > connection->started_ns + BOLT_CONNECTION_TIMEOUT_NS)
-			bolt_connection_fail(connection, FI_ETIMEDOUT, "no answer from the peer");
+		    now > connection->started_ns + bolt_domain_liveness_ns(domain))
+			bolt_connection_fail(connection, FI_ETIMEDOUT,
+					     "no answer from the peer within the liveness time");
 		if (connection->state == BOLT_CONNECTION_CONNECTING && !connection->stream &&
 		    connection->crossing_deadline_ns && now > connection->crossing_deadline_ns &&
 		    !bolt_connection_confirming_hello_from(manager, &connection->peer))
