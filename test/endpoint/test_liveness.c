@@ -567,3 +567,45 @@ Test(liveness, a_silent_side_channel_client_is_dropped)
 	bolt_fixture_close(&endpoint);
 	rdm_environment_cleanup(&options);
 }
+
+/*
+ * A peer whose host takes the side channel's connection but whose process
+ * never answers (stopped in a debugger, or its machine paused right after
+ * the kernel accepted): the handshake fails within the liveness time, not
+ * after a fixed longer one, and not before that time either.
+ */
+Test(liveness, a_peer_silent_in_the_handshake_fails_within_the_liveness_time)
+{
+	struct rdm_options options = { .profile = "thunderbolt" };
+	struct bolt_fixture_endpoint endpoint;
+	struct bolt_address silent = {
+		.version = BOLT_ADDRESS_VERSION, .family = BOLT_ADDRESS_FAMILY_IPV4,
+		.ip = { 127, 0, 0, 1 },
+	};
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	struct timespec start;
+	char message[8] = { 0 };
+	fi_addr_t peer;
+	uint16_t port;
+	int listener;
+
+	setenv("FI_BOLT_LIVENESS_TIMEOUT", "2000", 1);
+	rdm_environment(&options, "handshake");
+	cr_assert_eq(rdm_open(&endpoint, &options), 0);
+	/* The kernel completes the connection into the backlog; nobody reads or writes. */
+	listener = low_listener(&port);
+	silent.port = htons(port);
+	cr_assert_eq(fi_av_insert(endpoint.av, &silent, 1, &peer, 0, NULL), 1);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	cr_assert_eq(fi_send(endpoint.ep, message, sizeof(message), NULL, peer, message), 0);
+	cr_assert_eq(rdm_wait(&endpoint, &entry, &error), -FI_EAVAIL);
+	cr_expect_eq(error.op_context, message);
+	cr_expect_eq(error.err, FI_ETIMEDOUT, "error %d (%s)", error.err, fi_strerror(error.err));
+	cr_expect_geq(liveness_elapsed_ms(&start), 1900.0, "failed before the liveness time");
+	cr_expect_lt(liveness_elapsed_ms(&start), 3500.0, "took longer than the liveness time");
+	close(listener);
+	bolt_fixture_close(&endpoint);
+	rdm_environment_cleanup(&options);
+	unsetenv("FI_BOLT_LIVENESS_TIMEOUT");
+}
