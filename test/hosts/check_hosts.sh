@@ -383,17 +383,31 @@ three_hosts() {
 
 # --- Faults: with a short liveness time, on a long fi_write transfer between the hosts.
 
-# fault_start: a long bolt_bench transfer (about a gigabyte at 1 MiB) between the hosts.
+# fault_sent: how many packets host 0's rxe0 has sent since its boot.
+fault_sent() {
+	hosts_run 0 sent 30 "cat /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts" >/dev/null
+	cat "$(hosts_output 0 sent)" 2>/dev/null || echo 0
+}
+
+# fault_start: a long bolt_bench transfer (about a gigabyte at 1 MiB) between
+# the hosts; returns once it runs: rxe0 on host 0 has sent 4096 packets (4 MiB
+# in 1 KiB frames) more than before the start. A fault before that would hit
+# the benchmarks' start (a freshly booted guest may take 10 s to load them),
+# whose own exchange of names bolt has no part in.
 fault_iterations=256
 fault_start() {
+	before=$(fault_sent)
 	export FI_BOLT_LIVENESS_TIMEOUT=$liveness
 	# The target's pid is the job shell's, which becomes bolt_bench (no timeout in between).
 	hosts_start 1 fault "$(peer_environment 1 peer) echo \$\$ >\"$hosts_work/guest1/jobs/fault.pid\";
 		exec \"$build/util/bolt_bench\" -p bolt -b 1M -e 1M -l 1 -i $fault_iterations --csv"
 	hosts_start 0 fault "$(peer_environment 0 test) exec timeout 600 \"$build/util/bolt_bench\" -p bolt -b 1M -e 1M -l 1 -i $fault_iterations --csv"
 	unset FI_BOLT_LIVENESS_TIMEOUT
-	# Until data flows: the bench's target has connected and the transfer runs.
-	sleep 8
+	for attempt in $(seq 120); do
+		[ $(($(fault_sent) - before)) -ge 4096 ] && return
+		sleep 0.5
+	done
+	echo "  (host0's rxe0 sent no transfer within a minute)"
 }
 
 # fault_survived WHAT: both sides of fault_start completed with every byte right.
