@@ -113,11 +113,12 @@ check_gids() {
 }
 
 # pingpong SIZE ITERATIONS: Debian's fi_pingpong over bolt, server on host 1.
+# Its own name for the port: hosts_run.sh's $port is the wire a rebooted guest joins.
 pingpong() {
-	port=$((30000 + $1 % 20000))
-	hosts_start 1 pingpong_server "$(side_channel 1) exec timeout 300 fi_pingpong -p bolt -e rdm -I $2 -S $1 -B $port"
+	pingpong_port=$((30000 + $1 % 20000))
+	hosts_start 1 pingpong_server "$(side_channel 1) exec timeout 300 fi_pingpong -p bolt -e rdm -I $2 -S $1 -B $pingpong_port"
 	sleep 1
-	hosts_run 0 pingpong_client 300 "$(side_channel 0) exec timeout 300 fi_pingpong -p bolt -e rdm -I $2 -S $1 -P $port $(hosts_control_address 1)"
+	hosts_run 0 pingpong_client 300 "$(side_channel 0) exec timeout 300 fi_pingpong -p bolt -e rdm -I $2 -S $1 -P $pingpong_port $(hosts_control_address 1)"
 	client=$?
 	hosts_wait 1 pingpong_server 60
 	server=$?
