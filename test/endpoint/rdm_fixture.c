@@ -472,6 +472,17 @@ uint64_t rdm_striped_bytes(struct fid_ep *ep, int first_rail, int end_rail)
 	return bytes;
 }
 
+uint64_t rdm_rewritten_segments(struct fid_ep *ep)
+{
+	struct bolt_endpoint *endpoint = bolt_container_of(ep, struct bolt_endpoint, ep_fid);
+	struct bolt_connection *connection, *next;
+	uint64_t segments = 0;
+
+	HASH_ITER(hh, endpoint->connection_manager.connections, connection, next)
+		segments += connection->rewrite.rewrites;
+	return segments;
+}
+
 void rdm_fill(void *buffer, size_t length, uint32_t seed)
 {
 	unsigned char *bytes = buffer;

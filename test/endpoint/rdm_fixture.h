@@ -141,6 +141,8 @@ pid_t rdm_fork(int (*peer)(int socket, void *argument), void *argument, int *soc
  * other cables than the domain's).
  */
 uint64_t rdm_striped_bytes(struct fid_ep *ep, int first_rail, int end_rail);
+/* Segments of UC writes written again after a timeout or a loss, on ep's connections. */
+uint64_t rdm_rewritten_segments(struct fid_ep *ep);
 
 void rdm_fill(void *buffer, size_t length, uint32_t seed);
 bool rdm_check(const void *buffer, size_t length, uint32_t seed);

@@ -383,18 +383,6 @@ static uint64_t striped_bytes(struct bolt_fixture_endpoint *endpoint)
 	return rdm_striped_bytes(endpoint->ep, 0, BOLT_MAX_CONNECTION_RAILS);
 }
 
-/* Segments of UC writes written again after a timeout (a peer the scheduler kept waiting). */
-static uint64_t rewritten_segments(struct bolt_fixture_endpoint *endpoint)
-{
-	struct bolt_endpoint *bolt = bolt_container_of(endpoint->ep, struct bolt_endpoint, ep_fid);
-	struct bolt_connection *connection, *next;
-	uint64_t segments = 0;
-
-	HASH_ITER(hh, bolt->connection_manager.connections, connection, next)
-		segments += connection->rewrite.rewrites;
-	return segments;
-}
-
 /*
  * A burst of writes posted at once, large (several rendezvous on the wire at
  * a time) and small, with one out-of-bounds write among them: each lands in
@@ -475,14 +463,14 @@ static void burst_of_writes(struct rdm_options *options, const char *tag, const 
 	cr_assert_eq(failed, 1);
 	cr_assert_eq(succeeded, BURST_WRITES);
 	/* A segment written again counts its bytes again: then at least every large write's. */
-	if (striped && rewritten_segments(&endpoint))
+	if (striped && rdm_rewritten_segments(endpoint.ep))
 		cr_assert_geq(striped_bytes(&endpoint), large_bytes, "%llu bytes went in stripes",
 			      (unsigned long long) striped_bytes(&endpoint));
 	else
 		cr_assert_eq(striped_bytes(&endpoint), striped ? large_bytes : 0,
 			     "%llu bytes went in stripes (%llu segments written again)",
 			     (unsigned long long) striped_bytes(&endpoint),
-			     (unsigned long long) rewritten_segments(&endpoint));
+			     (unsigned long long) rdm_rewritten_segments(endpoint.ep));
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 	cr_assert_eq(bolt_fixture_process_status(peer), 0, "the target found wrong data");
 	/* Registrations of memory in an open MR stay for the next transfer; closing it drops them. */
