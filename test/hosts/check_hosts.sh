@@ -384,6 +384,15 @@ three_hosts() {
 
 # --- Faults: with a short liveness time, on a long fi_write transfer between the hosts.
 
+# wait_for_line FILE PATTERN ATTEMPTS: until FILE has a line matching PATTERN, a look every 0.5 s.
+wait_for_line() {
+	for attempt in $(seq "$3"); do
+		grep -q -a "$2" "$1" 2>/dev/null && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
 # fault_sent: how many packets host 0's rxe0 has sent since its boot.
 fault_sent() {
 	hosts_run 0 sent 30 "cat /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts" >/dev/null
@@ -403,11 +412,7 @@ fault_start() {
 		exec \"$build/util/bolt_bench\" -p bolt -b 1M -e 1M -l 1 -i $fault_iterations --csv"
 	hosts_start 0 fault "$(peer_environment 0 test) exec timeout 600 \"$build/util/bolt_bench\" -p bolt -b 1M -e 1M -l 1 -i $fault_iterations --csv"
 	unset FI_BOLT_LIVENESS_TIMEOUT
-	for attempt in $(seq 240); do
-		grep -q -a 'bolt_bench initiator: met the other host' "$(hosts_output 0 fault)" 2>/dev/null &&
-			break
-		sleep 0.5
-	done
+	wait_for_line "$(hosts_output 0 fault)" 'bolt_bench initiator: met the other host' 240
 	before=$(fault_sent)
 	for attempt in $(seq 120); do
 		[ $(($(fault_sent) - before)) -ge 4096 ] && return
@@ -507,10 +512,7 @@ collective_fault() {
 	unset FI_BOLT_LIVENESS_TIMEOUT
 	# This job's output: named after mpirun_start, which gives the job its number.
 	output=$(hosts_output 0 mpi)
-	for attempt in $(seq 600); do
-		grep -q '^# collective' "$output" 2>/dev/null && break
-		sleep 0.5
-	done
+	wait_for_line "$output" '^# collective' 600
 	sleep 5
 	"$@"
 	started=$(date +%s.%N)
