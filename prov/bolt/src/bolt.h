@@ -69,6 +69,7 @@ struct bolt_params {
 	int liveness_timeout;       /* FI_BOLT_LIVENESS_TIMEOUT: milliseconds a silent peer host is given */
 	bool uc_data_writes;        /* FI_BOLT_UC_DATA_WRITES: application data by RDMA write on UC */
 	int uc_write_segment;       /* FI_BOLT_UC_WRITE_SEGMENT: bytes per UC write written again when lost */
+	int uc_segment_cost;        /* FI_BOLT_UC_SEGMENT_COST: one more segment's cost, in bytes written */
 	int side_channel_pending;   /* FI_BOLT_SIDE_CHANNEL_PENDING: side channels accepted and
 				     * not yet confirmed, at most */
 	int side_channel_pending_per_source;    /* FI_BOLT_SIDE_CHANNEL_PENDING_PER_SOURCE: of one IP */

@@ -100,8 +100,13 @@ static const struct bolt_param bolt_param_table[] = {
 	BOLT_INT_PARAM("uc_write_segment", uc_write_segment, 4096, 16777216,
 		"The largest RDMA write of the application's data on UC links. A write is lost if "
 		"any of its packets is (1 KiB on Thunderbolt), and only lost segments are written "
-		"again: each loss halves the segment size, down to 4 KiB, and every 32 segments "
-		"that arrive without one double it again, up to this (default: 1048576)"),
+		"again: the segment size, from 4 KiB up to this, is the one that moves the most "
+		"data for the loss the link shows (FI_BOLT_UC_SEGMENT_COST) (default: 1048576)"),
+	BOLT_INT_PARAM("uc_segment_cost", uc_segment_cost, 0, 16777216,
+		"What one more UC write segment costs, as the bytes the link would write in that "
+		"time: larger segments save it, smaller ones lose less with each lost packet. bolt "
+		"takes the segment size that moves the most for the loss it measures (default: "
+		"32768, measured on the software device)"),
 	BOLT_INT_PARAM("side_channel_pending", side_channel_pending, 1, 1 << 16,
 		"Side channels an endpoint keeps accepted before their peer is confirmed (waiting "
 		"for its hello, or for the answer of the listener it claims to be), at most; "
@@ -192,6 +197,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.liveness_timeout = 10000,
 	.uc_data_writes = true,
 	.uc_write_segment = 1048576,
+	.uc_segment_cost = 32768,
 	.data_rails = -1,
 	.stripe_ports = -1,
 	.rail_probe_timeout = 200,

@@ -1250,6 +1250,9 @@ void bolt_connection_progress_all(struct bolt_connection_manager *manager)
 			bolt_connection_fail(connection, FI_EIO,
 					     "the peer closed our side channel and never said hello: it is gone");
 		bolt_connection_reclaim_when_polled(connection);
+		/* A lost segment's timeout is a round trip, far below the watch's tick. */
+		if (!now && bolt_rewrite_timing(connection))
+			now = bolt_connection_now_ns();
 		bolt_retransmit_progress(connection, now);
 		bolt_rewrite_progress(connection, now);
 		if (connection->state == BOLT_CONNECTION_ESTABLISHED)

@@ -69,8 +69,9 @@ static bool bolt_retransmit_start(struct bolt_retransmit *retransmit)
 	if (retransmit->entries)
 		return true;
 	retransmit->entries = calloc(BOLT_RETRANSMIT_WINDOW, sizeof(*retransmit->entries));
-	retransmit->rto_ns = BOLT_RETRANSMIT_INITIAL_TIMEOUT_NS;
-	retransmit->measured_rto_ns = BOLT_RETRANSMIT_INITIAL_TIMEOUT_NS;
+	bolt_round_trip_init(&retransmit->round_trip, BOLT_RETRANSMIT_INITIAL_TIMEOUT_NS,
+			     BOLT_RETRANSMIT_MIN_TIMEOUT_NS, BOLT_RETRANSMIT_MAX_TIMEOUT_NS);
+	retransmit->rto_ns = retransmit->round_trip.timeout_ns;
 	retransmit->resent_from = retransmit->acknowledged - 1;
 	return retransmit->entries != NULL;
 }
@@ -115,29 +116,6 @@ void bolt_retransmit_acknowledging(struct bolt_connection *connection, struct bo
 	header->acknowledged = connection->receive_sequence;
 	connection->retransmit.acknowledgement_sent = connection->receive_sequence;
 	connection->retransmit.acknowledgement_due_ns = 0;
-}
-
-/* A round trip measured: the timeout follows (RFC 6298, clock granularity 0). */
-static void bolt_retransmit_sample(struct bolt_retransmit *retransmit, uint64_t sample_ns)
-{
-	uint64_t timeout;
-
-	if (!retransmit->srtt_ns) {
-		retransmit->srtt_ns = sample_ns;
-		retransmit->rttvar_ns = sample_ns / 2;
-	} else {
-		uint64_t deviation = sample_ns > retransmit->srtt_ns ? sample_ns - retransmit->srtt_ns :
-								       retransmit->srtt_ns - sample_ns;
-
-		retransmit->rttvar_ns = (3 * retransmit->rttvar_ns + deviation) / 4;
-		retransmit->srtt_ns = (7 * retransmit->srtt_ns + sample_ns) / 8;
-	}
-	timeout = retransmit->srtt_ns + 4 * retransmit->rttvar_ns;
-	if (timeout < BOLT_RETRANSMIT_MIN_TIMEOUT_NS)
-		timeout = BOLT_RETRANSMIT_MIN_TIMEOUT_NS;
-	if (timeout > BOLT_RETRANSMIT_MAX_TIMEOUT_NS)
-		timeout = BOLT_RETRANSMIT_MAX_TIMEOUT_NS;
-	retransmit->measured_rto_ns = timeout;
 }
 
 /* The copy in entry sent again, as it went first: a message, or written whole. */
@@ -237,11 +215,11 @@ void bolt_retransmit_acknowledged(struct bolt_connection *connection,
 	if (bolt_retransmit_before(retransmit->acknowledged, acknowledged)) {
 		entry = &retransmit->entries[(acknowledged - 1) % BOLT_RETRANSMIT_WINDOW];
 		if (!entry->resent && now > entry->sent_ns)
-			bolt_retransmit_sample(retransmit, now - entry->sent_ns);
+			bolt_round_trip_sample(&retransmit->round_trip, now - entry->sent_ns);
 		retransmit->acknowledged = acknowledged;
 		retransmit->progress_ns = now;
 		/* The peer answers again: the timeout backs off no more (Karn keeps the samples honest). */
-		retransmit->rto_ns = retransmit->measured_rto_ns;
+		retransmit->rto_ns = retransmit->round_trip.timeout_ns;
 	}
 	entry = &retransmit->entries[acknowledged % BOLT_RETRANSMIT_WINDOW];
 	/*
@@ -252,7 +230,7 @@ void bolt_retransmit_acknowledged(struct bolt_connection *connection,
 	if (header->op == BOLT_WIRE_CREDIT && (header->flags & BOLT_WIRE_FLAG_RESEND) &&
 	    acknowledged == retransmit->acknowledged && acknowledged != connection->send_sequence &&
 	    (retransmit->resent_from != acknowledged ||
-	     now >= entry->sent_ns + retransmit->measured_rto_ns))
+	     now >= entry->sent_ns + retransmit->round_trip.timeout_ns))
 		bolt_retransmit_go_back(retransmit);
 	bolt_retransmit_resend(connection);
 }

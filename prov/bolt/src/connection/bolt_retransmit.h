@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "connection/bolt_round_trip.h"
 #include "connection/bolt_wire.h"
 
 struct bolt_connection;
@@ -34,9 +35,8 @@ struct bolt_retransmit {
 	uint32_t resent_from;           /* the acknowledged a resend last started from */
 	bool resending;                 /* posting a copy: it is kept already */
 	uint64_t progress_ns;           /* acknowledged last moved, or the first unacknowledged left */
-	uint64_t srtt_ns, rttvar_ns;    /* round trip, measured, */
-	uint64_t measured_rto_ns;       /* the timeout from it, */
-	uint64_t rto_ns;                /* and as backed off while nothing comes back */
+	struct bolt_round_trip round_trip;      /* measured, with the timeout from it, */
+	uint64_t rto_ns;                /* and that as backed off while nothing comes back */
 	uint32_t acknowledgement_sent;  /* receiver: the receive_sequence our last header said */
 	uint64_t acknowledgement_due_ns;        /* owed from then on; 0: none owed */
 	uint32_t resend_asked;          /* receiver: the gap we asked about, */

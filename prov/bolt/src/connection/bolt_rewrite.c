@@ -12,7 +12,7 @@
  * segments. The software device, as a real UC link, loses a write if any of
  * its packets is lost (1 KiB frames on Thunderbolt): a 1 MiB stripe would
  * almost never arrive at 1 % packet loss, so writes go in segments whose
- * size follows the link (bolt_rewrite_shrink): small while it loses,
+ * size follows the link (bolt_rewrite_choose_size): small while it loses,
  * up to FI_BOLT_UC_WRITE_SEGMENT while it does not, where every work
  * request and acknowledgement costs.
  *
@@ -21,12 +21,14 @@
  * and direction), with BOLT_REWRITE_ACKNOWLEDGE_NOW on a write's last. The
  * target keeps the number below which everything arrived and a bitmap of
  * the 64 after it, and says both in every CREDIT it sends: after 8
- * segments, at once on a write's last segment, on a new gap, on a duplicate
- * (its acknowledgement was lost), or after a short delay. A queue pair
- * delivers in order, so the initiator knows a segment lost as soon as one
- * sent after it on the same queue pair is acknowledged, and writes it again
- * then; a lost tail (nothing after it) is written again after the
- * retransmission timeout bolt_retransmit.c measures from round trips.
+ * segments, at once on a write's last segment, on a new gap or the segment
+ * that fills one, on a duplicate (its acknowledgement was lost), or after a
+ * short delay. A queue pair delivers in order, so the initiator knows a
+ * segment lost as soon as one sent after it on the same queue pair is
+ * acknowledged, and writes it again then; a lost tail (nothing after it) is
+ * written again after the retransmission timeout measured from the
+ * segments' round trips (bolt_round_trip.c), which progress watches with
+ * the precise clock while segments are out.
  * Once a write's segments all arrived, the protocol's immediate data goes
  * in a WRITE_LANDED message (sequenced, so taken exactly once) and the
  * write completes at the initiator: completion means delivery. A duplicate
@@ -36,6 +38,7 @@
  * FI_BOLT_LIVENESS_TIMEOUT while segments wait. RC writes reliably by
  * itself: nothing here applies.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utlist.h>
@@ -46,14 +49,21 @@
 #define BOLT_REWRITE_ACKNOWLEDGE_NOW 0x01000000u
 /* A target acknowledges after this many segments, or this long. */
 #define BOLT_REWRITE_ACKNOWLEDGE_EVERY 8
-#define BOLT_REWRITE_ACKNOWLEDGE_DELAY_NS (200ULL * 1000ULL)
-#define BOLT_REWRITE_INITIAL_TIMEOUT_NS (20ULL * 1000000ULL)
-#define BOLT_REWRITE_MIN_TIMEOUT_NS (2ULL * 1000000ULL)
+#define BOLT_REWRITE_ACKNOWLEDGE_DELAY_NS (50ULL * 1000ULL)
+/*
+ * The timeout of a lost tail follows the segments' own round trip; its
+ * floor only keeps a peer descheduled for a moment from costing a window
+ * written again each time (a segment written again is harmless: it lands
+ * on the same bytes).
+ */
+#define BOLT_REWRITE_INITIAL_TIMEOUT_NS (2ULL * 1000000ULL)
+#define BOLT_REWRITE_MIN_TIMEOUT_NS (100ULL * 1000ULL)
 #define BOLT_REWRITE_MAX_TIMEOUT_NS (20ULL * 1000000ULL)
 /* The smallest segment: four Thunderbolt frames. */
 #define BOLT_REWRITE_MIN_SEGMENT 4096
-/* Segments acknowledged with no loss before the segment size doubles. */
-#define BOLT_REWRITE_GROW_AFTER 32
+/* The loss estimate follows about this many segments, and the size is chosen again after these. */
+#define BOLT_REWRITE_LOSS_MEMORY 64.0
+#define BOLT_REWRITE_CHOOSE_EVERY 8
 /* Control rail segments in flight: the receives the peer keeps for the link. */
 #define BOLT_REWRITE_CONTROL_IN_FLIGHT (BOLT_LINK_RECEIVE_DEPTH / 2)
 
@@ -67,16 +77,6 @@ static bool bolt_rewrite_is_segment(uint32_t immediate)
 	return (immediate & BOLT_IMMEDIATE_SEGMENT) == BOLT_IMMEDIATE_SEGMENT;
 }
 
-/* The timeout from bolt_retransmit.c's measured round trip, not another estimator. */
-static uint64_t bolt_rewrite_measured_timeout(const struct bolt_connection *connection)
-{
-	uint64_t timeout = connection->retransmit.measured_rto_ns;
-
-	if (!timeout)
-		return BOLT_REWRITE_INITIAL_TIMEOUT_NS;
-	return timeout < BOLT_REWRITE_MIN_TIMEOUT_NS ? BOLT_REWRITE_MIN_TIMEOUT_NS : timeout;
-}
-
 int bolt_rewrite_start(struct bolt_connection *connection, int rail, struct bolt_control_buffer *record,
 		       const struct ibv_sge *sge, uint64_t remote_address, uint32_t rkey,
 		       const uint32_t *immediate)
@@ -88,7 +88,9 @@ int bolt_rewrite_start(struct bolt_connection *connection, int rail, struct bolt
 		rewrite->segments = calloc(BOLT_REWRITE_WINDOW, sizeof(*rewrite->segments));
 		if (!rewrite->segments)
 			return -FI_ENOMEM;
-		rewrite->timeout_ns = bolt_rewrite_measured_timeout(connection);
+		bolt_round_trip_init(&rewrite->round_trip, BOLT_REWRITE_INITIAL_TIMEOUT_NS,
+				     BOLT_REWRITE_MIN_TIMEOUT_NS, BOLT_REWRITE_MAX_TIMEOUT_NS);
+		rewrite->timeout_ns = rewrite->round_trip.timeout_ns;
 		rewrite->segment_size = (uint32_t) connection->manager->domain->fabric->params.uc_write_segment;
 	}
 	write = calloc(1, sizeof(*write));
@@ -215,55 +217,93 @@ static bool bolt_rewrite_lost(const struct bolt_rewrite *rewrite, const struct b
 }
 
 /*
- * The segment size follows the link: halved by a loss (once for the
- * segments in flight together), doubled after BOLT_REWRITE_GROW_AFTER
- * arrived without one, between BOLT_REWRITE_MIN_SEGMENT and
- * FI_BOLT_UC_WRITE_SEGMENT. A clean link gets the fewest work requests, a
- * lossy one loses little with each segment.
+ * The segment size that moves the most, from the segments lost lately: a
+ * segment of n KiB arrives with probability keep^n (keep per KiB, from the
+ * fraction lost of segments of their mean size) and takes the time of n KiB
+ * and the cost, so the best is near sqrt(cost / loss): 32 to 64 KiB at 1 %
+ * on the software device, 128 to 256 KiB at 0.1 %, the largest on a clean
+ * link.
  */
-static void bolt_rewrite_shrink(struct bolt_rewrite *rewrite, const struct bolt_rewrite_segment *lost)
+static uint32_t bolt_rewrite_best_size(const struct bolt_rewrite *rewrite, uint32_t largest, uint32_t cost)
 {
-	if (lost->order < rewrite->shrunk_at_order)
-		return;
-	rewrite->shrunk_at_order = rewrite->order;
-	rewrite->clean = 0;
-	if (rewrite->segment_size / 2 >= BOLT_REWRITE_MIN_SEGMENT)
-		rewrite->segment_size /= 2;
-}
+	double lost = rewrite->observed_losses / rewrite->observed_segments;
+	double log_keep = log1p(-(lost < 0.999 ? lost : 0.999)) /
+			  (rewrite->observed_kibibytes / rewrite->observed_segments);
+	double best_value = -1.0;
+	uint32_t best = BOLT_REWRITE_MIN_SEGMENT;
 
-static void bolt_rewrite_grow(struct bolt_rewrite *rewrite, uint32_t largest)
-{
-	if (++rewrite->clean < BOLT_REWRITE_GROW_AFTER)
-		return;
-	rewrite->clean = 0;
-	rewrite->segment_size = rewrite->segment_size * 2 > largest ? largest : rewrite->segment_size * 2;
+	for (uint64_t size = BOLT_REWRITE_MIN_SEGMENT;; size *= 2) {
+		uint32_t candidate = size < largest ? (uint32_t) size : largest;
+		double value = exp(log_keep * candidate / 1024.0) * candidate / ((double) candidate + cost);
+
+		if (value > best_value) {
+			best_value = value;
+			best = candidate;
+		}
+		if (candidate == largest)
+			return best;
+	}
 }
 
 /*
- * A lost segment larger than the segment size now is written again in
- * pieces of that size: the rest of it becomes new segments, sent as the
- * window allows (a large segment would hardly ever arrive on the link that
- * lost it). Its bytes go back to be cut again only where they end the write.
+ * A segment acknowledged or found lost: the counts the loss is judged from
+ * move (they forget at the pace of BOLT_REWRITE_LOSS_MEMORY segments), and
+ * now and then the size follows.
  */
-static void bolt_rewrite_split(struct bolt_rewrite *rewrite, struct bolt_rewrite_segment *lost)
+static void bolt_rewrite_observe(struct bolt_connection *connection, uint32_t length, bool lost)
 {
-	while (lost->length > rewrite->segment_size &&
-	       rewrite->next_sequence - rewrite->oldest < BOLT_REWRITE_WINDOW) {
-		uint32_t rest = lost->length - rewrite->segment_size;
-		struct bolt_rewrite_segment *piece =
-			&rewrite->segments[rewrite->next_sequence % BOLT_REWRITE_WINDOW];
+	const struct bolt_params *params = &connection->manager->domain->fabric->params;
+	struct bolt_rewrite *rewrite = &connection->rewrite;
+	double keep = 1.0 - 1.0 / BOLT_REWRITE_LOSS_MEMORY;
 
-		*piece = (struct bolt_rewrite_segment) {
-			.write = lost->write,
-			.offset = lost->offset + lost->length - (rest < rewrite->segment_size ? rest :
-								rewrite->segment_size),
-			.queue_pair = lost->queue_pair,
-		};
-		piece->length = lost->offset + lost->length - piece->offset;
-		lost->length -= piece->length;
-		/* Never sent: lost by definition (sent_ns 0), written by the loop that found this one. */
-		rewrite->next_sequence++;
-		lost->write->unacknowledged++;
+	rewrite->observed_segments = rewrite->observed_segments * keep + 1.0;
+	rewrite->observed_kibibytes = rewrite->observed_kibibytes * keep + (length > 1024 ? length / 1024.0 : 1.0);
+	rewrite->observed_losses = rewrite->observed_losses * keep + (lost ? 1.0 : 0.0);
+	if (++rewrite->observed_since_choice < BOLT_REWRITE_CHOOSE_EVERY)
+		return;
+	rewrite->observed_since_choice = 0;
+	rewrite->segment_size = bolt_rewrite_best_size(rewrite, (uint32_t) params->uc_write_segment,
+						       (uint32_t) params->uc_segment_cost);
+}
+
+/*
+ * A lost segment larger than the segment size now would hardly ever arrive
+ * on the link that lost it: its bytes become a part of its write, cut again
+ * at the size now with numbers of their own as the window allows (just
+ * after its write, so they go before later writes), and its number goes
+ * again with no bytes, one packet, which lets the window move on. Without
+ * memory for a part it goes again whole.
+ */
+static void bolt_rewrite_hand_back(struct bolt_rewrite *rewrite, struct bolt_rewrite_segment *lost)
+{
+	struct bolt_rewrite_write *write = lost->write, *part;
+
+	if (lost->length <= rewrite->segment_size || !(part = calloc(1, sizeof(*part))))
+		return;
+	*part = (struct bolt_rewrite_write) {
+		.rail = write->rail,
+		.local_address = write->local_address + lost->offset,
+		.lkey = write->lkey,
+		.remote_address = write->remote_address + lost->offset,
+		.rkey = write->rkey,
+		.length = lost->length,
+		.parent = write,
+	};
+	DL_APPEND_ELEM(rewrite->writes, write, part);
+	write->unacknowledged++;
+	lost->length = 0;
+}
+
+/* A part whose segments all arrived leaves, and counts as arrived in its write. */
+static void bolt_rewrite_part_arrived(struct bolt_rewrite *rewrite, struct bolt_rewrite_write *write)
+{
+	while (write->parent && write->cut && !write->unacknowledged) {
+		struct bolt_rewrite_write *parent = write->parent;
+
+		DL_DELETE(rewrite->writes, write);
+		free(write);
+		parent->unacknowledged--;
+		write = parent;
 	}
 }
 
@@ -287,8 +327,9 @@ static bool bolt_rewrite_post_lost(struct bolt_connection *connection)
 		 * again, a window that waited for it would wait forever).
 		 */
 		bolt_rewrite_leave_queue_pair(rewrite, segment);
-		bolt_rewrite_shrink(rewrite, segment);
-		bolt_rewrite_split(rewrite, segment);
+		bolt_rewrite_observe(connection, segment->length, true);
+		bolt_rewrite_hand_back(rewrite, segment);
+		segment->written_again = true;
 		if (!bolt_rewrite_has_room(connection, queue_pair) ||
 		    !bolt_rewrite_post_segment(connection, sequence, segment, queue_pair))
 			return false;
@@ -370,8 +411,9 @@ static void bolt_rewrite_complete(struct bolt_connection *connection, struct bol
 	record->work.handle(&record->work, &wc);
 }
 
-/* Segment number sequence arrived. */
-static void bolt_rewrite_segment_acknowledged(struct bolt_connection *connection, uint32_t sequence)
+/* Segment number sequence arrived, as the peer said at now_ns. */
+static void bolt_rewrite_segment_acknowledged(struct bolt_connection *connection, uint32_t sequence,
+					      uint64_t now_ns)
 {
 	struct bolt_rewrite *rewrite = &connection->rewrite;
 	struct bolt_rewrite_segment *segment = &rewrite->segments[sequence % BOLT_REWRITE_WINDOW];
@@ -379,13 +421,15 @@ static void bolt_rewrite_segment_acknowledged(struct bolt_connection *connection
 
 	if (!write)
 		return;
+	if (!segment->written_again && segment->sent_ns && now_ns > segment->sent_ns)
+		bolt_round_trip_sample(&rewrite->round_trip, now_ns - segment->sent_ns);
 	if (rewrite->acknowledged_order[segment->queue_pair] < segment->order + 1)
 		rewrite->acknowledged_order[segment->queue_pair] = segment->order + 1;
 	bolt_rewrite_leave_queue_pair(rewrite, segment);
-	if (segment->order >= rewrite->shrunk_at_order)
-		bolt_rewrite_grow(rewrite, (uint32_t) connection->manager->domain->fabric->params.uc_write_segment);
+	bolt_rewrite_observe(connection, segment->length, false);
 	segment->write = NULL;
 	write->unacknowledged--;
+	bolt_rewrite_part_arrived(rewrite, write);
 }
 
 /*
@@ -409,6 +453,7 @@ void bolt_rewrite_acknowledged(struct bolt_connection *connection, const struct 
 {
 	struct bolt_rewrite *rewrite = &connection->rewrite;
 	uint32_t outstanding = rewrite->next_sequence - rewrite->oldest, received;
+	uint64_t now_ns;
 
 	if (!bolt_rewrite_applies(connection) || !rewrite->segments || !outstanding ||
 	    connection->state != BOLT_CONNECTION_ESTABLISHED)
@@ -417,14 +462,16 @@ void bolt_rewrite_acknowledged(struct bolt_connection *connection, const struct 
 	received = (uint32_t) ((header->request_id - rewrite->oldest) & BOLT_REWRITE_NUMBER_MASK);
 	if (received > outstanding)
 		return;
+	now_ns = bolt_connection_now_ns();
 	for (uint32_t k = 0; k < received; k++)
-		bolt_rewrite_segment_acknowledged(connection, rewrite->oldest + k);
+		bolt_rewrite_segment_acknowledged(connection, rewrite->oldest + k, now_ns);
 	for (uint32_t k = 0; k < 64 && received + 1 + k < outstanding; k++)
 		if (header->tag & (1ULL << k))
-			bolt_rewrite_segment_acknowledged(connection, rewrite->oldest + received + 1 + k);
+			bolt_rewrite_segment_acknowledged(connection, rewrite->oldest + received + 1 + k,
+							  now_ns);
 	if (received) {
-		rewrite->progress_ns = bolt_connection_now_ns();
-		rewrite->timeout_ns = bolt_rewrite_measured_timeout(connection);
+		rewrite->progress_ns = now_ns;
+		rewrite->timeout_ns = rewrite->round_trip.timeout_ns;
 	}
 	while (rewrite->oldest != rewrite->next_sequence &&
 	       !rewrite->segments[rewrite->oldest % BOLT_REWRITE_WINDOW].write)
@@ -489,7 +536,7 @@ bool bolt_rewrite_arrived(struct bolt_connection *connection, const struct ibv_w
 {
 	struct bolt_rewrite *rewrite = &connection->rewrite;
 	uint32_t number;
-	bool before, gap;
+	bool before, filled, gap;
 
 	if (!(wc->wc_flags & IBV_WC_WITH_IMM) || !bolt_rewrite_applies(connection) ||
 	    !bolt_rewrite_is_segment(wc->imm_data))
@@ -499,10 +546,12 @@ bool bolt_rewrite_arrived(struct bolt_connection *connection, const struct ibv_w
 	number = wc->imm_data & BOLT_REWRITE_NUMBER_MASK;
 	before = ((rewrite->received - number) & BOLT_REWRITE_NUMBER_MASK) - 1 <
 		 BOLT_REWRITE_NUMBER_MASK / 2;
+	/* The one a gap waited for: its initiator's window may be held by it. */
+	filled = number == rewrite->received && rewrite->received_after;
 	gap = !before && bolt_rewrite_count(rewrite, number);
 	rewrite->unacknowledged_arrivals++;
-	/* Again (our word was lost), a new gap, a write's last: the initiator hears at once. */
-	bolt_rewrite_acknowledge(connection, before || gap ||
+	/* Again (our word was lost), a new gap or one filled, a write's last: the initiator hears at once. */
+	bolt_rewrite_acknowledge(connection, before || gap || filled ||
 					     (wc->imm_data & BOLT_REWRITE_ACKNOWLEDGE_NOW));
 	return true;
 }
@@ -565,6 +614,13 @@ void bolt_rewrite_rail_receives(struct bolt_connection *connection, int rail)
 		}
 		(*posted)++;
 	}
+}
+
+bool bolt_rewrite_timing(const struct bolt_connection *connection)
+{
+	const struct bolt_rewrite *rewrite = &connection->rewrite;
+
+	return rewrite->acknowledgement_due_ns || rewrite->oldest != rewrite->next_sequence;
 }
 
 /* The peer acknowledged none of our segments for the liveness time: it is gone. */

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "bolt.h"
+#include "connection/bolt_round_trip.h"
 
 struct bolt_connection;
 struct bolt_control_buffer;
@@ -37,7 +38,8 @@ struct bolt_rewrite_write {
 	bool cut;                               /* and all (a write of none: one empty segment) */
 	uint32_t immediate;                     /* the protocol's, sent in WRITE_LANDED */
 	bool with_immediate;
-	uint32_t unacknowledged;                /* its segments posted, not acknowledged */
+	uint32_t unacknowledged;                /* its segments posted, not acknowledged, and parts */
+	struct bolt_rewrite_write *parent;      /* a part: a lost segment's bytes of parent, cut again */
 	struct bolt_rewrite_write *prev, *next;
 };
 
@@ -46,6 +48,7 @@ struct bolt_rewrite_segment {
 	uint32_t offset, length;                /* within its write */
 	int queue_pair;                         /* 0: control rail, 1 + data rail index */
 	bool in_flight;                         /* counted in its queue pair's in_flight */
+	bool written_again;                     /* no round-trip sample from it (Karn) */
 	uint64_t order;                         /* the connection's segment transmissions before its last */
 	uint64_t sent_ns;                       /* its last transmission */
 };
@@ -61,10 +64,13 @@ struct bolt_rewrite {
 							 * transmission known to have arrived, + 1 */
 	uint32_t in_flight[BOLT_REWRITE_QUEUE_PAIRS];   /* segments unacknowledged, per queue pair */
 	uint64_t progress_ns;                   /* an acknowledgement last moved oldest, or the first went */
-	uint64_t timeout_ns;                    /* the retransmission timeout, backed off while silent */
-	uint32_t segment_size;                  /* of the next new segment (bolt_rewrite_shrink) */
-	uint64_t shrunk_at_order;               /* losses of segments sent before do not shrink it again */
-	uint32_t clean;                         /* segments arrived without a loss since it changed */
+	struct bolt_round_trip round_trip;      /* from segments' acknowledgements, */
+	uint64_t timeout_ns;                    /* and the timeout from it backed off while silent */
+	uint32_t segment_size;                  /* of the next new segment (bolt_rewrite_choose_size) */
+	double observed_segments;               /* acknowledged or lost lately (decaying counts), */
+	double observed_kibibytes;              /* their size, */
+	double observed_losses;                 /* and how many of them were lost */
+	uint32_t observed_since_choice;         /* segments since the size was chosen */
 	uint64_t rewrites, timeouts;            /* what it took, for the log */
 	/* Written to: */
 	uint32_t received;                      /* every segment before it arrived (wire numbers) */
@@ -104,6 +110,8 @@ void bolt_rewrite_acknowledging(struct bolt_connection *connection, struct bolt_
 void bolt_rewrite_acknowledged(struct bolt_connection *connection, const struct bolt_wire_header *header);
 /* WRITE_LANDED: the write is whole, its immediate data is taken now. */
 void bolt_rewrite_landed(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/* Whether progress must read the clock for connection's writes: segments out, or a word owed. */
+bool bolt_rewrite_timing(const struct bolt_connection *connection);
 /* Timeouts, acknowledgements owed, the peer's silence; now_ns 0: not looked at. */
 void bolt_rewrite_progress(struct bolt_connection *connection, uint64_t now_ns);
 /* Forgets every write (the connection failed or goes); their records are the reclaim's. */
