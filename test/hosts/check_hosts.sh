@@ -357,15 +357,28 @@ mpi() {
 collectives() {
 	# Few iterations: over the emulated wire each collective takes tens of milliseconds.
 	mpirun_across "\"$build/util/bolt_collective_bench_mpi\" -c all -b 8 -f 8 -i 5 -e $1"
-	# Rows: collective, size, count, type, redop, time, algbw, busbw, #wrong, algorithm.
-	wrong=$(awk '$1 !~ /^#/ && $2 ~ /^[0-9]+$/ && NF >= 9 && $9 != 0' "$(hosts_output 0 mpi)" | wc -l)
-	rows=$(awk '$1 !~ /^#/ && $2 ~ /^[0-9]+$/ && NF >= 9' "$(hosts_output 0 mpi)" | wc -l)
+	# Rows: collective, size, count, type, redop, time, algbw, busbw, #wrong, algorithm
+	# (a line another rank's error cut into is no row).
+	row_pattern='$1 !~ /^#/ && $2 ~ /^[0-9]+$/ && NF >= 9 && $9 ~ /^[0-9]+$/'
+	wrong=$(awk "$row_pattern && \$9 != 0" "$(hosts_output 0 mpi)" | wc -l)
+	rows=$(awk "$row_pattern" "$(hosts_output 0 mpi)" | wc -l)
 	if [ $mpi_status -eq 0 ] && [ "$rows" -ge 5 ] && [ "$wrong" -eq 0 ]; then
 		pass "$case: bolt_collective_bench_mpi -c all, one rank on each of $hosts_count hosts: $rows sizes and collectives, none wrong"
 	else
 		fail "$case: bolt_collective_bench_mpi across $hosts_count hosts: mpirun $mpi_status, $rows rows, $wrong with wrong elements"
 		show 0 mpi
+		rxe_counters
 	fi
+}
+
+# rxe_counters: each guest's rxe0 counters on one line, after a failure: RC's
+# retries, sequence errors and RNR waits say what the wire did meanwhile.
+rxe_counters() {
+	for guest in $(seq 0 $((hosts_count - 1))); do
+		hosts_run "$guest" counters 30 "cd /sys/class/infiniband/rxe0/ports/1/hw_counters &&
+			grep -H . * | tr '\n' ' '" >/dev/null
+		echo "  -- host$guest rxe0: $(cat "$(hosts_output "$guest" counters)" 2>/dev/null)"
+	done
 }
 
 # three_hosts: three guests booted on one wire (multicast on the loopback), the
