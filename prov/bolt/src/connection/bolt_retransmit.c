@@ -167,8 +167,12 @@ static bool bolt_retransmit_post(struct bolt_connection *connection,
 static void bolt_retransmit_resend(struct bolt_connection *connection)
 {
 	struct bolt_retransmit *retransmit = &connection->retransmit;
-	uint64_t now = bolt_connection_now_ns();
+	uint64_t now;
 
+	/* Every progress call asks: the clock only when something goes again. */
+	if (!retransmit->going_back)
+		return;
+	now = bolt_connection_now_ns();
 	while (retransmit->going_back && connection->state == BOLT_CONNECTION_ESTABLISHED &&
 	       bolt_link_can_resend(connection)) {
 		struct bolt_retransmit_entry *entry;

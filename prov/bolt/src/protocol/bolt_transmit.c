@@ -432,8 +432,11 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 	/*
 	 * UC loses a stripe on a cut cable without a word: the ports' news before
 	 * stripes go (here, ahead of the loop: what the news sends may progress too).
+	 * Only with something to send: the look reads the precise clock, a quarter
+	 * of an idle progress call's time.
 	 */
-	if (bolt_connection_unreliable(connection) && bolt_data_rail_ready(connection, false))
+	if (bolt_peer_of(connection)->transmits && bolt_connection_unreliable(connection) &&
+	    bolt_data_rail_ready(connection, false))
 		bolt_data_rail_watch_ports_soon(connection->manager->domain);
 	/* The news may be that its control rail has had no path for the liveness time. */
 	if (connection->state != BOLT_CONNECTION_ESTABLISHED)
