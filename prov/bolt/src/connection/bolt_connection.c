@@ -67,9 +67,6 @@ void bolt_connection_handshake_fill(const struct bolt_connection *connection,
 				    struct bolt_handshake *handshake)
 {
 	const struct bolt_domain *domain = connection->manager->domain;
-	const struct bolt_link *link = connection->link;
-	struct bolt_peer_bounce peer_bounce;
-
 	memset(handshake, 0, sizeof(*handshake));
 	handshake->sender = connection->manager->address;
 	handshake->receiver = connection->peer;
@@ -80,18 +77,9 @@ void bolt_connection_handshake_fill(const struct bolt_connection *connection,
 	handshake->peer_port = (uint8_t) (connection->peer_port_count ?
 					  connection->attempt % connection->peer_port_count : 0);
 	memcpy(handshake->gid, domain->primary.gid.raw, sizeof(handshake->gid));
-	if (!link)
+	if (!connection->link)
 		return;
-	handshake->port = (uint8_t) bolt_link_port_index(link);
-	memcpy(handshake->gid, link->port->gid.raw, sizeof(handshake->gid));
-	handshake->qpn = link->qp->qp_num;
-	handshake->psn = link->psn;
-	handshake->peer_qpn = link->peer_qpn;
-	handshake->receive_depth = link->receive_depth;
-	bolt_bounce_describe_own(link, &peer_bounce);
-	handshake->bounce_address = peer_bounce.address;
-	handshake->bounce_rkey = peer_bounce.rkey;
-	handshake->bounce_size = peer_bounce.size;
+	bolt_link_describe(connection->link, handshake);
 	handshake->slot = connection->slot;
 	handshake->slot_nonce = connection->slot_nonce;
 }

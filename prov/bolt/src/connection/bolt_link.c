@@ -66,6 +66,22 @@ int bolt_link_port_index(const struct bolt_link *link)
 	return link->port == &domain->primary ? 0 : 1 + (int) (link->port - domain->stripe_ports);
 }
 
+void bolt_link_describe(const struct bolt_link *link, struct bolt_handshake *handshake)
+{
+	struct bolt_peer_bounce bounce;
+
+	handshake->port = (uint8_t) bolt_link_port_index(link);
+	memcpy(handshake->gid, link->port->gid.raw, sizeof(handshake->gid));
+	handshake->qpn = link->qp->qp_num;
+	handshake->psn = link->psn;
+	handshake->peer_qpn = link->peer_qpn;
+	handshake->receive_depth = link->receive_depth;
+	bolt_bounce_describe_own(link, &bounce);
+	handshake->bounce_address = bounce.address;
+	handshake->bounce_rkey = bounce.rkey;
+	handshake->bounce_size = bounce.size;
+}
+
 struct bolt_rail_port *bolt_link_port_of_index(struct bolt_domain *domain, int index)
 {
 	return index ? &domain->stripe_ports[index - 1] : &domain->primary;

@@ -14,6 +14,7 @@
 #include "connection/bolt_wire.h"
 
 struct bolt_connection;
+struct bolt_handshake;
 
 /* Ports a link may be on: the domain's own, and each stripe port (bolt_link_port_index). */
 #define BOLT_LINK_PORTS_MAX (1 + BOLT_MAX_STRIPE_PORTS)
@@ -152,6 +153,8 @@ int bolt_link_create(struct bolt_domain *domain, int port, uint64_t peer_domain_
 int bolt_link_port_count(const struct bolt_domain *domain);
 /* The number of the link's port among them. */
 int bolt_link_port_index(const struct bolt_link *link);
+/* The link's half of a handshake: its port, GID, queue pair, PSN, receives and bounce buffer. */
+void bolt_link_describe(const struct bolt_link *link, struct bolt_handshake *handshake);
 /* The domain's port of that number (below bolt_link_port_count), carrying links or not. */
 struct bolt_rail_port *bolt_link_port_of_index(struct bolt_domain *domain, int index);
 /* The index-th of the domain's ports other than the one numbered skipped; NULL past the last. */

@@ -50,20 +50,9 @@ static struct bolt_connection *bolt_link_move_speaker(const struct bolt_link *li
 static void bolt_link_move_describe(const struct bolt_connection *connection,
 				    const struct bolt_link *successor, struct bolt_handshake *handshake)
 {
-	struct bolt_peer_bounce bounce;
-
 	bolt_connection_handshake_fill(connection, handshake);
-	handshake->port = (uint8_t) bolt_link_port_index(successor);
-	memcpy(handshake->gid, successor->port->gid.raw, sizeof(handshake->gid));
-	handshake->qpn = successor->qp->qp_num;
-	handshake->psn = successor->psn;
-	handshake->peer_qpn = successor->peer_qpn;
-	handshake->receive_depth = successor->receive_depth;
+	bolt_link_describe(successor, handshake);
 	handshake->peer_port = (uint8_t) successor->peer_port;
-	bolt_bounce_describe_own(successor, &bounce);
-	handshake->bounce_address = bounce.address;
-	handshake->bounce_rkey = bounce.rkey;
-	handshake->bounce_size = bounce.size;
 }
 
 /* successor takes over from link: link's queue pair goes to ERR, so that nothing more crosses it. */
