@@ -450,6 +450,13 @@ long bolt_fixture_elapsed_ms(const struct timespec *start)
 	return (now.tv_sec - start->tv_sec) * 1000 + (now.tv_nsec - start->tv_nsec) / 1000000;
 }
 
+const char *bolt_fixture_loss_seed(const char *fallback)
+{
+	const char *seed = getenv("BOLT_TEST_LOSS_SEED");
+
+	return seed && *seed ? seed : fallback;
+}
+
 int bolt_fixture_process_status(pid_t pid)
 {
 	int status;

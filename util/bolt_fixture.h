@@ -157,6 +157,12 @@ void bolt_fixture_scale_software_limits(int hosts, bool overwrite);
 /* Milliseconds since start, on CLOCK_MONOTONIC. */
 long bolt_fixture_elapsed_ms(const struct timespec *start);
 /*
+ * The software device's drop seed (FI_BOLT_SOFT_SEED) for a loss test:
+ * BOLT_TEST_LOSS_SEED, so that util/bolt_loss_runs.sh can run it with many,
+ * else fallback, the test's own.
+ */
+const char *bolt_fixture_loss_seed(const char *fallback);
+/*
  * libfabric reads FI_LOG_LEVEL when it initialises, in its first fi_getinfo:
  * this asks it for a provider that does not exist, so that the FI_WARN lines
  * of code called directly (not through libfabric) show.

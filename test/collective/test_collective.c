@@ -702,7 +702,7 @@ static void test_loss_group(int size)
 	int ret;
 
 	setenv("FI_BOLT_SOFT_DROP_PPM", "10000", 1);
-	setenv("FI_BOLT_SOFT_SEED", "28", 1);
+	setenv("FI_BOLT_SOFT_SEED", bolt_fixture_loss_seed("28"), 1);
 	setenv("FI_BOLT_UC_DATA_WRITES", "1", 1);
 	ret = collective_run(&options, "coll-loss", test_loss, NULL);
 	unsetenv("FI_BOLT_SOFT_DROP_PPM");

@@ -72,7 +72,7 @@ static int loss_receiver(int socket, void *argument)
 static void loss_environment(const char *ppm, bool data_writes)
 {
 	setenv("FI_BOLT_SOFT_DROP_PPM", ppm, 1);
-	setenv("FI_BOLT_SOFT_SEED", "28", 1);
+	setenv("FI_BOLT_SOFT_SEED", bolt_fixture_loss_seed("28"), 1);
 	setenv("FI_BOLT_UC_DATA_WRITES", data_writes ? "1" : "0", 1);
 }
 
