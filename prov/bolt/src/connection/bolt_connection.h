@@ -48,6 +48,15 @@ struct bolt_data_rail {
 	uint64_t bytes_written;         /* by the stripes of this end's writes */
 	bool failed;                    /* its port went down, or a write on it failed: no
 					 * stripes on it until the port is back (failover) */
+	/*
+	 * A failed RC rail is made again only once its sends are back (flushed,
+	 * to go on the control rail): a queue pair destroyed before loses them.
+	 * Until then, what waits: our own revival, or the peer's request.
+	 */
+	bool revive_when_drained;
+	bool request_when_drained;
+	struct bolt_wire_header drained_request;
+	char drained_request_payload[sizeof(union ibv_gid)];
 };
 
 

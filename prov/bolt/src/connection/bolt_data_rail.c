@@ -112,6 +112,8 @@ void bolt_data_rail_destroy(struct bolt_connection *connection, struct bolt_data
 		rail->port->qp_count--;
 	}
 	rail->failed = false;
+	rail->revive_when_drained = false;
+	rail->request_when_drained = false;
 }
 
 /* RTR and RTS towards the peer's queue pair for the rail, at gid. */
@@ -294,6 +296,8 @@ static void bolt_data_rail_requested(struct bolt_connection *connection, const s
 	/* The peer lost it (its cable or port failed and came back) and makes it anew: so do we. */
 	if (rail->state == BOLT_DATA_RAIL_READY || rail->state == BOLT_DATA_RAIL_PROBING) {
 		bolt_data_rail_mark_failed(connection, (int) header->request_id, "the peer makes it again");
+		if (bolt_data_rail_request_waits(connection, (int) header->request_id, header, payload))
+			return;
 		bolt_data_rail_destroy(connection, rail);
 	}
 	/* A stripe rail's earlier attempt, or our own request the peer's overrides. */

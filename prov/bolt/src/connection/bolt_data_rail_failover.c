@@ -12,6 +12,7 @@
  * (its queue pair never left RTS) and the peer is told; an RC one is made
  * again, asked for and probed as the first time.
  */
+#include <string.h>
 #include <utlist.h>
 
 #include "connection/bolt_link_move.h"
@@ -75,14 +76,56 @@ static void bolt_data_rail_revive(struct bolt_connection *connection, int index)
 		return;
 	FI_INFO(&bolt_prov, FI_LOG_EP_DATA, "data rail %d on %s:%u: its port is back\n", index,
 		rail->port->device.name, rail->port->port.port_num);
-	rail->failed = false;
 	if (rail->port->qp_type != IBV_QPT_RC) {
+		rail->failed = false;
 		bolt_data_rail_send(connection, BOLT_WIRE_RAIL_STATE, (uint64_t) index, 0);
 		return;
 	}
+	/* Failed until its queue pair goes: no stripe on it meanwhile. */
+	if (rail->outstanding_sends > 0) {
+		rail->revive_when_drained = true;
+		return;
+	}
+	rail->failed = false;
 	bolt_data_rail_destroy(connection, rail);
 	rail->state = BOLT_DATA_RAIL_NONE;
 	bolt_data_rail_request(connection);
+}
+
+bool bolt_data_rail_request_waits(struct bolt_connection *connection, int index,
+				  const struct bolt_wire_header *header, const char *payload)
+{
+	struct bolt_data_rail *rail = &connection->data_rails[index];
+
+	if (rail->port->qp_type != IBV_QPT_RC || rail->outstanding_sends <= 0)
+		return false;
+	FI_INFO(&bolt_prov, FI_LOG_EP_DATA,
+		"data rail %d: the peer makes it again; %d sends still out come back first\n", index,
+		rail->outstanding_sends);
+	rail->request_when_drained = true;
+	rail->drained_request = *header;
+	memcpy(rail->drained_request_payload, payload,
+	       header->payload_length < sizeof(rail->drained_request_payload) ?
+	       header->payload_length : sizeof(rail->drained_request_payload));
+	return true;
+}
+
+void bolt_data_rail_send_returned(struct bolt_connection *connection, int index)
+{
+	struct bolt_data_rail *rail = &connection->data_rails[index];
+	struct bolt_wire_header request;
+
+	if (--rail->outstanding_sends > 0 || connection->state != BOLT_CONNECTION_ESTABLISHED)
+		return;
+	if (rail->revive_when_drained) {
+		rail->revive_when_drained = false;
+		bolt_data_rail_revive(connection, index);
+	}
+	if (rail->request_when_drained) {
+		rail->request_when_drained = false;
+		request = rail->drained_request;
+		bolt_data_rail_message(connection, &request, rail->drained_request_payload);
+	}
 }
 
 /* The rails of connection on port fail, or are used again. */

@@ -33,6 +33,17 @@ void bolt_data_rail_watch_ports(struct bolt_domain *domain);
 void bolt_data_rail_watch_ports_soon(struct bolt_domain *domain);
 /* Marks rail index failed (why) without telling the peer; false if it already was, or is not ready. */
 bool bolt_data_rail_mark_failed(struct bolt_connection *connection, int index, const char *why);
+/*
+ * A send posted on rail index came back: once none is out, a failed rail is
+ * made again if that waited for it.
+ */
+void bolt_data_rail_send_returned(struct bolt_connection *connection, int index);
+/*
+ * Whether the failed rail index must wait for its sends before its queue
+ * pair goes; if so, the peer's request (header, payload) waits with it.
+ */
+bool bolt_data_rail_request_waits(struct bolt_connection *connection, int index,
+				  const struct bolt_wire_header *header, const char *payload);
 /* RAIL_STATE from the peer: the rail failed at its end, or is usable again. */
 void bolt_data_rail_peer_state(struct bolt_connection *connection, const struct bolt_wire_header *header);
 

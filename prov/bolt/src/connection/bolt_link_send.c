@@ -195,8 +195,12 @@ struct bolt_connection *bolt_link_send_completed(struct bolt_control_buffer *rec
 	/* A failed connection has already ended its operations. */
 	if (connection->state == BOLT_CONNECTION_FAILED)
 		return NULL;
-	if (rail >= 0)
-		connection->data_rails[rail].outstanding_sends--;
+	if (rail >= 0) {
+		bolt_data_rail_send_returned(connection, rail);
+		/* The rail made again may have failed the connection. */
+		if (connection->state == BOLT_CONNECTION_FAILED)
+			return NULL;
+	}
 	if (wc->status != IBV_WC_SUCCESS) {
 		bolt_connection_fail(connection, FI_EIO, domain->fabric->verbs.wc_status_str(wc->status));
 		return NULL;

@@ -130,11 +130,12 @@ bool bolt_failover_stripe_failed(struct bolt_control_buffer *record, const struc
 	    connection->state != BOLT_CONNECTION_ESTABLISHED)
 		return false;
 	bolt_control_buffer_put(connection->manager->domain, record);
-	connection->data_rails[rail].outstanding_sends--;
 	bolt_data_rail_fail(connection, rail,
 			    connection->manager->domain->fabric->verbs.wc_status_str(wc->status));
 	transmit->in_flight--;
 	transmit->moved_rails |= 1u << rail;
+	/* After the stripe is marked moved: the last one back may make the rail again. */
+	bolt_data_rail_send_returned(connection, rail);
 	bolt_transmit_progress(connection);
 	return true;
 }
