@@ -1,7 +1,8 @@
 #!/bin/sh
 # bolt_loss_runs.sh: issue 28's many runs at 1 % loss. bolt's loss tests for
 # messaging (700 tagged messages; 90 large ones written by RDMA), RMA and the
-# collectives (2 and 3 ranks), each run --runs N times (default 100), run k
+# collectives (2 and 3 ranks, 100 all-reduces and all-gathers of 64 B to
+# 256 KiB), each run --runs N times (default 100), run k
 # with drop seed k (BOLT_TEST_LOSS_SEED), on the software device's
 # Thunderbolt profile, which drops 1 % of UC packets. Every run checks every
 # byte it received; a run passes only with all of it right and every
