@@ -450,11 +450,20 @@ long bolt_fixture_elapsed_ms(const struct timespec *start)
 	return (now.tv_sec - start->tv_sec) * 1000 + (now.tv_nsec - start->tv_nsec) / 1000000;
 }
 
-const char *bolt_fixture_loss_seed(const char *fallback)
+void bolt_fixture_set_loss(const char *ppm, bool data_writes)
 {
 	const char *seed = getenv("BOLT_TEST_LOSS_SEED");
 
-	return seed && *seed ? seed : fallback;
+	setenv("FI_BOLT_SOFT_DROP_PPM", ppm, 1);
+	setenv("FI_BOLT_SOFT_SEED", seed && *seed ? seed : "28", 1);
+	setenv("FI_BOLT_UC_DATA_WRITES", data_writes ? "1" : "0", 1);
+}
+
+void bolt_fixture_clear_loss(void)
+{
+	unsetenv("FI_BOLT_SOFT_DROP_PPM");
+	unsetenv("FI_BOLT_SOFT_SEED");
+	unsetenv("FI_BOLT_UC_DATA_WRITES");
 }
 
 int bolt_fixture_process_status(pid_t pid)

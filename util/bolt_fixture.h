@@ -157,11 +157,14 @@ void bolt_fixture_scale_software_limits(int hosts, bool overwrite);
 /* Milliseconds since start, on CLOCK_MONOTONIC. */
 long bolt_fixture_elapsed_ms(const struct timespec *start);
 /*
- * The software device's drop seed (FI_BOLT_SOFT_SEED) for a loss test:
- * BOLT_TEST_LOSS_SEED, so that util/bolt_loss_runs.sh can run it with many,
- * else fallback, the test's own.
+ * A loss test's software device: ppm per million UC packets dropped, seeded
+ * with BOLT_TEST_LOSS_SEED when set (util/bolt_loss_runs.sh runs a test with
+ * many), else the tests' own 28; data_writes: RDMA writes of data
+ * (FI_BOLT_UC_DATA_WRITES), or messages in their stead. Cleared by
+ * bolt_fixture_clear_loss.
  */
-const char *bolt_fixture_loss_seed(const char *fallback);
+void bolt_fixture_set_loss(const char *ppm, bool data_writes);
+void bolt_fixture_clear_loss(void);
 /*
  * libfabric reads FI_LOG_LEVEL when it initialises, in its first fi_getinfo:
  * this asks it for a provider that does not exist, so that the FI_WARN lines

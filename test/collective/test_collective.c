@@ -708,13 +708,9 @@ static void test_loss_group(int size)
 	struct collective_options options = { .profile = "thunderbolt", .size = size };
 	int ret;
 
-	setenv("FI_BOLT_SOFT_DROP_PPM", "10000", 1);
-	setenv("FI_BOLT_SOFT_SEED", bolt_fixture_loss_seed("28"), 1);
-	setenv("FI_BOLT_UC_DATA_WRITES", "1", 1);
+	bolt_fixture_set_loss("10000", true);
 	ret = collective_run(&options, "coll-loss", test_loss, NULL);
-	unsetenv("FI_BOLT_SOFT_DROP_PPM");
-	unsetenv("FI_BOLT_SOFT_SEED");
-	unsetenv("FI_BOLT_UC_DATA_WRITES");
+	bolt_fixture_clear_loss();
 	cr_assert_eq(ret, 0, "%d ranks, 1 %% of packets dropped", size);
 }
 

@@ -68,21 +68,6 @@ static int loss_receiver(int socket, void *argument)
 	return ret;
 }
 
-/* Drops at ppm per million, and RDMA writes of data (large) or messages in their stead. */
-static void loss_environment(const char *ppm, bool data_writes)
-{
-	setenv("FI_BOLT_SOFT_DROP_PPM", ppm, 1);
-	setenv("FI_BOLT_SOFT_SEED", bolt_fixture_loss_seed("28"), 1);
-	setenv("FI_BOLT_UC_DATA_WRITES", data_writes ? "1" : "0", 1);
-}
-
-static void loss_environment_cleanup(void)
-{
-	unsetenv("FI_BOLT_SOFT_DROP_PPM");
-	unsetenv("FI_BOLT_SOFT_SEED");
-	unsetenv("FI_BOLT_UC_DATA_WRITES");
-}
-
 static double loss_seconds_since(const struct timespec *start)
 {
 	struct timespec now;
@@ -169,7 +154,7 @@ static void loss_finish(const struct loss_setup *setup, struct bolt_fixture_endp
 	cr_assert_eq(rdm_send_value(socket, 1), 0);
 	cr_assert_eq(rdm_pair_finish(&setup->options, endpoint, peer, socket), 0,
 		     "a message was lost, damaged or failed at the receiver");
-	loss_environment_cleanup();
+	bolt_fixture_clear_loss();
 }
 
 /*
@@ -190,7 +175,7 @@ static void messages_survive(const char *ppm, const char *tag, int messages, boo
 	int socket;
 	pid_t peer;
 
-	loss_environment(ppm, data_writes);
+	bolt_fixture_set_loss(ppm, data_writes);
 	peer = rdm_pair_start(&setup.options, tag, loss_receiver, &setup, &endpoint, &socket);
 	cr_assert(peer > 0);
 	loss_stream(&setup, &endpoint, NULL);
@@ -269,7 +254,7 @@ static void rma_survives(const char *ppm, const char *tag, bool data_writes)
 	pid_t peer;
 
 	cr_assert(local);
-	loss_environment(ppm, data_writes);
+	bolt_fixture_set_loss(ppm, data_writes);
 	peer = rdm_pair_start(&setup.options, tag, loss_target, &setup, &endpoint, &socket);
 	cr_assert(peer > 0);
 	cr_assert_eq(rdm_register_region(&endpoint, local, 2 * LOSS_REGION,
@@ -295,7 +280,7 @@ static void rma_survives(const char *ppm, const char *tag, bool data_writes)
 	/* FI_MR_ENDPOINT: regions close before their endpoint. */
 	cr_assert_eq(fi_close(&local_mr->fid), 0);
 	cr_assert_eq(rdm_pair_finish(&setup.options, &endpoint, peer, socket), 0, "the target failed");
-	loss_environment_cleanup();
+	bolt_fixture_clear_loss();
 	free(local);
 }
 
@@ -362,7 +347,7 @@ Test(loss, cables_cut_and_restored_thunderbolt_uc)
 	int socket;
 	pid_t peer;
 
-	loss_environment("0", false);
+	bolt_fixture_set_loss("0", false);
 	peer = rdm_pair_start(&setup.options, "loss-cut", loss_receiver, &setup, &endpoint, &socket);
 	cr_assert(peer > 0);
 	loss_stream(&setup, &endpoint, cut_then_restore);
