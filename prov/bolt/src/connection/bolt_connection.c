@@ -67,6 +67,7 @@ void bolt_connection_handshake_fill(const struct bolt_connection *connection,
 				    struct bolt_handshake *handshake)
 {
 	const struct bolt_domain *domain = connection->manager->domain;
+
 	memset(handshake, 0, sizeof(*handshake));
 	handshake->sender = connection->manager->address;
 	handshake->receiver = connection->peer;

@@ -86,7 +86,7 @@ static void bolt_data_rail_revive(struct bolt_connection *connection, int index)
 		rail->revive_when_drained = true;
 		return;
 	}
-	rail->failed = false;
+	/* Failed no more: the destroy clears it. */
 	bolt_data_rail_destroy(connection, rail);
 	rail->state = BOLT_DATA_RAIL_NONE;
 	bolt_data_rail_request(connection);

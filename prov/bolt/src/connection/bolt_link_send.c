@@ -192,15 +192,12 @@ struct bolt_connection *bolt_link_send_completed(struct bolt_control_buffer *rec
 		domain = connection->manager->domain;
 		bolt_control_buffer_put(domain, record);
 	}
+	/* Counted back first: the rail it brings back into use may fail the connection. */
+	if (rail >= 0)
+		bolt_data_rail_send_returned(connection, rail);
 	/* A failed connection has already ended its operations. */
 	if (connection->state == BOLT_CONNECTION_FAILED)
 		return NULL;
-	if (rail >= 0) {
-		bolt_data_rail_send_returned(connection, rail);
-		/* The rail made again may have failed the connection. */
-		if (connection->state == BOLT_CONNECTION_FAILED)
-			return NULL;
-	}
 	if (wc->status != IBV_WC_SUCCESS) {
 		bolt_connection_fail(connection, FI_EIO, domain->fabric->verbs.wc_status_str(wc->status));
 		return NULL;

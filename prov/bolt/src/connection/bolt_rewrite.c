@@ -12,7 +12,7 @@
  * segments. The software device, as a real UC link, loses a write if any of
  * its packets is lost (1 KiB frames on Thunderbolt): a 1 MiB stripe would
  * almost never arrive at 1 % packet loss, so writes go in segments whose
- * size follows the link (bolt_rewrite_choose_size): small while it loses,
+ * size follows the link (bolt_rewrite_best_size): small while it loses,
  * up to FI_BOLT_UC_WRITE_SEGMENT while it does not, where every work
  * request and acknowledgement costs.
  *

@@ -66,7 +66,7 @@ struct bolt_rewrite {
 	uint64_t progress_ns;                   /* an acknowledgement last moved oldest, or the first went */
 	struct bolt_round_trip round_trip;      /* from segments' acknowledgements, */
 	uint64_t timeout_ns;                    /* and the timeout from it backed off while silent */
-	uint32_t segment_size;                  /* of the next new segment (bolt_rewrite_choose_size) */
+	uint32_t segment_size;                  /* of the next new segment (bolt_rewrite_best_size) */
 	double observed_segments;               /* acknowledged or lost lately (decaying counts), */
 	double observed_kibibytes;              /* their size, */
 	double observed_losses;                 /* and how many of them were lost */
