@@ -7,8 +7,10 @@
  * its bytes, every write lands, and once the cable is back stripes cross it
  * again. The same when the first cable, the domain's own, which carries the
  * control rail, is cut or this host's port of it goes down: the control
- * rail moves to the second cable. With both cables cut, the operations end
- * with an error within the liveness time. On RC and UC.
+ * rail moves to the second cable; and back to the first when the second is
+ * cut in turn, the writes that crossed a move asking the target for its key
+ * on the new port. With both cables cut, the operations end with an error
+ * within the liveness time. On RC and UC.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -236,6 +238,21 @@ static void failover_stream_until(struct failover_stream *stream, int cable, uin
 	}
 }
 
+/* Batches until a stripe crossed the second cable beyond bytes_before; every one ends well. */
+static void failover_stream_until_second_cable_carries(struct failover_stream *stream,
+						       uint64_t bytes_before)
+{
+	struct timespec start;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
+		cr_assert_lt(failover_seconds_since(&start), 20.0,
+			     "no stripe crossed the second cable after it came back");
+		failover_batch(stream);
+	} while (failover_second_cable_bytes(stream) == bytes_before);
+	cr_assert_eq(stream->errors, 0, "an operation failed: %s", fi_strerror(stream->last_error));
+}
+
 /*
  * A cable fails by plan (cut, or its port here down) while the stream runs,
  * and comes back: the stream goes on without an error. The second cable's
@@ -246,8 +263,6 @@ static void failover_survives(const char *profile, const char *tag, const char *
 {
 	struct failover_setup setup = { .options = { .profile = profile } };
 	struct failover_stream stream;
-	struct timespec start;
-	uint64_t bytes_at_restore;
 	int socket;
 	pid_t peer = failover_start(&setup, tag, plan, &stream, &socket);
 
@@ -259,14 +274,7 @@ static void failover_survives(const char *profile, const char *tag, const char *
 	failover_batch(&stream);
 	failover_batch(&stream);
 	failover_stream_until(&stream, cable, 2, "up again");
-	bytes_at_restore = cable ? failover_second_cable_bytes(&stream) : 0;
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	do {
-		cr_assert_lt(failover_seconds_since(&start), 20.0,
-			     "no stripe crossed the second cable after it came back");
-		failover_batch(&stream);
-	} while (failover_second_cable_bytes(&stream) == bytes_at_restore);
-	cr_assert_eq(stream.errors, 0, "an operation failed: %s", fi_strerror(stream.last_error));
+	failover_stream_until_second_cable_carries(&stream, cable ? failover_second_cable_bytes(&stream) : 0);
 	cr_log_info("%s: %llu rounds, %llu stripes moved to the control rail\n", tag,
 		    (unsigned long long) stream.rounds,
 		    (unsigned long long) bolt_peer_of(stream.bolt->connection_manager.connections)->stripes_moved);
@@ -322,6 +330,41 @@ Test(failover, first_port_down_control_rail_moves_rocev2_rc)
 Test(failover, first_port_down_control_rail_moves_thunderbolt_uc)
 {
 	failover_survives("thunderbolt", "failover-first-port-uc", FAILOVER_FIRST_PORT_PLAN, 0);
+}
+
+/*
+ * The control rail moves to the second cable when the first is cut, and back
+ * to the first, which came back meanwhile, when the second is cut in turn:
+ * the stream goes on without an error through both moves, and stripes cross
+ * the second cable again once it is back.
+ */
+#define FAILOVER_THERE_AND_BACK_PLAN \
+	"at 1200ms cut cable 0; at 4500ms restore cable 0; at 6000ms cut cable 1; at 9300ms restore cable 1"
+
+static void failover_there_and_back(const char *profile, const char *tag)
+{
+	struct failover_setup setup = { .options = { .profile = profile } };
+	struct failover_stream stream;
+	int socket;
+	pid_t peer = failover_start(&setup, tag, FAILOVER_THERE_AND_BACK_PLAN, &stream, &socket);
+
+	failover_batch(&stream);
+	failover_stream_until(&stream, 0, 2, "down and up again");
+	failover_stream_until(&stream, 1, 2, "down and up again");
+	failover_stream_until_second_cable_carries(&stream, failover_second_cable_bytes(&stream));
+	cr_assert_eq(stream.bolt->connection_manager.connections->link->port, &stream.bolt->domain->primary,
+		     "the control rail is not back on the first cable");
+	failover_finish(&setup, &stream, peer, socket);
+}
+
+Test(failover, control_rail_moves_there_and_back_rocev2_rc)
+{
+	failover_there_and_back("rocev2", "failover-back-rc");
+}
+
+Test(failover, control_rail_moves_there_and_back_thunderbolt_uc)
+{
+	failover_there_and_back("thunderbolt", "failover-back-uc");
 }
 
 /* Both cables cut: no path remains, and the operations end with an error within the liveness time. */

@@ -191,6 +191,11 @@ void bolt_connection_manager_start(struct bolt_connection_manager *manager, stru
 	DL_APPEND(domain->connection_managers, manager);
 }
 
+int bolt_connection_port_index(const struct bolt_connection *connection)
+{
+	return connection->link ? bolt_link_port_index(connection->link) : 0;
+}
+
 bool bolt_connection_unreliable(const struct bolt_connection *connection)
 {
 	return connection->manager->domain->primary.qp_type != IBV_QPT_RC;

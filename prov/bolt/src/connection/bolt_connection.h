@@ -221,6 +221,8 @@ uint64_t bolt_connection_now_ns(void);
 void bolt_connection_fail(struct bolt_connection *connection, int error, const char *why);
 /* Closing an endpoint: every connection, its queue pair and buffers, and accepted side channels. */
 void bolt_connection_destroy_all(struct bolt_connection_manager *manager);
+/* The number of the port the connection's control rail is on: its link's, the domain's own until it has one. */
+int bolt_connection_port_index(const struct bolt_connection *connection);
 /* Whether the connection's queue pair may lose messages (UC): then every write carries immediate data. */
 bool bolt_connection_unreliable(const struct bolt_connection *connection);
 /* Whether it may write with immediate data of its own: on UC, or as its RC link's first (slot 0). */

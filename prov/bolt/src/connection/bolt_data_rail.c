@@ -45,12 +45,6 @@ static bool bolt_data_rail_we_win(const struct bolt_connection *connection)
 	return memcmp(&connection->peer, &connection->manager->address, sizeof(connection->peer)) > 0;
 }
 
-/* The number of the port the connection's link is on: the domain's own until it has one. */
-static int bolt_data_rail_link_port(const struct bolt_connection *connection)
-{
-	return connection->link ? bolt_link_port_index(connection->link) : 0;
-}
-
 /*
  * This end's port of rail index: its link's for a data rail, the stripe
  * rail's other port for a stripe rail (stripe, counted from 0, is what the
@@ -60,7 +54,7 @@ static struct bolt_rail_port *bolt_data_rail_port(struct bolt_connection *connec
 						  uint64_t index, uint64_t stripe)
 {
 	struct bolt_domain *domain = connection->manager->domain;
-	int link_port = bolt_data_rail_link_port(connection);
+	int link_port = bolt_connection_port_index(connection);
 
 	if (!bolt_data_rail_is_stripe(index))
 		return index < (uint64_t) domain->data_rails ?
@@ -104,6 +98,13 @@ static bool bolt_data_rail_create_qp(struct bolt_connection *connection, struct 
 	return true;
 }
 
+/*
+ * Its completions name no queue pair once it is gone, so a rail with sends
+ * out is destroyed only when its connection fails or closes, which ends
+ * its operations and reclaims their records; every other caller either waits for them
+ * (bolt_data_rail_send_returned) or acts on a rail not yet READY, which
+ * carries none.
+ */
 void bolt_data_rail_destroy(struct bolt_connection *connection, struct bolt_data_rail *rail)
 {
 	if (rail->qp) {

@@ -272,6 +272,13 @@ bool bolt_registration_expose(struct bolt_connection *connection, void *address,
 /* registration's MR on the port of the connection's control rail, or NULL if it has none there. */
 struct ibv_mr *bolt_registration_link_mr(const struct bolt_connection *connection,
 					 const struct bolt_registration *registration);
+/*
+ * An exposed registration's MR on the port of the connection's control rail,
+ * registered there now for the bytes it holds on another port (the control
+ * rail moved since); NULL if it cannot be.
+ */
+struct ibv_mr *bolt_registration_follow_link(struct bolt_connection *connection,
+					     struct bolt_registration *registration);
 /* The MR of registration's buffer on the port of the connection's data rail, registered if needed. */
 struct ibv_mr *bolt_registration_rail_mr(struct bolt_connection *connection, int rail,
 					 struct bolt_registration *registration, void *address,

@@ -121,6 +121,23 @@ struct ibv_mr *bolt_registration_link_mr(const struct bolt_connection *connectio
 	return entry ? bolt_mr_cache_entry_mr(entry) : NULL;
 }
 
+struct ibv_mr *bolt_registration_follow_link(struct bolt_connection *connection,
+					     struct bolt_registration *registration)
+{
+	struct bolt_domain *domain = connection->manager->domain;
+	struct bolt_mr_cache_entry *held = registration->primary;
+	struct ibv_mr *mr;
+
+	for (int index = 0; !held && index < domain->stripe_port_count; index++)
+		held = registration->stripe[index];
+	if (!held || !registration->exposed)
+		return NULL;
+	/* Exposed: the MR is exactly the buffer's bytes. */
+	mr = bolt_mr_cache_entry_mr(held);
+	return bolt_registration_port_mr(domain, bolt_registration_link_port(connection), registration,
+				       mr->addr, mr->length);
+}
+
 struct ibv_mr *bolt_registration_rail_mr(struct bolt_connection *connection, int rail,
 				       struct bolt_registration *registration, void *address,
 				       size_t length)

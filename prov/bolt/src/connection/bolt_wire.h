@@ -62,7 +62,12 @@ enum bolt_wire_op {
 	BOLT_WIRE_WRITE_LANDED,     /* UC: every segment of a write with immediate data cq_data,
 				     * total_length bytes, arrived; the target takes it now, once
 				     * (connection/bolt_rewrite.c) */
-	BOLT_WIRE_OP_LAST = BOLT_WIRE_WRITE_LANDED,
+	BOLT_WIRE_STRIPE_KEY_ASK,   /* the control rail moved to a port where the buffer of
+				     * transfer request_id has no key for a moved stripe (with
+				     * BOLT_WIRE_FLAG_WRITE_BACK: the target's read of that id,
+				     * written back): register it there and say the key */
+	BOLT_WIRE_STRIPE_KEY,       /* its answer: the key, or a status in cq_data */
+	BOLT_WIRE_OP_LAST = BOLT_WIRE_STRIPE_KEY,
 };
 
 /* Ops whose payload is a segment of data, at offset within total_length. */
@@ -129,7 +134,10 @@ struct bolt_wire_header {
 	uint64_t tag;               /* an untagged message's: its number (receive grants) */
 	uint64_t request_id;        /* the sender's operation, echoed in acks and responses */
 	uint64_t total_length;      /* of the whole message or request */
-	uint64_t offset;            /* of this segment within the message or request */
+	uint64_t offset;            /* of this segment within the message or request; in one
+				     * that gives a key (RENDEZVOUS_READY, STRIPE_KEY, a
+				     * READ_REQUEST with WRITE_BACK): the sender's port it is
+				     * on, by the link's numbering */
 	uint64_t address;           /* WRITE, READ_REQUEST: the target address */
 	uint64_t key;               /* WRITE, READ_REQUEST: the target key */
 	uint32_t link_sequence;     /* per link and direction: the transmissions that take a

@@ -10,6 +10,9 @@
  * data that names its transfer, counted like any stripe (a loss of it is
  * found as any other's); on RC a plain write followed by STRIPE_MOVED with
  * that immediate data, which the queue pair delivers after the write.
+ * Keys are per port: once the control rail moved to another port since the
+ * answer (connection/bolt_link_move.c), a write on it first asks the target
+ * for its buffer's key there (STRIPE_KEY_ASK, answered by STRIPE_KEY).
  */
 #include <utlist.h>
 
@@ -29,30 +32,53 @@ static void bolt_failover_stripe_range(const struct bolt_transmit *transmit, int
 }
 
 /*
- * The keys for a stripe on the control rail: those of a rail of the transfer
- * on the control rail's port, which the target registered there whenever it
- * answered; else those the answer gave for the control rail, unless it moved
- * to another port since (connection/bolt_link_move.c). False if none.
+ * Asks the target, once, for its key on the control rail's port
+ * (STRIPE_KEY_ASK), posted here and not queued: progress may be walking the
+ * queue. The write waits for the answer (bolt_failover_key_arrived); if the
+ * link has no room now, key_asked stays false and the next progress asks.
  */
-static bool bolt_failover_keys(struct bolt_connection *connection, struct bolt_transmit *transmit,
-			       uint32_t *lkey, uint32_t *rkey)
+static void bolt_failover_ask_key(struct bolt_connection *connection, struct bolt_transmit *transmit)
 {
-	struct ibv_mr *mr = NULL;
+	struct bolt_domain *domain = connection->manager->domain;
+	struct bolt_control_buffer *record;
+	struct bolt_wire_header *header;
 
-	for (int rail = 0; !mr && rail < BOLT_MAX_CONNECTION_RAILS; rail++)
-		if ((transmit->rail_mask & (1u << rail)) &&
-		    connection->data_rails[rail].port == connection->link->port) {
-			mr = bolt_registration_rail_mr(connection, rail, &transmit->registration,
-						       transmit->iov[0].iov_base, transmit->target_length);
-			*rkey = transmit->rail_rkeys[rail];
-		}
-	if (!mr && (!transmit->target_port || transmit->target_port == connection->link->port)) {
-		mr = bolt_registration_link_mr(connection, &transmit->registration);
-		*rkey = transmit->target_rkey;
+	if (transmit->key_asked || !bolt_link_can_send(connection, 0, 1) ||
+	    !(record = bolt_control_buffer_get(domain)))
+		return;
+	record->send_slots = 1;
+	header = (struct bolt_wire_header *) bolt_control_buffer_data(domain, record);
+	bolt_link_frame(connection, header, BOLT_WIRE_STRIPE_KEY_ASK, 0);
+	header->request_id = transmit->request_id;
+	header->flags |= BOLT_WIRE_FLAG_LAST;
+	if (transmit->op == BOLT_WIRE_READ_RESPONSE)
+		header->flags |= BOLT_WIRE_FLAG_WRITE_BACK;
+	FI_INFO(&bolt_prov, FI_LOG_EP_DATA, "a write of transfer %llu waits for the target's key on %s:%u\n",
+		(unsigned long long) transmit->request_id, connection->link->port->device.name,
+		connection->link->port->port.port_num);
+	transmit->key_asked = bolt_link_post_buffer(connection, record, sizeof(*header), NULL,
+						    bolt_link_bare_send_completed);
+}
+
+int bolt_failover_control_keys(struct bolt_connection *connection, struct bolt_transmit *transmit,
+				uint32_t *lkey, uint32_t *rkey)
+{
+	struct ibv_mr *mr;
+
+	/* A write there now would be lost with the port: the control rail moves first. */
+	if (connection->link->port->down)
+		return 1;
+	if (transmit->target_port != connection->link->port) {
+		bolt_failover_ask_key(connection, transmit);
+		return 1;
 	}
-	if (mr)
-		*lkey = mr->lkey;
-	return mr != NULL;
+	if (!bolt_registration_acquire(connection, transmit->iov[0].iov_base, transmit->target_length,
+				       &transmit->registration))
+		return -FI_ENOMEM;
+	mr = bolt_registration_link_mr(connection, &transmit->registration);
+	*lkey = mr->lkey;
+	*rkey = transmit->target_rkey;
+	return 0;
 }
 
 /* Posts the stripe of rail on the control rail; false if the link has no room now. */
@@ -68,14 +94,19 @@ static bool bolt_failover_post(struct bolt_connection *connection, struct bolt_t
 	struct bolt_wire_header *header;
 	size_t offset, length;
 	struct ibv_sge sge;
+	int keys;
 
 	if (!bolt_link_can_send(connection, 0, unreliable ? 1 : 2) ||
 	    !(record = bolt_control_buffer_get(domain)))
 		return false;
-	if (!bolt_failover_keys(connection, transmit, &sge.lkey, &write.wr.rdma.rkey)) {
+	keys = bolt_failover_control_keys(connection, transmit, &sge.lkey, &write.wr.rdma.rkey);
+	if (keys) {
 		bolt_control_buffer_put(domain, record);
-		bolt_connection_fail(connection, FI_EIO, "a stripe has no keys on the moved control rail");
-		return true;
+		if (keys < 0)
+			bolt_connection_fail(connection, FI_EIO,
+					     "a moved stripe's buffer cannot be registered on the control rail's port");
+		/* Waiting for the target's key: the others may go meanwhile; else for room, or a move. */
+		return keys < 0 || transmit->key_asked;
 	}
 	bolt_failover_stripe_range(transmit, rail, &offset, &length);
 	sge.addr = (uintptr_t) transmit->iov[0].iov_base + offset;
@@ -118,6 +149,42 @@ bool bolt_failover_progress(struct bolt_connection *connection)
 				return false;
 		}
 	return true;
+}
+
+/* The write that asked for the key header gives: a moved stripe's (posted) or a whole one's (not yet). */
+static struct bolt_transmit *bolt_failover_key_asker(struct bolt_transmit *list,
+						     const struct bolt_wire_header *header)
+{
+	bool write_back = header->flags & BOLT_WIRE_FLAG_WRITE_BACK;
+	struct bolt_transmit *transmit;
+
+	DL_FOREACH(list, transmit)
+		if (transmit->key_asked && transmit->request_id == header->request_id &&
+		    (transmit->op == BOLT_WIRE_READ_RESPONSE) == write_back)
+			return transmit;
+	return NULL;
+}
+
+void bolt_failover_key_arrived(struct bolt_connection *connection, const struct bolt_wire_header *header)
+{
+	struct bolt_transmit *transmit = bolt_failover_key_asker(bolt_peer_of(connection)->posted, header);
+
+	if (!transmit)
+		transmit = bolt_failover_key_asker(bolt_peer_of(connection)->transmits, header);
+	if (!transmit || header->key > UINT32_MAX) {
+		bolt_connection_fail(connection, FI_EIO, "a stripe key for no stripe that asked");
+		return;
+	}
+	transmit->key_asked = false;
+	if (header->cq_data) {
+		bolt_connection_fail(connection, FI_EIO,
+				     "the target cannot register a moved stripe's buffer on the control rail's port");
+		return;
+	}
+	transmit->target_rkey = (uint32_t) header->key;
+	/* The link moved on again meanwhile: asked again. */
+	transmit->target_port = bolt_rendezvous_key_port(connection, header);
+	bolt_transmit_progress(connection);
 }
 
 bool bolt_failover_stripe_failed(struct bolt_control_buffer *record, const struct ibv_wc *wc)

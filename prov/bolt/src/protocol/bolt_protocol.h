@@ -72,11 +72,16 @@ struct bolt_transmit {
 	uint32_t stripes_pending;       /* READ_REQUEST: stripes of its data still to land */
 	uint32_t moved_rails;           /* WRITE phase: the stripes of these rails, which failed,
 					 * still to go on the control rail (bolt_failover.c) */
+	int key_port;                   /* RENDEZVOUS_READY, STRIPE_KEY, a READ_REQUEST with
+					 * WRITE_BACK: the port (bolt_connection_port_index)
+					 * of ours the key it gives is on, sent in its offset */
+	bool key_asked;                 /* for them, the target's key on the control rail's port
+					 * (STRIPE_KEY_ASK), not yet answered */
 	uint64_t target_address;        /* WRITE phase, DIRECT_WRITE: where to write */
 	bool plain_write;               /* DIRECT_WRITE: no immediate data, no receive consumed */
 	uint32_t target_rkey;
 	const struct bolt_rail_port *target_port;       /* the control rail's port target_rkey is for
-							 * (a rendezvous answer's); NULL: its port now */
+							 * (when the answer or the key came) */
 	size_t target_length;
 	bool silent;                    /* fi_inject: counters, but no CQ entry */
 	bool reply_pending;             /* WRITE waits for its ack, READ for its data */

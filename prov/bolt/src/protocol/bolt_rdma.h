@@ -85,6 +85,25 @@ bool bolt_failover_progress(struct bolt_connection *connection);
  * of a live connection's, for the usual handling.
  */
 bool bolt_failover_stripe_failed(struct bolt_control_buffer *record, const struct ibv_wc *wc);
+/*
+ * Sender: the keys of transmit's buffer and its target's on the control
+ * rail's port, for a write there; 1 while that port is down or the
+ * target's key is asked for (the control rail moved since the answer),
+ * -FI_ENOMEM if ours cannot be registered there.
+ */
+int bolt_failover_control_keys(struct bolt_connection *connection, struct bolt_transmit *transmit,
+			       uint32_t *lkey, uint32_t *rkey);
+/*
+ * The port of ours the key header gives is for: the control rail's, if the
+ * peer sent it from the port at its far end (header->offset); NULL, if the
+ * control rail moved since.
+ */
+const struct bolt_rail_port *bolt_rendezvous_key_port(const struct bolt_connection *connection,
+						      const struct bolt_wire_header *header);
+/* Sender: the target's key for stripes moved to the control rail's new port (STRIPE_KEY). */
+void bolt_failover_key_arrived(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/* Target: registers the transfer STRIPE_KEY_ASK names on the control rail's port, and answers. */
+void bolt_rendezvous_key_asked(struct bolt_connection *connection, const struct bolt_wire_header *header);
 /* Receiver, RC: the stripe STRIPE_MOVED names was written ahead of it on the control rail. */
 void bolt_rendezvous_stripe_moved(struct bolt_connection *connection, const struct bolt_wire_header *header);
 /* Receiver: a stripe's immediate data arrived on a data rail. */

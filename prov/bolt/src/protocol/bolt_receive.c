@@ -100,6 +100,12 @@ void bolt_receive_message(struct bolt_connection *connection, const struct bolt_
 	case BOLT_WIRE_STRIPE_MOVED:
 		bolt_rendezvous_stripe_moved(connection, header);
 		break;
+	case BOLT_WIRE_STRIPE_KEY_ASK:
+		bolt_rendezvous_key_asked(connection, header);
+		break;
+	case BOLT_WIRE_STRIPE_KEY:
+		bolt_failover_key_arrived(connection, header);
+		break;
 	case BOLT_WIRE_REGION_GRANT:
 		bolt_direct_write_granted(connection, header);
 		break;

@@ -118,6 +118,7 @@ static void bolt_rendezvous_send_answer(struct bolt_connection *connection, uint
 		answer->length = length;
 		answer->remote_address = (uintptr_t) address;
 		answer->remote_key = mr->rkey;
+		answer->key_port = bolt_connection_port_index(connection);
 		/* The rails go in the tag, and with their keys in the payload. */
 		answer->rail_mask = bolt_rendezvous_post_stripe_receives(connection, &record->registration,
 									 address, length,
@@ -129,6 +130,12 @@ static void bolt_rendezvous_send_answer(struct bolt_connection *connection, uint
 			record->stripes_pending = 1;
 	}
 	bolt_transmit_start(answer);
+}
+
+const struct bolt_rail_port *bolt_rendezvous_key_port(const struct bolt_connection *connection,
+						      const struct bolt_wire_header *header)
+{
+	return header->offset == (uint64_t) connection->link->peer_port ? connection->link->port : NULL;
 }
 
 static struct bolt_inbound *bolt_rendezvous_find(struct bolt_connection *connection, uint64_t request_id)
@@ -328,7 +335,7 @@ void bolt_rendezvous_answered(struct bolt_connection *connection, const struct b
 	    bolt_rendezvous_prepare_stripes(connection, transmit, rails, &keys)) {
 		transmit->target_address = header->address;
 		transmit->target_rkey = (uint32_t) header->key;
-		transmit->target_port = connection->link->port;
+		transmit->target_port = bolt_rendezvous_key_port(connection, header);
 		transmit->rail_mask = rails;
 		transmit->protocol = BOLT_PROTOCOL_RENDEZVOUS;
 		transmit->phase = BOLT_RENDEZVOUS_WRITE;
@@ -434,6 +441,45 @@ void bolt_rendezvous_stripe_moved(struct bolt_connection *connection, const stru
 		bolt_connection_fail(connection, FI_EIO, "a moved stripe for no transfer");
 }
 
+/* The buffer of the transfer a STRIPE_KEY_ASK names, not yet written whole; NULL if none. */
+static struct bolt_registration *bolt_rendezvous_asked_registration(struct bolt_connection *connection,
+								    const struct bolt_wire_header *header)
+{
+	struct bolt_inbound *record;
+	struct bolt_transmit *read;
+
+	if (!(header->flags & BOLT_WIRE_FLAG_WRITE_BACK)) {
+		record = bolt_rendezvous_find(connection, header->request_id);
+		return record ? &record->registration : NULL;
+	}
+	DL_FOREACH(bolt_peer_of(connection)->posted, read)
+		if (read->op == BOLT_WIRE_READ_REQUEST && read->reply_pending &&
+		    (read->wire_flags & BOLT_WIRE_FLAG_WRITE_BACK) && read->request_id == header->request_id)
+			return &read->registration;
+	return NULL;
+}
+
+void bolt_rendezvous_key_asked(struct bolt_connection *connection, const struct bolt_wire_header *header)
+{
+	struct bolt_registration *registration = bolt_rendezvous_asked_registration(connection, header);
+	struct ibv_mr *mr = registration ? bolt_registration_follow_link(connection, registration) : NULL;
+	struct bolt_transmit *answer;
+
+	if (!registration) {
+		bolt_connection_fail(connection, FI_EIO, "a stripe key asked for no transfer");
+		return;
+	}
+	answer = bolt_transmit_internal(connection, BOLT_WIRE_STRIPE_KEY, header->request_id,
+					mr ? 0 : FI_ENOSPC);
+	if (!answer)
+		return;
+	answer->wire_flags = header->flags & BOLT_WIRE_FLAG_WRITE_BACK;
+	if (mr)
+		answer->remote_key = mr->rkey;
+	answer->key_port = bolt_connection_port_index(connection);
+	bolt_transmit_start(answer);
+}
+
 bool bolt_rendezvous_registration_pays(const struct bolt_transmit *transmit)
 {
 	const struct bolt_params *params = &transmit->connection->manager->domain->fabric->params;
@@ -454,6 +500,7 @@ bool bolt_rendezvous_read_prepare(struct bolt_transmit *read)
 		return false;
 	read->tag = (uintptr_t) read->iov[0].iov_base;
 	read->cq_data = bolt_registration_link_mr(read->connection, &read->registration)->rkey;
+	read->key_port = bolt_connection_port_index(read->connection);
 	read->wire_flags |= BOLT_WIRE_FLAG_WRITE_BACK;
 	/* Large reads want the rails too, as large writes do; the next ones get them. */
 	if (read->length >= (size_t) domain->fabric->params.rendezvous_threshold)
@@ -488,6 +535,7 @@ void bolt_rendezvous_read_answer(struct bolt_connection *connection,
 	response->covered = true;       /* bolt_mr_translate found the range in an open MR */
 	response->target_address = header->tag;
 	response->target_rkey = header->cq_data;
+	response->target_port = bolt_rendezvous_key_port(connection, header);
 	response->target_length = response->length;
 	if (!bolt_registration_acquire(connection, response->iov[0].iov_base, response->length,
 				      &response->registration) ||

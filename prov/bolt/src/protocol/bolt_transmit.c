@@ -72,6 +72,25 @@ static bool bolt_transmit_writing(const struct bolt_transmit *transmit)
 	       transmit->phase == BOLT_RENDEZVOUS_WRITE;
 }
 
+/*
+ * Whether a rendezvous write may go on the control rail: its keys are on the
+ * control rail's port, which may have moved since the answer; if not, the
+ * target's key there is asked for (or the connection failed).
+ */
+static bool bolt_transmit_keys_here(struct bolt_connection *connection, struct bolt_transmit *transmit)
+{
+	uint32_t lkey, rkey;
+	int ret;
+
+	if (transmit->protocol != BOLT_PROTOCOL_RENDEZVOUS || transmit->phase != BOLT_RENDEZVOUS_WRITE)
+		return true;
+	ret = bolt_failover_control_keys(connection, transmit, &lkey, &rkey);
+	if (ret < 0)
+		bolt_connection_fail(connection, FI_EIO,
+				     "a write's buffer cannot be registered on the control rail's port");
+	return ret == 0;
+}
+
 /* Whether transmit waits for its rendezvous answer: nothing of it to post until then. */
 static bool bolt_transmit_waiting(const struct bolt_transmit *transmit)
 {
@@ -313,7 +332,8 @@ static void bolt_transmit_post_segment(struct bolt_connection *connection, struc
 	}
 	bolt_link_frame(connection, header, transmit->op, payload);
 	bolt_transmit_describe(header, transmit);
-	header->offset = transmit->sent;
+	header->offset = bolt_wire_op_carries_data(transmit->op) ? transmit->sent :
+			 (uint64_t) transmit->key_port;
 	transmit->sent += payload;
 	if (transmit->sent == transmit->length || !bolt_wire_op_carries_data(transmit->op)) {
 		header->flags |= BOLT_WIRE_FLAG_LAST;
@@ -407,8 +427,10 @@ void bolt_transmit_other_ports(struct bolt_connection *connection)
 		mr = bolt_registration_expose(connection, transmit->iov[0].iov_base, transmit->length,
 					     &transmit->registration) ?
 		     bolt_registration_link_mr(connection, &transmit->registration) : NULL;
-		if (mr)
+		if (mr) {
 			transmit->cq_data = mr->rkey;
+			transmit->key_port = bolt_connection_port_index(connection);
+		}
 		else
 			transmit->wire_flags &= (uint8_t) ~BOLT_WIRE_FLAG_WRITE_BACK;
 	}
@@ -454,6 +476,8 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 			if (bolt_transmit_writing(transmit) && transmit->rail_mask) {
 				if (!bolt_transmit_stripes(connection, transmit))
 					break;
+			} else if (!bolt_transmit_keys_here(connection, transmit)) {
+				break;
 			} else if (!bolt_link_can_send(connection,
 							   bolt_transmit_spare_credits(transmit),
 							   bolt_transmit_slots(connection, transmit))) {
