@@ -101,9 +101,9 @@ static bool bolt_data_rail_create_qp(struct bolt_connection *connection, struct 
 /*
  * Its completions name no queue pair once it is gone, so a rail with sends
  * out is destroyed only when its connection fails or closes, which ends
- * its operations and reclaims their records; every other caller either waits for them
- * (bolt_data_rail_send_returned) or acts on a rail not yet READY, which
- * carries none.
+ * its operations and reclaims their records; every other caller either
+ * waits for them (bolt_data_rail_send_returned) or acts on a rail not yet
+ * READY, which carries none.
  */
 void bolt_data_rail_destroy(struct bolt_connection *connection, struct bolt_data_rail *rail)
 {
