@@ -19,7 +19,10 @@
 #   stopped for longer than the liveness time, mid-transfer and in the middle
 #   of a collective, and a host killed (errors on the survivor within the
 #   liveness time and 3 s, no hang); in the full set, host 1 is first killed
-#   in the middle of a collective and booted again, and the set ends with
+#   in the middle of a collective and booted again, then both are booted with
+#   a second wire between them (rxe1 at each end: two cables) and host1's card
+#   of it goes down for 1 s by ip link mid-transfer (no error, and the wire
+#   carries the transfer again once back), and the set ends with
 #   three hosts on one wire (a multicast group on the loopback) for the
 #   collectives, a rank on each.
 # Ends with "hosts: N passed, N failed" and exits non-zero on a failure.
@@ -406,9 +409,9 @@ wait_for_line() {
 	return 1
 }
 
-# fault_sent: how many packets host 0's rxe0 has sent since its boot.
+# fault_sent [DEVICE]: how many packets host 0's rxe0 (or DEVICE) has sent since its boot.
 fault_sent() {
-	hosts_run 0 sent 30 "cat /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts" >/dev/null
+	hosts_run 0 sent 30 "cat /sys/class/infiniband/${1:-rxe0}/ports/1/hw_counters/sent_pkts" >/dev/null
 	cat "$(hosts_output 0 sent)" 2>/dev/null || echo 0
 }
 
@@ -562,6 +565,49 @@ fault_collective_host_killed() {
 	collective_fault_end
 }
 
+# --- Two cables: a second wire between the hosts (eth2, rxe1 at each end).
+
+# two_wires_boot: both guests booted again with the second wire, the RoCE v2
+# case on both cards (169.254.25.N on eth2), until rxe1's IPv4-mapped GID shows.
+two_wires_boot() {
+	hosts_halt
+	hosts_wires=2
+	hosts_boot 2 "$shares"
+	booted=$?
+	hosts_wires=1
+	[ $booted -eq 0 ] || return 1
+	for guest in 0 1; do
+		roce_v2 "$guest"
+		hosts_run "$guest" second_wire 60 "ip address add 169.254.25.$((guest + 1))/24 dev eth2 &&
+			for attempt in \$(seq 100); do
+				grep -q '^0000:0000:0000:0000:0000:ffff:' /sys/class/infiniband/rxe1/ports/1/gids/* && exit 0
+				sleep 0.1
+			done; exit 1" || return 1
+	done
+}
+
+# fault_second_wire_down: host1's card of the second wire down for 1 s by
+# ip link mid-transfer, which takes rxe1's port there down (and only there:
+# host0 hears of it from host1): no error, every byte right, and the second
+# wire carries the transfer again once it is back (host0's rxe1 sends more).
+fault_second_wire_down() {
+	fault_start
+	before=$(fault_sent rxe1)
+	hosts_run 1 wire_down 30 "ip link set eth2 down && sleep 1 && ip link set eth2 up"
+	hosts_run 1 wire_up 60 "for attempt in \$(seq 100); do
+			grep -q ACTIVE /sys/class/infiniband/rxe1/ports/1/state && exit 0
+			sleep 0.1
+		done; exit 1" || fail "host1's rxe1 did not become active again"
+	back=$(fault_sent rxe1)
+	fault_survived "host1's second wire down for 1 s by ip link mid-transfer (liveness $liveness ms)"
+	after=$(fault_sent rxe1)
+	if [ $((before)) -gt 0 ] && [ $((after - back)) -gt 1024 ]; then
+		pass "the second wire carried the transfer before the fault ($before packets from host0's rxe1) and again once back ($((after - back)) more)"
+	else
+		fail "the second wire carried $before packets before the fault and $((after - back)) after it came back"
+	fi
+}
+
 shares="$build
 $(cd "$here/../.." && pwd)"
 hosts_boot 2 "$shares" || { echo "hosts: 0 passed, 1 failed"; exit 1; }
@@ -605,6 +651,12 @@ if [ "$quick" != 1 ]; then
 fi
 fault_host_killed
 if [ "$quick" != 1 ]; then
+	echo "== Two wires between the hosts: one goes down and comes back (RoCE v2, liveness $liveness ms) =="
+	if two_wires_boot; then
+		fault_second_wire_down
+	else
+		fail "two wires: the guests did not boot, or rxe1 has no IPv4-mapped GID"
+	fi
 	echo "== Three hosts on one wire: the collectives, one rank on each (RoCE v2) =="
 	three_hosts
 fi

@@ -12,7 +12,9 @@
 # the jobs the host leaves in its control directory; each has a monitor (a
 # pair of pipes) for set_link, stop and cont. The work directory is shared
 # into every guest at its host path, so a guest can leave a job for another
-# (test/hosts/hosts_rsh.sh, Open MPI's launcher).
+# (test/hosts/hosts_rsh.sh, Open MPI's launcher). With hosts_wires=2 at the
+# boot (two guests only), each guest also has a second wire of its own, eth2
+# (MAC ...:19:0N), with rxe1 on it: two cables between the hosts.
 #
 # hosts_boot COUNT SHARES            boots guests 0 to COUNT - 1 (after a hosts_halt too)
 # hosts_start GUEST NAME COMMAND     runs sh -c COMMAND in GUEST, in the background
@@ -31,6 +33,7 @@ hosts_work=$(mktemp -d "${TMPDIR:-/tmp}/bolt-hosts.XXXXXX")
 BOLT_HOSTS_WORK=$hosts_work
 export BOLT_HOSTS_WORK
 hosts_count=0
+hosts_wires=1
 hosts_memory=${BOLT_HOSTS_MEMORY:-1024}
 # The link-local multicast groups (224.0.0.N) of three or more guests' wires:
 # unassigned in IANA's block, and only ever on the host's loopback.
@@ -63,8 +66,8 @@ hosts_listening() {
 	grep -qi "^ *[0-9]*: 0100007F:$(printf '%04X' "$1") 00000000:0000 0A" /proc/net/tcp
 }
 
-# hosts_boot_one GUEST WIRE CONTROL_WIRE SHARE_OPTIONS: WIRE and CONTROL_WIRE
-# are listen=... or connect=... of a socket netdev.
+# hosts_boot_one GUEST WIRE CONTROL_WIRE SHARE_OPTIONS [SECOND_WIRE]: WIRE,
+# CONTROL_WIRE and SECOND_WIRE are listen=... or connect=... of a socket netdev.
 # The NICs run without event_idx. In one full check-hosts run the qemu at
 # one end of the wire stopped taking packets for its guest mid-figures (its
 # guest saw nothing wrong), so it stopped reading its socket, the other
@@ -78,6 +81,11 @@ hosts_boot_one() {
 	echo "host$1" >"$control/hostname"
 	echo "$(hosts_control_address "$1")/24" >"$control/control_address"
 	: >"$control/wire"
+	second_wire=
+	if [ -n "${5:-}" ]; then
+		: >"$control/second_wire"
+		second_wire="-netdev socket,id=wire2,$5 -device virtio-net-pci,netdev=wire2,mac=$(hosts_mac "$1" 19),event_idx=off"
+	fi
 	cp "$control/../directory" "$control/directory"
 	cp "$control/../shares" "$control/shares"
 	cp "$hosts_here/../rxe/guest_init.sh" "$control/"
@@ -87,7 +95,7 @@ hosts_boot_one() {
 		-device "virtio-net-pci,netdev=wire,mac=$(hosts_mac "$1" 17),event_idx=off" \
 		-netdev "socket,id=control,$3" \
 		-device "virtio-net-pci,netdev=control,mac=$(hosts_mac "$1" 18),event_idx=off" \
-		$4
+		$4 $second_wire
 	echo "$guest_pid" >"$control/pid"
 	# The monitor's answers, read so that it never blocks on a full pipe.
 	cat "$control/monitor.out" >"$control/monitor.log" &
@@ -105,15 +113,19 @@ hosts_boot() {
 $hosts_work")
 	port=$(hosts_free_port $((20000 + $$ % 20000)))
 	control_port=$(hosts_free_port $((port + 1)))
+	second_port=$(hosts_free_port $((control_port + 1)))
 	if [ "$hosts_count" -gt 2 ]; then
 		hosts_boot_group
 	else
-		hosts_boot_one 0 "listen=127.0.0.1:$port" "listen=127.0.0.1:$control_port" "$share_options"
+		hosts_boot_one 0 "listen=127.0.0.1:$port" "listen=127.0.0.1:$control_port" "$share_options" \
+			"$(hosts_second_wire listen)"
 		for attempt in $(seq 100); do
-			hosts_listening "$port" && hosts_listening "$control_port" && break
+			hosts_listening "$port" && hosts_listening "$control_port" &&
+				{ [ "$hosts_wires" != 2 ] || hosts_listening "$second_port"; } && break
 			sleep 0.1
 		done
-		hosts_boot_one 1 "connect=127.0.0.1:$port" "connect=127.0.0.1:$control_port" "$share_options"
+		hosts_boot_one 1 "connect=127.0.0.1:$port" "connect=127.0.0.1:$control_port" "$share_options" \
+			"$(hosts_second_wire connect)"
 	fi
 	for guest in $(seq 0 $((hosts_count - 1))); do
 		hosts_wait_ready "$guest" || return 125
@@ -122,6 +134,11 @@ $hosts_work")
 	[ "$hosts_count" -le 2 ] ||
 		wires="224.0.0.$hosts_group_wire:$port and 224.0.0.$hosts_group_control:$control_port on 127.0.0.1"
 	echo "hosts: $hosts_count guests booted ($BOLT_RXE_ACCELERATOR), wires $wires"
+}
+
+# hosts_second_wire listen|connect: the second wire's netdev end, if hosts_wires=2.
+hosts_second_wire() {
+	[ "$hosts_wires" = 2 ] && echo "$1=127.0.0.1:$second_port"
 }
 
 # hosts_boot_group: every guest on both wires through multicast groups, a
@@ -137,7 +154,8 @@ hosts_boot_group() {
 # each wire listens again once the other end is gone.
 hosts_reboot_peer() {
 	mv "$hosts_work/guest1" "$hosts_work/guest1.killed"
-	hosts_boot_one 1 "connect=127.0.0.1:$port" "connect=127.0.0.1:$control_port" "$share_options"
+	hosts_boot_one 1 "connect=127.0.0.1:$port" "connect=127.0.0.1:$control_port" "$share_options" \
+		"$(hosts_second_wire connect)"
 	hosts_wait_ready 1
 }
 

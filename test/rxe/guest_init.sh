@@ -8,8 +8,9 @@
 # control share holds a file "wire"), it makes rxe0 on the network card of the
 # wire to the other guests, with only its IPv6 link-local address (the host's
 # commands add others), brings up a second wire for programs' own exchanges
-# (no rxe there), and runs the commands the host leaves in the control
-# share's "jobs" directory until the host asks it to halt.
+# (no rxe there) and, if asked (a file "second_wire"), a second wire between
+# the hosts with rxe1 on it, and runs the commands the host leaves in the
+# control share's "jobs" directory until the host asks it to halt.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
 control=/bolt-rxe
 
@@ -37,8 +38,9 @@ wait_for() {
 	return 1
 }
 
+# port_active [DEVICE]: rxe0's port, or DEVICE's.
 port_active() {
-	grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state
+	grep -q ACTIVE "/sys/class/infiniband/${1:-rxe0}/ports/1/state"
 }
 
 ipv4_mapped_gid() {
@@ -58,10 +60,10 @@ make_rxe_device() {
 	wait_for "rxe0's IPv4-mapped GID" ipv4_mapped_gid
 }
 
-# The wire's card (eth0) up with the IPv6 link-local address the kernel gives it.
+# The wire's card (eth0, or CARD) up with the IPv6 link-local address the kernel gives it.
 link_local_ready() {
-	ip -6 address show dev eth0 scope link | grep -q inet6 &&
-	! ip -6 address show dev eth0 tentative | grep -q inet6
+	ip -6 address show dev "${1:-eth0}" scope link | grep -q inet6 &&
+	! ip -6 address show dev "${1:-eth0}" tentative | grep -q inet6
 }
 
 make_wire_device() {
@@ -72,7 +74,19 @@ make_wire_device() {
 	wait_for "eth0's IPv6 link-local address" link_local_ready &&
 	rdma link add rxe0 type rxe netdev eth0 &&
 	wait_for "rxe0 port 1 to become ACTIVE" port_active &&
-	make_control_wire
+	make_control_wire &&
+	make_second_wire
+}
+
+# A second wire between the hosts (eth2, when the host made one): a second
+# cable, rxe1 on it, the same as the first.
+make_second_wire() {
+	[ -e "$control/second_wire" ] || return 0
+	wait_for "the second wire's network card" ip link show eth2 &&
+	ip link set eth2 up &&
+	wait_for "eth2's IPv6 link-local address" link_local_ready eth2 &&
+	rdma link add rxe1 type rxe netdev eth2 &&
+	wait_for "rxe1 port 1 to become ACTIVE" port_active rxe1
 }
 
 # The second wire's card (eth1), without rxe: for the programs' own
