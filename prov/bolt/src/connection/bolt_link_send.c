@@ -162,6 +162,14 @@ struct bolt_connection *bolt_link_send_completed(struct bolt_control_buffer *rec
 	int send_slots = record->send_slots, rail = record->data_rail;
 	struct bolt_domain *domain;
 
+	/*
+	 * A send can fail before its port's event is read (rxe fails it with a
+	 * local QP operation error once the card went down): the events first,
+	 * which move the link if its port is down.
+	 */
+	if (link && link->qp && !link->successor && !link->probing && wc->status != IBV_WC_SUCCESS &&
+	    wc->status != IBV_WC_WR_FLUSH_ERR)
+		bolt_data_rail_watch_ports(link->domain);
 	/* An RC link whose path failed (its retries ran out) moves to another port, if there is one. */
 	if (link && link->qp && !link->successor && !link->probing &&
 	    wc->status == IBV_WC_RETRY_EXC_ERR)
