@@ -178,6 +178,14 @@ void bolt_data_rail_request(struct bolt_connection *connection)
 {
 	if (connection->loopback || connection->state == BOLT_CONNECTION_FAILED)
 		return;
+	/*
+	 * A rail's port is chosen from the link's, and the peer answers from
+	 * its own link's port when the request arrives: while the link moves,
+	 * the request would go after the move from a queue pair on the port
+	 * left. The next large transfer asks (bolt_transmit_choose_protocol).
+	 */
+	if (connection->link && connection->link->successor)
+		return;
 	for (uint64_t index = 0; index < BOLT_MAX_CONNECTION_RAILS; index++) {
 		struct bolt_data_rail *rail = &connection->data_rails[index];
 		/* Our stripe rail k is on our k-th other port. */
