@@ -22,7 +22,8 @@
 #   in the middle of a collective and booted again, then both are booted with
 #   a second wire between them (rxe1 at each end: two cables) and host1's card
 #   of it goes down for 1 s by ip link mid-transfer (no error, and the wire
-#   carries the transfer again once back), and the set ends with
+#   carries the transfer again once back), then its card of the first wire
+#   (the control rail moves), and the set ends with
 #   three hosts on one wire (a multicast group on the loopback) for the
 #   collectives, a rank on each.
 # Ends with "hosts: N passed, N failed" and exits non-zero on a failure.
@@ -608,6 +609,16 @@ fault_second_wire_down() {
 	fi
 }
 
+# fault_first_wire_down: the same with host1's card of the first wire, which
+# carries the control rail and the side channel: the control rail moves to
+# the second wire at both ends (host0 hears of it over the side channel, whose
+# TCP waits for the card), and the transfer goes on.
+fault_first_wire_down() {
+	fault_start
+	hosts_run 1 wire_down 30 "ip link set eth0 down && sleep 1 && ip link set eth0 up"
+	fault_survived "host1's first wire (control rail, side channel) down for 1 s by ip link mid-transfer (liveness $liveness ms)"
+}
+
 shares="$build
 $(cd "$here/../.." && pwd)"
 hosts_boot 2 "$shares" || { echo "hosts: 0 passed, 1 failed"; exit 1; }
@@ -654,6 +665,7 @@ if [ "$quick" != 1 ]; then
 	echo "== Two wires between the hosts: one goes down and comes back (RoCE v2, liveness $liveness ms) =="
 	if two_wires_boot; then
 		fault_second_wire_down
+		fault_first_wire_down
 	else
 		fail "two wires: the guests did not boot, or rxe1 has no IPv4-mapped GID"
 	fi
