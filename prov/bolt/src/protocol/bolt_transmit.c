@@ -430,9 +430,9 @@ void bolt_transmit_other_ports(struct bolt_connection *connection)
 		if (mr) {
 			transmit->cq_data = mr->rkey;
 			transmit->key_port = bolt_connection_port_index(connection);
-		}
-		else
+		} else {
 			transmit->wire_flags &= (uint8_t) ~BOLT_WIRE_FLAG_WRITE_BACK;
+		}
 	}
 }
 
