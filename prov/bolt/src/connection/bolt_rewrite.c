@@ -322,14 +322,18 @@ static bool bolt_rewrite_post_lost(struct bolt_connection *connection)
 		if (queue_pair < 0)
 			continue;
 		/*
-		 * It takes no receive there any more (one that timed out and still
-		 * arrives costs the peer a receive: that segment is lost and written
-		 * again, a window that waited for it would wait forever).
+		 * Once per loss, though it may wait for room: it takes no receive
+		 * there any more (one that timed out and still arrives costs the peer
+		 * a receive: that segment is lost and written again, a window that
+		 * waited for it would wait forever), and counts once in the loss the
+		 * segment size follows.
 		 */
-		bolt_rewrite_leave_queue_pair(rewrite, segment);
-		bolt_rewrite_observe(connection, segment->length, true);
-		bolt_rewrite_hand_back(rewrite, segment);
-		segment->written_again = true;
+		if (segment->in_flight) {
+			bolt_rewrite_leave_queue_pair(rewrite, segment);
+			bolt_rewrite_observe(connection, segment->length, true);
+			bolt_rewrite_hand_back(rewrite, segment);
+			segment->written_again = true;
+		}
 		if (!bolt_rewrite_has_room(connection, queue_pair) ||
 		    !bolt_rewrite_post_segment(connection, sequence, segment, queue_pair))
 			return false;
