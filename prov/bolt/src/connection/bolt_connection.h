@@ -108,6 +108,13 @@ struct bolt_connection_events {
 			const char *payload, size_t payload_length);
 	/* A write with immediate data landed on the control rail (no message). */
 	void (*write_landed)(struct bolt_connection *connection, const struct ibv_wc *wc);
+	/*
+	 * The keys on the control rail's port now for the RDMA write record
+	 * holds (UC, bolt_rewrite.c): 0, 1 while they are asked for, or a
+	 * negative error code.
+	 */
+	int (*write_keys)(struct bolt_connection *connection, const struct bolt_control_buffer *record,
+			  uint32_t *lkey, uint32_t *rkey);
 	/* Writes (or a message a protocol found damaged) were lost: the connection fails next. */
 	void (*lost)(struct bolt_connection *connection);
 	/* Sends a message of the transport's own (data rail set-up), header filled but for the frame. */

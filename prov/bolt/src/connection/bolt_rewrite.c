@@ -34,6 +34,12 @@
  * write completes at the initiator: completion means delivery. A duplicate
  * segment only sets a bit already set: nothing is taken twice.
  *
+ * Keys are per port. A write whose data rail fails or goes (its port down,
+ * the control rail moved) has its segments go on the control rail; one
+ * there whose keys are another port's (it came from a data rail, or the
+ * control rail moved since it started) first takes the protocol's keys for
+ * the control rail's port (events->write_keys, which may ask the target).
+ *
  * A connection fails only when the peer acknowledges nothing for
  * FI_BOLT_LIVENESS_TIMEOUT while segments wait. RC writes reliably by
  * itself: nothing here applies.
@@ -103,13 +109,18 @@ int bolt_rewrite_start(struct bolt_connection *connection, int rail, struct bolt
 		.lkey = sge->lkey,
 		.remote_address = remote_address,
 		.rkey = rkey,
+		.port = rail < 0 ? connection->link->port : connection->data_rails[rail].port,
 		.length = sge->length,
 		.immediate = immediate ? *immediate : 0,
 		.with_immediate = immediate != NULL,
 	};
-	/* Its record waits here, marked posted: a failed connection's reclaim returns it. */
+	/*
+	 * Its record waits here, marked posted: a failed connection's reclaim
+	 * returns it. It names no link: the control rail may move, and the old
+	 * link retire, before the write completes.
+	 */
 	record->connection = connection;
-	record->link = rail < 0 ? connection->link : NULL;
+	record->link = NULL;
 	record->data_rail = rail;
 	record->send_slots = 0;
 	record->posted = true;
@@ -124,18 +135,43 @@ int bolt_rewrite_start(struct bolt_connection *connection, int rail, struct bolt
 
 /*
  * The queue pair a segment of write goes on now (0: the control rail, 1 +
- * a data rail's index), from those of the connection usable at this
- * moment; -1: none now. A write's keys are its port's, so it stays on the
- * queue pair it was given while that is ready.
+ * a data rail's index); -1: none now. A write stays on the data rail it was
+ * given while that is usable and on the port of its keys; else the control
+ * rail takes it (bolt_rewrite_keys_follow).
  */
 static int bolt_rewrite_choose_queue_pair(const struct bolt_connection *connection,
 					  const struct bolt_rewrite_write *write)
 {
 	if (connection->state != BOLT_CONNECTION_ESTABLISHED || !connection->link)
 		return -1;
-	if (write->rail < 0)
-		return 0;
-	return connection->data_rails[write->rail].state == BOLT_DATA_RAIL_READY ? 1 + write->rail : -1;
+	if (write->rail >= 0 && (bolt_data_rail_usable(connection, false) & (1u << write->rail)) &&
+	    connection->data_rails[write->rail].port == write->port)
+		return 1 + write->rail;
+	return 0;
+}
+
+/*
+ * Whether write's keys are for the control rail's port, taking the
+ * protocol's keys there if not (the operation's, from the write or the one
+ * it is a part of); false while they are asked for, or if the connection
+ * failed.
+ */
+static bool bolt_rewrite_keys_follow(struct bolt_connection *connection, struct bolt_rewrite_write *write)
+{
+	const struct bolt_rewrite_write *whole = write;
+	int ret;
+
+	if (write->port == connection->link->port)
+		return true;
+	while (whole->parent)
+		whole = whole->parent;
+	ret = connection->manager->events->write_keys(connection, whole->record, &write->lkey, &write->rkey);
+	if (ret < 0)
+		bolt_connection_fail(connection, FI_EIO, "a write's keys cannot follow it to another port");
+	if (ret)
+		return false;
+	write->port = connection->link->port;
+	return true;
 }
 
 /* Room for one more segment on queue pair: the peer's receives, our send queue. */
@@ -286,6 +322,7 @@ static void bolt_rewrite_hand_back(struct bolt_rewrite *rewrite, struct bolt_rew
 		.lkey = write->lkey,
 		.remote_address = write->remote_address + lost->offset,
 		.rkey = write->rkey,
+		.port = write->port,
 		.length = lost->length,
 		.parent = write,
 	};
@@ -334,6 +371,12 @@ static bool bolt_rewrite_post_lost(struct bolt_connection *connection)
 			bolt_rewrite_hand_back(rewrite, segment);
 			segment->written_again = true;
 		}
+		/* Its keys asked for: the others lost may go meanwhile. */
+		if (!queue_pair && !bolt_rewrite_keys_follow(connection, segment->write)) {
+			if (connection->state != BOLT_CONNECTION_ESTABLISHED)
+				return false;
+			continue;
+		}
 		if (!bolt_rewrite_has_room(connection, queue_pair) ||
 		    !bolt_rewrite_post_segment(connection, sequence, segment, queue_pair))
 			return false;
@@ -351,6 +394,7 @@ static bool bolt_rewrite_post_next(struct bolt_connection *connection, struct bo
 	int queue_pair = bolt_rewrite_choose_queue_pair(connection, write);
 
 	if (rewrite->next_sequence - rewrite->oldest >= BOLT_REWRITE_WINDOW || queue_pair < 0 ||
+	    (!queue_pair && !bolt_rewrite_keys_follow(connection, write)) ||
 	    !bolt_rewrite_has_room(connection, queue_pair))
 		return false;
 	segment = &rewrite->segments[rewrite->next_sequence % BOLT_REWRITE_WINDOW];

@@ -14,6 +14,7 @@
 
 struct bolt_connection;
 struct bolt_control_buffer;
+struct bolt_rail_port;
 struct bolt_wire_header;
 struct ibv_sge;
 struct ibv_wc;
@@ -33,6 +34,7 @@ struct bolt_rewrite_write {
 	uint32_t lkey;
 	uint64_t remote_address;
 	uint32_t rkey;
+	const struct bolt_rail_port *port;      /* the one lkey and rkey are for */
 	uint32_t length;
 	uint32_t posted;                        /* bytes cut into segments so far, */
 	bool cut;                               /* and all (a write of none: one empty segment) */

@@ -12,7 +12,9 @@
  * that immediate data, which the queue pair delivers after the write.
  * Keys are per port: once the control rail moved to another port since the
  * answer (connection/bolt_link_move.c), a write on it first asks the target
- * for its buffer's key there (STRIPE_KEY_ASK, answered by STRIPE_KEY).
+ * for its buffer's key there (STRIPE_KEY_ASK, answered by STRIPE_KEY). So
+ * do, on UC, the segments of a posted stripe or whole write that the
+ * control rail takes after a move or a failed data rail (bolt_rewrite.c).
  */
 #include <utlist.h>
 
@@ -79,6 +81,17 @@ int bolt_failover_control_keys(struct bolt_connection *connection, struct bolt_t
 	*lkey = mr->lkey;
 	*rkey = transmit->target_rkey;
 	return 0;
+}
+
+int bolt_failover_write_keys(struct bolt_connection *connection, const struct bolt_control_buffer *record,
+			     uint32_t *lkey, uint32_t *rkey)
+{
+	struct bolt_transmit *transmit = record ? record->operation : NULL;
+
+	/* The target answers for the keys of a rendezvous transfer's buffer alone. */
+	if (!transmit || transmit->protocol != BOLT_PROTOCOL_RENDEZVOUS)
+		return -FI_EOPNOTSUPP;
+	return bolt_failover_control_keys(connection, transmit, lkey, rkey);
 }
 
 /* Posts the stripe of rail on the control rail; false if the link has no room now. */
@@ -171,10 +184,13 @@ void bolt_failover_key_arrived(struct bolt_connection *connection, const struct 
 
 	if (!transmit)
 		transmit = bolt_failover_key_asker(bolt_peer_of(connection)->transmits, header);
-	if (!transmit || header->key > UINT32_MAX) {
-		bolt_connection_fail(connection, FI_EIO, "a stripe key for no stripe that asked");
+	if (header->key > UINT32_MAX) {
+		bolt_connection_fail(connection, FI_EIO, "a stripe key that is no key");
 		return;
 	}
+	/* Late: the segments that asked had arrived after all, and their transfer completed. */
+	if (!transmit)
+		return;
 	transmit->key_asked = false;
 	if (header->cq_data) {
 		bolt_connection_fail(connection, FI_EIO,

@@ -137,6 +137,7 @@ const struct bolt_connection_events bolt_peer_events = {
 	.over_limit = bolt_receive_over_limit,
 	.message = bolt_receive_message,
 	.write_landed = bolt_receive_landed,
+	.write_keys = bolt_failover_write_keys,
 	.lost = bolt_receive_grant_lost,
 	.send = bolt_peer_send,
 	.send_orphaned = bolt_transmit_orphaned,

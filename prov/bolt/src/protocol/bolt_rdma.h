@@ -94,6 +94,13 @@ bool bolt_failover_stripe_failed(struct bolt_control_buffer *record, const struc
 int bolt_failover_control_keys(struct bolt_connection *connection, struct bolt_transmit *transmit,
 			       uint32_t *lkey, uint32_t *rkey);
 /*
+ * events->write_keys: the same for the operation of a write in segments
+ * (record's); -FI_EOPNOTSUPP for one into a granted receive or region, whose
+ * target keeps no transfer to answer for.
+ */
+int bolt_failover_write_keys(struct bolt_connection *connection, const struct bolt_control_buffer *record,
+			     uint32_t *lkey, uint32_t *rkey);
+/*
  * The port of ours the key header gives is for: the control rail's, if the
  * peer sent it from the port at its far end (header->offset); NULL, if the
  * control rail moved since.
