@@ -469,10 +469,14 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 	DL_FOREACH_SAFE(bolt_peer_of(connection)->transmits, transmit, next) {
 		if (blocked && !transmit->internal)
 			continue;
+		/*
+		 * Its turn: the receive the peer granted it, if one came, before it
+		 * asks; and before it is judged, since a granted message need not
+		 * wait for the granted ones ahead of it to land.
+		 */
+		if (!transmit->posted_last && transmit->message_number > bolt_peer_of(connection)->messages_posted)
+			bolt_receive_grant_use(connection, transmit);
 		while (!transmit->posted_last && bolt_transmit_may_go(connection, transmit)) {
-			/* Its turn: the receive the peer granted it, if one came, before it asks. */
-			if (transmit->message_number > bolt_peer_of(connection)->messages_posted)
-				bolt_receive_grant_use(connection, transmit);
 			if (bolt_transmit_writing(transmit) && transmit->rail_mask) {
 				if (!bolt_transmit_stripes(connection, transmit))
 					break;
