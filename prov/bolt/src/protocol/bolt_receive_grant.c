@@ -35,11 +35,15 @@
  *
  * One grant per message would cost the sender the handling of a message, and
  * the credit it takes, for every message it sends. So grants go out in
- * batches: once the peer holds no more than half of what it may, and enough
- * receives are posted (bolt_receive_grant_may), it is granted every receive
- * there is, up to what it may hold, with
- * BOLT_WIRE_RECEIVE_GRANT_BATCH to a message. The half it still holds keeps
- * it writing while the batch comes.
+ * batches: once the peer has room for a batch more (or for half of what it
+ * may hold, where that is less), and enough receives are posted
+ * (bolt_receive_grant_may), it is granted every receive there is, up to what
+ * it may hold, with BOLT_WIRE_RECEIVE_GRANT_BATCH to a message. What it
+ * still holds keeps it writing while the batch comes. A grant counts as held
+ * until its message lands, so a batch that waited for half of them to land
+ * would leave a sender whose messages land late (on UC, after their lost
+ * segments were written again) without grants: its next message would ask,
+ * behind every granted one (bolt_transmit_behind_granted).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -118,11 +122,12 @@ static bool bolt_receive_grant_registration_left(const struct bolt_connection *c
 
 /*
  * Whether the connection's peer may be granted one more receive, in batch.
- * A new batch waits until the peer has used half of what it may hold, and
- * then until as many receives wait to be granted as a batch takes, or as
- * the peer still holds, whichever is fewer: without that wait, an
- * application whose reposts lag behind the messages landing would have each
- * receive granted in a message of its own, the moment it is posted.
+ * A new batch waits until the peer has room for a whole batch more (for
+ * half of what it may hold, if that is less), and then until as many
+ * receives wait to be granted as a batch takes, or as the peer still holds,
+ * whichever is fewer: without that wait, an application whose reposts lag
+ * behind the messages landing would have each receive granted in a message
+ * of its own, the moment it is posted.
  */
 static bool bolt_receive_grant_may(const struct bolt_connection *connection,
 				   const struct bolt_receive_grant_batch *batch)
@@ -139,7 +144,8 @@ static bool bolt_receive_grant_may(const struct bolt_connection *connection,
 	/* This offer granted it one already: it goes on, batch after batch. */
 	if (batch->connection == connection)
 		return true;
-	if (held > most / 2)
+	/* Room for a batch, or for half of what it may hold where that is less. */
+	if (most - held < (most / 2 < BOLT_WIRE_RECEIVE_GRANT_BATCH ? most / 2 : BOLT_WIRE_RECEIVE_GRANT_BATCH))
 		return false;
 	enough = BOLT_WIRE_RECEIVE_GRANT_BATCH;
 	if (enough > most - held)
