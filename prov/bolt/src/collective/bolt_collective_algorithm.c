@@ -60,9 +60,12 @@ struct bolt_collective_rule {
 
 /*
  * The first row that matches decides. Measured on the software device
- * (util/bolt_collective_compare.sh): with two members the ring beats one
- * exchange of the whole buffer from about 8 KiB (each member then reduces
- * half the data, and the halves pipeline); with four ranks on two cores,
+ * (util/bolt_collective_bench, FI_BOLT_COLLECTIVE_RING_THRESHOLD against
+ * the table): with two members the ring beats one exchange of the whole
+ * buffer from 64 KiB on UC and 128 KiB on RC (each member then reduces half
+ * the data, and the halves pipeline, but each costs a rendezvous of its
+ * own; at 16 KiB on UC the exchange takes 9.1 us, the ring 12.3); with
+ * three, from 32 KiB on UC and 8 KiB on RC; with four ranks on two cores,
  * doubling's two rounds beat the ring's six only for the smallest messages;
  * segments of 256 KiB start the ring's pipeline sooner up to a few MiB,
  * where 4 MiB ones then cost fewer messages.
@@ -73,7 +76,10 @@ static const struct bolt_collective_rule bolt_collective_rules[] = {
 	{ BROADCAST | ALLTOALL,    2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
 	{ BARRIER,                 2, 3,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
 	{ BARRIER,                 4, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_doubling, 0, 0 },
-	{ ALLREDUCE,               2, 3,    8 * KIB,   ANY_DEVICE, &bolt_collective_direct,   0,       0 },
+	{ ALLREDUCE,               2, 2,    64 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0 },
+	{ ALLREDUCE,               2, 2,    128 * KIB, RC_DEVICE,  &bolt_collective_direct,   0,       0 },
+	{ ALLREDUCE,               3, 3,    32 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0 },
+	{ ALLREDUCE,               3, 3,    8 * KIB,   RC_DEVICE,  &bolt_collective_direct,   0,       0 },
 	{ ALLREDUCE,               4, ANY_MEMBERS, 4 * KIB, ANY_DEVICE, &bolt_collective_doubling, 0, 0 },
 	{ ALLGATHER | REDUCE_SCATTER, 2, ANY_MEMBERS, 8 * KIB, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
 	{ RING_KINDS,              2, ANY_MEMBERS, 8 * MIB, ANY_DEVICE, &bolt_collective_ring, 256 * KIB, 4 },
