@@ -367,9 +367,10 @@ void bolt_retransmit_destroy(struct bolt_connection *connection)
 
 	if (!retransmit->entries)
 		return;
-	FI_INFO(&bolt_prov, FI_LOG_EP_DATA, "messages: %u sent, %llu sent again, %llu timeouts, %llu duplicates\n",
-		connection->send_sequence, (unsigned long long) retransmit->resends,
-		(unsigned long long) retransmit->timeouts, (unsigned long long) retransmit->duplicates);
+	FI_INFO(&bolt_prov, FI_LOG_EP_DATA,
+		"messages: %u sent, %llu sent again, %llu timeouts, %llu duplicates\n", connection->send_sequence,
+		(unsigned long long) retransmit->resends, (unsigned long long) retransmit->timeouts,
+		(unsigned long long) retransmit->duplicates);
 	for (int i = 0; i < BOLT_RETRANSMIT_WINDOW; i++)
 		free(retransmit->entries[i].bytes);
 	free(retransmit->entries);

@@ -132,7 +132,7 @@ static bool bolt_receive_grant_registration_left(const struct bolt_connection *c
 static bool bolt_receive_grant_may(const struct bolt_connection *connection,
 				   const struct bolt_receive_grant_batch *batch)
 {
-	uint32_t most, held, enough;
+	uint32_t most, held, room, enough;
 
 	if (!connection || connection->state != BOLT_CONNECTION_ESTABLISHED ||
 	    bolt_peer_of(connection)->grants_revoking || !bolt_receive_grant_registration_left(connection))
@@ -145,7 +145,8 @@ static bool bolt_receive_grant_may(const struct bolt_connection *connection,
 	if (batch->connection == connection)
 		return true;
 	/* Room for a batch, or for half of what it may hold where that is less. */
-	if (most - held < (most / 2 < BOLT_WIRE_RECEIVE_GRANT_BATCH ? most / 2 : BOLT_WIRE_RECEIVE_GRANT_BATCH))
+	room = most / 2 < BOLT_WIRE_RECEIVE_GRANT_BATCH ? most / 2 : BOLT_WIRE_RECEIVE_GRANT_BATCH;
+	if (most - held < room)
 		return false;
 	enough = BOLT_WIRE_RECEIVE_GRANT_BATCH;
 	if (enough > most - held)
