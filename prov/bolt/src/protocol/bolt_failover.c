@@ -86,7 +86,7 @@ int bolt_failover_control_keys(struct bolt_connection *connection, struct bolt_t
 int bolt_failover_write_keys(struct bolt_connection *connection, const struct bolt_control_buffer *record,
 			     uint32_t *lkey, uint32_t *rkey)
 {
-	struct bolt_transmit *transmit = record ? record->operation : NULL;
+	struct bolt_transmit *transmit = record->operation;
 
 	/* The target answers for the keys of a rendezvous transfer's buffer alone. */
 	if (!transmit || transmit->protocol != BOLT_PROTOCOL_RENDEZVOUS)
