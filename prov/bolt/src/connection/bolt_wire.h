@@ -54,8 +54,8 @@ enum bolt_wire_op {
 	BOLT_WIRE_RECEIVE_REVOKED,  /* every message written into a granted receive is on the
 				     * wire ahead of this */
 	BOLT_WIRE_STRIPE_MOVED,     /* RC: the stripe whose immediate data is cq_data, meant
-				     * for a data rail that failed, was written ahead of this
-				     * on the control rail (failover) */
+				     * for data rail tag, which failed, was written ahead of
+				     * this on the control rail (failover) */
 	BOLT_WIRE_RAIL_STATE,       /* data rail request_id failed at the sender (status in
 				     * cq_data: a cut cable, a port down), or with 0 is usable
 				     * again: offer no stripes on it meanwhile */
@@ -65,8 +65,12 @@ enum bolt_wire_op {
 	BOLT_WIRE_STRIPE_KEY_ASK,   /* the control rail moved to a port where the buffer of
 				     * transfer request_id has no key for a moved stripe (with
 				     * BOLT_WIRE_FLAG_WRITE_BACK: the target's read of that id,
-				     * written back): register it there and say the key */
-	BOLT_WIRE_STRIPE_KEY,       /* its answer: the key, or a status in cq_data */
+				     * written back): register it there and say the key; and
+				     * (RC) which stripes of the data rails in mask tag, come
+				     * back flushed at the sender, landed all the same */
+	BOLT_WIRE_STRIPE_KEY,       /* its answer: the key, and in tag those that landed; or
+				     * a status in cq_data, FI_EALREADY if the transfer
+				     * completed (every byte landed) */
 	BOLT_WIRE_OP_LAST = BOLT_WIRE_STRIPE_KEY,
 };
 

@@ -10,6 +10,10 @@
  * data that names its transfer, counted like any stripe (a loss of it is
  * found as any other's); on RC a plain write followed by STRIPE_MOVED with
  * that immediate data, which the queue pair delivers after the write.
+ * An RC stripe that came back flushed may have landed all the same (the
+ * rail failed after the target took it, before the sender heard): the
+ * target is asked which did first, and the others are written again; one
+ * whose transfer completed there is not written at all (bolt_stripe_tally).
  * Keys are per port: once the control rail moved to another port since the
  * answer (connection/bolt_link_move.c), a write on it first asks the target
  * for its buffer's key there (STRIPE_KEY_ASK, answered by STRIPE_KEY). So
@@ -34,10 +38,11 @@ static void bolt_failover_stripe_range(const struct bolt_transmit *transmit, int
 }
 
 /*
- * Asks the target, once, for its key on the control rail's port
- * (STRIPE_KEY_ASK), posted here and not queued: progress may be walking the
- * queue. The write waits for the answer (bolt_failover_key_arrived); if the
- * link has no room now, key_asked stays false and the next progress asks.
+ * Asks the target, once, for its key on the control rail's port and which
+ * of the uncertain stripes landed (STRIPE_KEY_ASK), posted here and not
+ * queued: progress may be walking the queue. The write waits for the answer
+ * (bolt_failover_key_arrived); if the link has no room now, key_asked stays
+ * false and the next progress asks.
  */
 static void bolt_failover_ask_key(struct bolt_connection *connection, struct bolt_transmit *transmit)
 {
@@ -52,9 +57,11 @@ static void bolt_failover_ask_key(struct bolt_connection *connection, struct bol
 	header = (struct bolt_wire_header *) bolt_control_buffer_data(domain, record);
 	bolt_link_frame(connection, header, BOLT_WIRE_STRIPE_KEY_ASK, 0);
 	header->request_id = transmit->request_id;
+	header->tag = transmit->uncertain_rails;
 	header->flags |= BOLT_WIRE_FLAG_LAST;
 	if (transmit->op == BOLT_WIRE_READ_RESPONSE)
 		header->flags |= BOLT_WIRE_FLAG_WRITE_BACK;
+	transmit->asked_rails = transmit->uncertain_rails;
 	FI_INFO(&bolt_prov, FI_LOG_EP_DATA, "a write of transfer %llu waits for the target's key on %s:%u\n",
 		(unsigned long long) transmit->request_id, connection->link->port->device.name,
 		connection->link->port->port.port_num);
@@ -68,7 +75,7 @@ int bolt_failover_control_keys(struct bolt_connection *connection, struct bolt_t
 	struct ibv_mr *mr;
 
 	/* A write there now would be lost with the port: the control rail moves first. */
-	if (connection->link->port->down)
+	if (connection->link->port->down || transmit->landed_at_target)
 		return 1;
 	if (transmit->target_port != connection->link->port) {
 		bolt_failover_ask_key(connection, transmit);
@@ -109,6 +116,11 @@ static bool bolt_failover_post(struct bolt_connection *connection, struct bolt_t
 	struct ibv_sge sge;
 	int keys;
 
+	/* Which of the flushed ones landed, the target says first: the others wait for that. */
+	if (transmit->uncertain_rails) {
+		bolt_failover_ask_key(connection, transmit);
+		return transmit->key_asked;
+	}
 	if (!bolt_link_can_send(connection, 0, unreliable ? 1 : 2) ||
 	    !(record = bolt_control_buffer_get(domain)))
 		return false;
@@ -143,6 +155,7 @@ static bool bolt_failover_post(struct bolt_connection *connection, struct bolt_t
 	bolt_link_frame(connection, header, BOLT_WIRE_STRIPE_MOVED, 0);
 	header->request_id = transmit->request_id;
 	header->cq_data = immediate;
+	header->tag = (uint64_t) rail;
 	header->flags |= BOLT_WIRE_FLAG_LAST;
 	bolt_link_post_buffer(connection, record, sizeof(*header), &write, bolt_transmit_send_completed);
 	return true;
@@ -192,6 +205,16 @@ void bolt_failover_key_arrived(struct bolt_connection *connection, const struct 
 	if (!transmit)
 		return;
 	transmit->key_asked = false;
+	/* Every byte landed, the flushed stripes too, and it completed there: none goes again. */
+	if (header->cq_data == FI_EALREADY) {
+		FI_INFO(&bolt_prov, FI_LOG_EP_DATA, "transfer %llu had landed whole: nothing written again\n",
+			(unsigned long long) transmit->request_id);
+		transmit->landed_at_target = true;
+		transmit->moved_rails = 0;
+		transmit->uncertain_rails = 0;
+		bolt_transmit_check_done(transmit);
+		return;
+	}
 	if (header->cq_data) {
 		bolt_connection_fail(connection, FI_EIO,
 				     "the target cannot register a moved stripe's buffer on the control rail's port");
@@ -200,6 +223,16 @@ void bolt_failover_key_arrived(struct bolt_connection *connection, const struct 
 	transmit->target_rkey = (uint32_t) header->key;
 	/* The link moved on again meanwhile: asked again. */
 	transmit->target_port = bolt_rendezvous_key_port(connection, header);
+	/* Those asked about that landed go no more; any flushed since, the next ask. */
+	if (header->tag & transmit->asked_rails)
+		FI_INFO(&bolt_prov, FI_LOG_EP_DATA,
+			"transfer %llu: the stripes of rails 0x%llx had landed: not written again\n",
+			(unsigned long long) transmit->request_id,
+			(unsigned long long) (header->tag & transmit->asked_rails));
+	transmit->moved_rails &= ~(header->tag & transmit->asked_rails);
+	transmit->uncertain_rails &= ~transmit->asked_rails;
+	transmit->asked_rails = 0;
+	bolt_transmit_check_done(transmit);
 	bolt_transmit_progress(connection);
 }
 
@@ -216,9 +249,15 @@ bool bolt_failover_stripe_failed(struct bolt_control_buffer *record, const struc
 	bolt_data_rail_fail(connection, rail,
 			    connection->manager->domain->fabric->verbs.wc_status_str(wc->status));
 	transmit->in_flight--;
-	transmit->moved_rails |= 1u << rail;
+	/* Unless the target said every byte landed: then this one had too. */
+	if (!transmit->landed_at_target) {
+		transmit->moved_rails |= 1u << rail;
+		if (!bolt_connection_unreliable(connection))
+			transmit->uncertain_rails |= 1u << rail;
+	}
 	/* After the stripe is marked moved: the last one back may make the rail again. */
 	bolt_data_rail_send_returned(connection, rail);
+	bolt_transmit_check_done(transmit);
 	bolt_transmit_progress(connection);
 	return true;
 }

@@ -46,6 +46,21 @@ enum bolt_rendezvous_phase {
 	BOLT_RENDEZVOUS_WRITE,          /* answered: the write (stripes, or data and DONE) to post */
 };
 
+/*
+ * The stripes of a transfer still to land, by data rail. On RC a stripe may
+ * come twice: one that landed, but whose completion came back flushed at
+ * the sender when the rail failed, is written again on the control rail
+ * (bolt_failover.c). So the sender first asks which landed (STRIPE_KEY_ASK),
+ * and the rails it is told had not are awaited on the control rail
+ * (STRIPE_MOVED) even if their first write lands late: the buffer stays
+ * until then, and no stripe counts twice.
+ */
+struct bolt_stripe_tally {
+	uint32_t pending;               /* stripes still to land */
+	uint32_t landed;                /* the rails whose stripe landed */
+	uint32_t awaited;               /* the rails whose stripe comes again, moved */
+};
+
 /* An operation this endpoint started, or a reply it owes a peer (internal). */
 struct bolt_transmit {
 	enum bolt_wire_op op;           /* MESSAGE, WRITE, READ_REQUEST, READ_RESPONSE, WRITE_ACK */
@@ -69,14 +84,19 @@ struct bolt_transmit {
 					 * READ_REQUEST, RENDEZVOUS_READY: those offered */
 	uint32_t rail_rkeys[BOLT_MAX_CONNECTION_RAILS];     /* and the target's key on each;
 							     * offered: our buffer's */
-	uint32_t stripes_pending;       /* READ_REQUEST: stripes of its data still to land */
+	struct bolt_stripe_tally stripes;       /* READ_REQUEST: the stripes of its data */
 	uint32_t moved_rails;           /* WRITE phase: the stripes of these rails, which failed,
 					 * still to go on the control rail (bolt_failover.c) */
+	uint32_t uncertain_rails;       /* RC: of those, the ones posted that came back flushed,
+					 * which may have landed: the target says first */
+	uint32_t asked_rails;           /* which the STRIPE_KEY_ASK in flight asked about */
 	int key_port;                   /* RENDEZVOUS_READY, STRIPE_KEY, a READ_REQUEST with
 					 * WRITE_BACK: the port (bolt_connection_port_index)
 					 * of ours the key it gives is on, sent in its offset */
 	bool key_asked;                 /* for them, the target's key on the control rail's port
-					 * (STRIPE_KEY_ASK), not yet answered */
+					 * and which landed (STRIPE_KEY_ASK), not yet answered */
+	bool landed_at_target;          /* the answer: every byte landed, and the transfer
+					 * completed there: nothing of it is written again */
 	uint64_t target_address;        /* WRITE phase, DIRECT_WRITE: where to write */
 	bool plain_write;               /* DIRECT_WRITE: no immediate data, no receive consumed */
 	uint32_t target_rkey;
@@ -163,7 +183,7 @@ struct bolt_inbound {
 	uint64_t request_id;            /* the sender's, for the rendezvous answer */
 	struct bolt_registration registration;      /* the receive buffer, while written to */
 	bool covered;                   /* that buffer lies in an open MR: the registration may stay */
-	uint32_t stripes_pending;       /* data rail stripes still to arrive */
+	struct bolt_stripe_tally stripes;       /* the data rail stripes */
 	struct bolt_inbound *prev, *next;       /* peer->rendezvous */
 };
 
@@ -289,5 +309,7 @@ struct bolt_transmit *bolt_transmit_find_request(struct bolt_connection *connect
 						 enum bolt_wire_op op, uint64_t request_id);
 /* Its reply came (status 0 or a positive FI_E*): it may complete now. */
 void bolt_transmit_reply_arrived(struct bolt_transmit *transmit, int status);
+/* Ends transmit once every segment went out and any reply it waits for came. */
+void bolt_transmit_check_done(struct bolt_transmit *transmit);
 
 #endif /* BOLT_PROTOCOL_H */

@@ -115,11 +115,15 @@ void bolt_rendezvous_key_asked(struct bolt_connection *connection, const struct 
 void bolt_rendezvous_stripe_moved(struct bolt_connection *connection, const struct bolt_wire_header *header);
 /* Receiver: a stripe's immediate data arrived on a data rail. */
 void bolt_rendezvous_stripe_arrived(struct bolt_work_completion *work, const struct ibv_wc *wc);
+/* A stripe that came on UC's control rail, moved there: which rail it was for is not said. */
+#define BOLT_STRIPE_RAIL_UNKNOWN (-1)
 /*
- * Receiver: a stripe landed (on a data rail, or on UC's control rail); wc
- * names its transfer. False if none waits for it.
+ * Receiver: a stripe landed on a data rail, moved from it (STRIPE_MOVED), or
+ * on UC's control rail (BOLT_STRIPE_RAIL_UNKNOWN); wc names its transfer.
+ * False if none waits for it.
  */
-bool bolt_rendezvous_stripe_landed(struct bolt_connection *connection, const struct ibv_wc *wc);
+bool bolt_rendezvous_stripe_landed(struct bolt_connection *connection, const struct ibv_wc *wc,
+				   int rail, bool moved);
 /*
  * Whether transmit's buffer is worth registering for one RDMA transfer: a
  * single buffer a work request can carry, inside an open MR (its
@@ -139,8 +143,13 @@ size_t bolt_rendezvous_rail_keys_write(const struct bolt_transmit *transmit, cha
 void bolt_rendezvous_read_answer(struct bolt_connection *connection,
 				 const struct bolt_wire_header *header, const char *payload,
 				 struct bolt_transmit *response);
-/* Reader on UC: a written-back read's data landed, wc names it; false if no read waits for it. */
-bool bolt_rendezvous_read_landed(struct bolt_connection *connection, const struct ibv_wc *wc);
+/*
+ * Reader: a written-back read's data, or a stripe of it, landed (rail and
+ * moved as for bolt_rendezvous_stripe_landed); wc names it. False if no
+ * read waits for it.
+ */
+bool bolt_rendezvous_read_landed(struct bolt_connection *connection, const struct ibv_wc *wc,
+				 int rail, bool moved);
 /* Receiver: the data is in place. */
 void bolt_rendezvous_done(struct bolt_connection *connection, const struct bolt_wire_header *header);
 /* Target of a large fi_write: check the key, register the range, answer. */

@@ -144,8 +144,8 @@ void bolt_receive_landed(struct bolt_connection *connection, const struct ibv_wc
 	else if (!bolt_connection_unreliable(connection) ||
 		 !(wc->imm_data & (BOLT_IMMEDIATE_ID | BOLT_IMMEDIATE_WRITE_BACK | BOLT_IMMEDIATE_GRANTED)))
 		bolt_direct_write_arrived(connection, wc);
-	else if (!bolt_rendezvous_stripe_landed(connection, wc) &&
-		 !bolt_rendezvous_read_landed(connection, wc))
+	else if (!bolt_rendezvous_stripe_landed(connection, wc, BOLT_STRIPE_RAIL_UNKNOWN, false) &&
+		 !bolt_rendezvous_read_landed(connection, wc, BOLT_STRIPE_RAIL_UNKNOWN, false))
 		bolt_connection_fail(connection, FI_EIO, "a stripe for no transfer");
 }
 

@@ -122,12 +122,12 @@ static void bolt_rendezvous_send_answer(struct bolt_connection *connection, uint
 		/* The rails go in the tag, and with their keys in the payload. */
 		answer->rail_mask = bolt_rendezvous_post_stripe_receives(connection, &record->registration,
 									 address, length,
-									 &record->stripes_pending,
+									 &record->stripes.pending,
 									 answer->rail_rkeys);
 		answer->tag = answer->rail_mask;
 		/* On UC the write comes on the control rail as a stripe of its own, not before a DONE. */
 		if (!answer->tag && bolt_connection_unreliable(connection) && length)
-			record->stripes_pending = 1;
+			record->stripes.pending = 1;
 	}
 	bolt_transmit_start(answer);
 }
@@ -401,6 +401,38 @@ void bolt_rendezvous_done(struct bolt_connection *connection, const struct bolt_
 	bolt_rendezvous_finish(connection, record);
 }
 
+/* Whether every stripe of a transfer landed, the ones awaited again included. */
+static bool bolt_stripe_tally_done(const struct bolt_stripe_tally *tally)
+{
+	return !tally->pending && !tally->awaited;
+}
+
+/* A stripe of rail landed (moved: by STRIPE_MOVED); false if that rail's had already. */
+static bool bolt_stripe_tally_land(struct bolt_stripe_tally *tally, int rail, bool moved)
+{
+	uint32_t bit = rail == BOLT_STRIPE_RAIL_UNKNOWN ? 0 : 1u << rail;
+
+	if (moved)
+		tally->awaited &= ~bit;
+	if ((tally->landed & bit) || !tally->pending)
+		return false;
+	tally->landed |= bit;
+	tally->pending--;
+	return true;
+}
+
+/*
+ * The sender asks which of the stripes of rails (posted, come back flushed)
+ * landed: those that had not are awaited, moved, whatever comes meanwhile.
+ */
+static uint32_t bolt_stripe_tally_ask(struct bolt_stripe_tally *tally, uint32_t rails)
+{
+	uint32_t landed = tally->landed & rails;
+
+	tally->awaited |= rails & ~landed;
+	return landed;
+}
+
 /* The transfer whose stripes carry immediate (bolt_rendezvous_immediate). */
 static struct bolt_inbound *bolt_rendezvous_find_striped(struct bolt_connection *connection,
 							 uint32_t immediate)
@@ -409,73 +441,90 @@ static struct bolt_inbound *bolt_rendezvous_find_striped(struct bolt_connection 
 
 	DL_FOREACH(bolt_peer_of(connection)->rendezvous, record)
 		if (bolt_rendezvous_immediate(connection, record->request_id, false) == immediate &&
-		    record->stripes_pending &&
+		    !bolt_stripe_tally_done(&record->stripes) &&
 		    (record->write || record->receive))
 			return record;
 	return NULL;
 }
 
-bool bolt_rendezvous_stripe_landed(struct bolt_connection *connection, const struct ibv_wc *wc)
+bool bolt_rendezvous_stripe_landed(struct bolt_connection *connection, const struct ibv_wc *wc,
+				   int rail, bool moved)
 {
 	struct bolt_inbound *record = (wc->wc_flags & IBV_WC_WITH_IMM) ?
 				      bolt_rendezvous_find_striped(connection, wc->imm_data) : NULL;
 
 	if (!record)
 		return false;
-	connection->stripes_received++;
-	if (--record->stripes_pending == 0)
+	if (bolt_stripe_tally_land(&record->stripes, rail, moved))
+		connection->stripes_received++;
+	if (bolt_stripe_tally_done(&record->stripes))
 		bolt_rendezvous_finish(connection, record);
 	return true;
 }
 
 void bolt_rendezvous_stripe_moved(struct bolt_connection *connection, const struct bolt_wire_header *header)
 {
-	/* As if the stripe had landed on its rail: the immediate data it would have carried. */
+	/* As if the stripe had landed on its rail (tag): the immediate data it would have carried. */
 	struct ibv_wc wc = {
 		.wc_flags = IBV_WC_WITH_IMM,
 		.imm_data = (uint32_t) header->cq_data,
 	};
+	int rail = (int) header->tag;
 
-	if (header->cq_data > UINT32_MAX ||
-	    (!bolt_rendezvous_stripe_landed(connection, &wc) && !bolt_rendezvous_read_landed(connection, &wc)))
+	if (header->cq_data > UINT32_MAX || header->tag >= BOLT_MAX_CONNECTION_RAILS ||
+	    (!bolt_rendezvous_stripe_landed(connection, &wc, rail, true) &&
+	     !bolt_rendezvous_read_landed(connection, &wc, rail, true)))
 		bolt_connection_fail(connection, FI_EIO, "a moved stripe for no transfer");
 }
 
-/* The buffer of the transfer a STRIPE_KEY_ASK names, not yet written whole; NULL if none. */
+/*
+ * The buffer of the transfer a STRIPE_KEY_ASK names, not yet written whole,
+ * and its stripes' tally; NULL if none.
+ */
 static struct bolt_registration *bolt_rendezvous_asked_registration(struct bolt_connection *connection,
-								    const struct bolt_wire_header *header)
+								    const struct bolt_wire_header *header,
+								    struct bolt_stripe_tally **stripes)
 {
 	struct bolt_inbound *record;
 	struct bolt_transmit *read;
 
 	if (!(header->flags & BOLT_WIRE_FLAG_WRITE_BACK)) {
 		record = bolt_rendezvous_find(connection, header->request_id);
+		*stripes = record ? &record->stripes : NULL;
 		return record ? &record->registration : NULL;
 	}
 	DL_FOREACH(bolt_peer_of(connection)->posted, read)
 		if (read->op == BOLT_WIRE_READ_REQUEST && read->reply_pending &&
-		    (read->wire_flags & BOLT_WIRE_FLAG_WRITE_BACK) && read->request_id == header->request_id)
+		    (read->wire_flags & BOLT_WIRE_FLAG_WRITE_BACK) && read->request_id == header->request_id) {
+			*stripes = &read->stripes;
 			return &read->registration;
+		}
 	return NULL;
 }
 
 void bolt_rendezvous_key_asked(struct bolt_connection *connection, const struct bolt_wire_header *header)
 {
-	struct bolt_registration *registration = bolt_rendezvous_asked_registration(connection, header);
+	struct bolt_stripe_tally *stripes = NULL;
+	struct bolt_registration *registration = bolt_rendezvous_asked_registration(connection, header,
+										     &stripes);
 	struct ibv_mr *mr = registration ? bolt_registration_follow_link(connection, registration) : NULL;
+	uint32_t status = registration ? (mr ? 0 : FI_ENOSPC) : FI_EALREADY;
 	struct bolt_transmit *answer;
 
-	if (!registration) {
-		bolt_connection_fail(connection, FI_EIO, "a stripe key asked for no transfer");
+	if (header->tag >> BOLT_MAX_CONNECTION_RAILS) {
+		bolt_connection_fail(connection, FI_EIO, "a stripe key asked for rails there are not");
 		return;
 	}
-	answer = bolt_transmit_internal(connection, BOLT_WIRE_STRIPE_KEY, header->request_id,
-					mr ? 0 : FI_ENOSPC);
+	/* None: every byte of it landed (the sender's flushed stripes too), and it completed here. */
+	answer = bolt_transmit_internal(connection, BOLT_WIRE_STRIPE_KEY, header->request_id, status);
 	if (!answer)
 		return;
 	answer->wire_flags = header->flags & BOLT_WIRE_FLAG_WRITE_BACK;
-	if (mr)
+	if (mr) {
 		answer->remote_key = mr->rkey;
+		/* Which of the stripes asked about landed: the others are awaited, moved. */
+		answer->tag = bolt_stripe_tally_ask(stripes, (uint32_t) header->tag);
+	}
 	answer->key_port = bolt_connection_port_index(connection);
 	bolt_transmit_start(answer);
 }
@@ -510,7 +559,7 @@ bool bolt_rendezvous_read_prepare(struct bolt_transmit *read)
 	    bolt_data_rail_striping(read->connection))
 		read->rail_mask = bolt_rendezvous_post_stripe_receives(read->connection, &read->registration,
 								       read->iov[0].iov_base, read->length,
-								       &read->stripes_pending,
+								       &read->stripes.pending,
 								       read->rail_rkeys);
 	return true;
 }
@@ -567,16 +616,22 @@ void bolt_rendezvous_read_written_back(struct bolt_connection *connection, struc
 	bolt_transmit_reply_arrived(read, 0);
 }
 
-bool bolt_rendezvous_read_landed(struct bolt_connection *connection, const struct ibv_wc *wc)
+bool bolt_rendezvous_read_landed(struct bolt_connection *connection, const struct ibv_wc *wc,
+				 int rail, bool moved)
 {
 	struct bolt_transmit *read = (wc->wc_flags & IBV_WC_WITH_IMM) ?
 				     bolt_rendezvous_find_read(connection, wc->imm_data) : NULL;
+	bool whole;
 
-	/* Written back whole on UC's control rail, or in stripes on the rails it named. */
-	if (!read || (!read->stripes_pending && wc->byte_len != read->length))
+	if (!read)
 		return false;
-	connection->stripes_received++;
-	if (!read->stripes_pending || --read->stripes_pending == 0)
+	/* Written back whole on UC's control rail, or in stripes on the rails it named. */
+	whole = bolt_stripe_tally_done(&read->stripes);
+	if (whole && wc->byte_len != read->length)
+		return false;
+	if (whole || bolt_stripe_tally_land(&read->stripes, rail, moved))
+		connection->stripes_received++;
+	if (bolt_stripe_tally_done(&read->stripes))
 		bolt_rendezvous_read_written_back(connection, read);
 	return true;
 }
@@ -586,10 +641,12 @@ void bolt_rendezvous_stripe_arrived(struct bolt_work_completion *work, const str
 	struct bolt_control_buffer *buffer = bolt_control_buffer_of_work(work);
 	struct bolt_connection *connection = buffer->connection;
 	const struct bolt_data_rail *rail;
+	int buffer_rail;
 
 	if (!buffer->posted)
 		return;
-	rail = &connection->data_rails[buffer->data_rail];
+	buffer_rail = buffer->data_rail;
+	rail = &connection->data_rails[buffer_rail];
 	bolt_control_buffer_put(connection->manager->domain, buffer);
 	if (connection->state == BOLT_CONNECTION_FAILED)
 		return;
@@ -602,7 +659,11 @@ void bolt_rendezvous_stripe_arrived(struct bolt_work_completion *work, const str
 				     connection->manager->domain->fabric->verbs.wc_status_str(wc->status));
 		return;
 	}
-	if (!bolt_rendezvous_stripe_landed(connection, wc) && !bolt_rendezvous_read_landed(connection, wc))
+	if (bolt_rendezvous_stripe_landed(connection, wc, buffer_rail, false) ||
+	    bolt_rendezvous_read_landed(connection, wc, buffer_rail, false))
+		return;
+	/* Late, from a rail that failed: written again on the control rail, it landed there first. */
+	if (!rail->failed && rail->qp && rail->qp->qp_num == wc->qp_num)
 		bolt_connection_fail(connection, FI_EIO, "a data rail stripe for no transfer");
 }
 

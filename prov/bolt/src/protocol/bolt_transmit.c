@@ -632,8 +632,7 @@ void bolt_transmit_free(struct bolt_transmit *transmit)
 	free(transmit);
 }
 
-/* Ends transmit once every segment went out and any reply it waits for came. */
-static void bolt_transmit_check_done(struct bolt_transmit *transmit)
+void bolt_transmit_check_done(struct bolt_transmit *transmit)
 {
 	struct bolt_connection *connection = transmit->connection;
 

@@ -65,6 +65,8 @@ struct softrdma_send_entry {
 	int num_sge;
 	int rnr_retries_left;   /* receiver not ready (RNR NAK) */
 	int retries_left;       /* transport: no answer from the target */
+	bool delivered;         /* RC: the target took it, but the cable went with its ack:
+				 * a retry is answered without taking it again */
 	uint32_t inline_length;
 	struct ibv_sge sge[SOFTRDMA_MAX_SGE];
 	uint8_t inline_data[SOFTRDMA_MAX_INLINE];

@@ -12,7 +12,10 @@
  * the target does not answer (no route, no such QP, not ready to receive,
  * its process dead, or in shm mode too slow to take the data) RC retries as
  * the IB transport does: retry_cnt times after the local ACK timeout, then
- * IBV_WC_RETRY_EXC_ERR.
+ * IBV_WC_RETRY_EXC_ERR. A cable cut while the data moved loses RC's
+ * acknowledgement: the target has it, the sender retries (answered, once the
+ * cable is back, without the target taking it again), and may see an error
+ * for a message that arrived: the ambiguity a real link leaves to its users.
  */
 #include <string.h>
 
@@ -363,6 +366,11 @@ static enum softrdma_step softrdma_transfer_prepare_locked(struct softrdma_segme
 		transfer->sender_status = IBV_WC_WR_FLUSH_ERR;
 		return SOFTRDMA_STEP_STOP;
 	}
+	/* Its ack was lost: a retry that gets through is answered, the target takes nothing again. */
+	if (transfer->entry->delivered)
+		return softrdma_device_reachable(segment, transfer->source->device,
+						 transfer->source->remote_device) ?
+		       SOFTRDMA_STEP_STOP : softrdma_transfer_unanswered(transfer);
 	step = softrdma_transfer_local(segment, transfer);
 	if (step == SOFTRDMA_STEP_CONTINUE)
 		step = softrdma_transfer_route(segment, transfer);
@@ -563,6 +571,27 @@ static enum softrdma_step softrdma_transfer_copied_locked(struct softrdma_segmen
 	}
 }
 
+/*
+ * RC, the data in place: if the cable went meanwhile, its acknowledgement
+ * went with it. The target completes; the sender waits as for no answer.
+ */
+static enum softrdma_step softrdma_transfer_acknowledge_locked(struct softrdma_segment *segment,
+							       struct softrdma_transfer *transfer)
+{
+	if (!transfer->rc || transfer->sender_status != IBV_WC_SUCCESS ||
+	    transfer->receiver_status != IBV_WC_SUCCESS ||
+	    softrdma_device_reachable(segment, transfer->source->device, transfer->source->remote_device))
+		return SOFTRDMA_STEP_CONTINUE;
+	if (transfer->has_receive) {
+		softrdma_transfer_complete_receive_locked(segment, transfer);
+		transfer->has_receive = false;
+	}
+	transfer->entry->delivered = true;
+	FI_INFO(&bolt_prov, FI_LOG_CORE, "software device: QP %u's cable went while its data moved: "
+		"the data landed, its acknowledgement is lost\n", transfer->source->qpn);
+	return softrdma_transfer_unanswered(transfer);
+}
+
 /* The copy, with no lock held, then the completions; WAIT: RC tries it again later. */
 static enum softrdma_step softrdma_transfer_deliver(struct softrdma_segment *segment,
 						    struct softrdma_transfer *transfer,
@@ -573,6 +602,8 @@ static enum softrdma_step softrdma_transfer_deliver(struct softrdma_segment *seg
 
 	softrdma_lock(segment);
 	step = softrdma_transfer_copied_locked(segment, transfer, copy_result);
+	if (step == SOFTRDMA_STEP_CONTINUE)
+		step = softrdma_transfer_acknowledge_locked(segment, transfer);
 	if (step != SOFTRDMA_STEP_WAIT)
 		softrdma_transfer_complete_locked(segment, transfer);
 	softrdma_unlock(segment);
