@@ -24,6 +24,11 @@ static bool bolt_data_rail_is_usable(const struct bolt_data_rail *rail)
 	return rail->state == BOLT_DATA_RAIL_READY && !rail->failed && !rail->port->down;
 }
 
+bool bolt_data_rail_index_usable(const struct bolt_connection *connection, int index)
+{
+	return bolt_data_rail_is_usable(&connection->data_rails[index]);
+}
+
 uint32_t bolt_data_rail_usable(const struct bolt_connection *connection, bool with_room)
 {
 	uint32_t mask = 0;

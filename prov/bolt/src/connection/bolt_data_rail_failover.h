@@ -20,6 +20,8 @@ struct bolt_wire_header;
  * each. Every new stripe goes on one of these, or on the control rail.
  */
 uint32_t bolt_data_rail_usable(const struct bolt_connection *connection, bool with_room);
+/* Whether rail index of connection is one of those, room aside. */
+bool bolt_data_rail_index_usable(const struct bolt_connection *connection, int index);
 /* Rail index lost its port or a write (why): no stripes on it until revived; the peer is told. */
 void bolt_data_rail_fail(struct bolt_connection *connection, int index, const char *why);
 /*

@@ -144,7 +144,7 @@ static int bolt_rewrite_choose_queue_pair(const struct bolt_connection *connecti
 {
 	if (connection->state != BOLT_CONNECTION_ESTABLISHED || !connection->link)
 		return -1;
-	if (write->rail >= 0 && (bolt_data_rail_usable(connection, false) & (1u << write->rail)) &&
+	if (write->rail >= 0 && bolt_data_rail_index_usable(connection, write->rail) &&
 	    connection->data_rails[write->rail].port == write->port)
 		return 1 + write->rail;
 	return 0;

@@ -280,7 +280,7 @@ static bool bolt_rendezvous_prepare_stripes(struct bolt_connection *connection,
 			continue;
 		transmit->rail_rkeys[rail] = keys->rkey[rail];
 		/* A rail that failed here: its stripe goes on the control rail, registered there. */
-		if (!(bolt_data_rail_usable(connection, false) & (1u << rail)))
+		if (!bolt_data_rail_index_usable(connection, rail))
 			continue;
 		if (!bolt_registration_rail_mr(connection, rail, &transmit->registration,
 					     transmit->iov[0].iov_base, transmit->target_length)) {
