@@ -65,9 +65,11 @@ enum bolt_wire_op {
 	BOLT_WIRE_STRIPE_KEY_ASK,   /* the control rail moved to a port where the buffer of
 				     * transfer request_id has no key for a moved stripe (with
 				     * BOLT_WIRE_FLAG_WRITE_BACK: the target's read of that id,
-				     * written back): register it there and say the key; and
-				     * (RC) which stripes of the data rails in mask tag, come
-				     * back flushed at the sender, landed all the same */
+				     * written back; with GRANTED, the receive granted for
+				     * message tag, and with WRITE too the region of key):
+				     * register it there and say the key; and (RC) which
+				     * stripes of the data rails in mask tag, come back
+				     * flushed at the sender, landed all the same */
 	BOLT_WIRE_STRIPE_KEY,       /* its answer: the key, and in tag those that landed; or
 				     * a status in cq_data, FI_EALREADY if the transfer
 				     * completed (every byte landed) */
@@ -94,6 +96,9 @@ enum bolt_wire_flag {
 					     * to address tag, rkey cq_data; or in stripes on
 					     * the rails its payload names */
 };
+
+/* What a STRIPE_KEY_ASK's flags say of the buffer it names; its answer says them again. */
+#define BOLT_WIRE_KEY_ASK_KIND (BOLT_WIRE_FLAG_WRITE_BACK | BOLT_WIRE_FLAG_GRANTED | BOLT_WIRE_FLAG_WRITE)
 
 /*
  * Connections of a link share its queue pair (connection/bolt_link.c): a
@@ -139,9 +144,9 @@ struct bolt_wire_header {
 	uint64_t request_id;        /* the sender's operation, echoed in acks and responses */
 	uint64_t total_length;      /* of the whole message or request */
 	uint64_t offset;            /* of this segment within the message or request; in one
-				     * that gives a key (RENDEZVOUS_READY, STRIPE_KEY, a
-				     * READ_REQUEST with WRITE_BACK): the sender's port it is
-				     * on, by the link's numbering */
+				     * that gives a key (RENDEZVOUS_READY, STRIPE_KEY, the
+				     * grants, a READ_REQUEST with WRITE_BACK): the sender's
+				     * port it is on, by the link's numbering */
 	uint64_t address;           /* WRITE, READ_REQUEST: the target address */
 	uint64_t key;               /* WRITE, READ_REQUEST: the target key */
 	uint32_t link_sequence;     /* per link and direction: the transmissions that take a

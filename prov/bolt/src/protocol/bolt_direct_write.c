@@ -104,6 +104,7 @@ void bolt_direct_write_grant(struct bolt_connection *connection, const struct bo
 	if (!grant)
 		return;
 	grant->remote_key = key;
+	grant->key_port = port;
 	grant->wire_flags = bolt_direct_write_counted(endpoint) ? 0 : BOLT_WIRE_FLAG_QUIET;
 	grant->tag = bolt_mr_base(mr);
 	grant->length = mr->length;
@@ -315,6 +316,18 @@ static bool bolt_direct_write_still_held(struct bolt_connection *connection,
 	       bolt_mr_cache_entry_mr(mr->grants[port])->rkey == header->cq_data;
 }
 
+struct ibv_mr *bolt_direct_write_key_here(struct bolt_connection *connection, uint64_t key)
+{
+	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
+	int port = bolt_link_port_index(connection->link);
+	struct bolt_mr *mr = bolt_mr_find(endpoint, key);
+
+	if (!mr || !bolt_rail_port_data_writes(endpoint->domain, connection->link->port) ||
+	    !bolt_direct_write_hold(endpoint->domain, mr, port))
+		return NULL;
+	return bolt_mr_cache_entry_mr(mr->grants[port]);
+}
+
 void bolt_direct_write_granted(struct bolt_connection *connection, const struct bolt_wire_header *header)
 {
 	struct bolt_region_grant *grant;
@@ -340,6 +353,7 @@ void bolt_direct_write_granted(struct bolt_connection *connection, const struct 
 	grant->length = header->total_length;
 	grant->target_address = header->address;
 	grant->rkey = header->cq_data;
+	grant->port = bolt_rendezvous_key_port(connection, header);
 	grant->quiet = header->flags & BOLT_WIRE_FLAG_QUIET;
 }
 
@@ -392,12 +406,23 @@ static bool bolt_direct_write_suits(const struct bolt_transmit *transmit)
 		 !bolt_connection_unreliable(transmit->connection)));
 }
 
+/*
+ * The grant of the region transmit writes to; NULL if none, or if its rkey
+ * is for a port the control rail has left: forgotten then, so that the next
+ * write asks, says it holds no grant, and the target grants the region anew
+ * on the port the control rail is on now.
+ */
 static struct bolt_region_grant *bolt_direct_write_find(const struct bolt_transmit *transmit)
 {
+	struct bolt_connection *connection = transmit->connection;
 	struct bolt_region_grant *grant;
 
-	HASH_FIND(hh, bolt_peer_of(transmit->connection)->grants, &transmit->remote_key,
+	HASH_FIND(hh, bolt_peer_of(connection)->grants, &transmit->remote_key,
 		  sizeof(transmit->remote_key), grant);
+	if (grant && grant->port != connection->link->port) {
+		bolt_direct_write_forget(connection, grant->key);
+		return NULL;
+	}
 	return grant;
 }
 
@@ -439,6 +464,7 @@ bool bolt_direct_write_prepare(struct bolt_transmit *transmit)
 		return false;
 	transmit->target_address = grant->target_address + offset;
 	transmit->target_rkey = grant->rkey;
+	transmit->target_port = grant->port;
 	transmit->target_length = transmit->length;
 	transmit->plain_write = plain;
 	transmit->protocol = BOLT_PROTOCOL_DIRECT_WRITE;

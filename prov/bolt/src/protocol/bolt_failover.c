@@ -37,6 +37,18 @@ static void bolt_failover_stripe_range(const struct bolt_transmit *transmit, int
 	*length = share + (before < extra);
 }
 
+/* The flags of transmit's STRIPE_KEY_ASK, which its answer says again: whose buffer it names. */
+static uint8_t bolt_failover_ask_kind(const struct bolt_transmit *transmit)
+{
+	if (transmit->op == BOLT_WIRE_READ_RESPONSE)
+		return BOLT_WIRE_FLAG_WRITE_BACK;
+	if (transmit->protocol == BOLT_PROTOCOL_GRANTED_RECEIVE)
+		return BOLT_WIRE_FLAG_GRANTED;
+	if (transmit->protocol == BOLT_PROTOCOL_DIRECT_WRITE)
+		return BOLT_WIRE_FLAG_GRANTED | BOLT_WIRE_FLAG_WRITE;
+	return 0;
+}
+
 /*
  * Asks the target, once, for its key on the control rail's port and which
  * of the uncertain stripes landed (STRIPE_KEY_ASK), posted here and not
@@ -57,10 +69,11 @@ static void bolt_failover_ask_key(struct bolt_connection *connection, struct bol
 	header = (struct bolt_wire_header *) bolt_control_buffer_data(domain, record);
 	bolt_link_frame(connection, header, BOLT_WIRE_STRIPE_KEY_ASK, 0);
 	header->request_id = transmit->request_id;
-	header->tag = transmit->uncertain_rails;
-	header->flags |= BOLT_WIRE_FLAG_LAST;
-	if (transmit->op == BOLT_WIRE_READ_RESPONSE)
-		header->flags |= BOLT_WIRE_FLAG_WRITE_BACK;
+	header->flags |= BOLT_WIRE_FLAG_LAST | bolt_failover_ask_kind(transmit);
+	/* A granted receive is named by its message's number, a region by its key. */
+	header->tag = transmit->protocol == BOLT_PROTOCOL_GRANTED_RECEIVE ? transmit->message_number :
+		      transmit->uncertain_rails;
+	header->key = transmit->remote_key;
 	transmit->asked_rails = transmit->uncertain_rails;
 	FI_INFO(&bolt_prov, FI_LOG_EP_DATA, "a write of transfer %llu waits for the target's key on %s:%u\n",
 		(unsigned long long) transmit->request_id, connection->link->port->device.name,
@@ -95,8 +108,10 @@ int bolt_failover_write_keys(struct bolt_connection *connection, const struct bo
 {
 	struct bolt_transmit *transmit = record->operation;
 
-	/* The target answers for the keys of a rendezvous transfer's buffer alone. */
-	if (!transmit || transmit->protocol != BOLT_PROTOCOL_RENDEZVOUS)
+	/* The target answers for a rendezvous transfer's buffer, a granted receive or region. */
+	if (!transmit || (transmit->protocol != BOLT_PROTOCOL_RENDEZVOUS &&
+			  transmit->protocol != BOLT_PROTOCOL_GRANTED_RECEIVE &&
+			  transmit->protocol != BOLT_PROTOCOL_DIRECT_WRITE))
 		return -FI_EOPNOTSUPP;
 	return bolt_failover_control_keys(connection, transmit, lkey, rkey);
 }
@@ -181,12 +196,11 @@ bool bolt_failover_progress(struct bolt_connection *connection)
 static struct bolt_transmit *bolt_failover_key_asker(struct bolt_transmit *list,
 						     const struct bolt_wire_header *header)
 {
-	bool write_back = header->flags & BOLT_WIRE_FLAG_WRITE_BACK;
 	struct bolt_transmit *transmit;
 
 	DL_FOREACH(list, transmit)
 		if (transmit->key_asked && transmit->request_id == header->request_id &&
-		    (transmit->op == BOLT_WIRE_READ_RESPONSE) == write_back)
+		    bolt_failover_ask_kind(transmit) == (header->flags & BOLT_WIRE_KEY_ASK_KIND))
 			return transmit;
 	return NULL;
 }
@@ -217,7 +231,7 @@ void bolt_failover_key_arrived(struct bolt_connection *connection, const struct 
 	}
 	if (header->cq_data) {
 		bolt_connection_fail(connection, FI_EIO,
-				     "the target cannot register a moved stripe's buffer on the control rail's port");
+				     "the target has no key on the control rail's port for a moved write's buffer");
 		return;
 	}
 	transmit->target_rkey = (uint32_t) header->key;

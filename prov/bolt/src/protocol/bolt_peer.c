@@ -105,7 +105,13 @@ void bolt_peer_fail_unanswered(struct bolt_connection *connection, const char *w
 	bolt_connection_fail(connection, FI_ETIMEDOUT, "a revoke unanswered within the liveness time");
 }
 
-/* A message of the connection layer's own, queued with ours so that the peer sees them in order. */
+/*
+ * A message of the connection layer's own, queued with ours so that the peer
+ * sees them in order. A write's landing goes ahead of all that is queued: a
+ * message written into a granted receive takes its number at the target
+ * then, and every message queued here has a later one (it waited for the
+ * granted ones to land, which they have now).
+ */
 static void bolt_peer_send(struct bolt_connection *connection, const struct bolt_wire_header *header,
 			   const void *payload, size_t payload_length)
 {
@@ -122,7 +128,7 @@ static void bolt_peer_send(struct bolt_connection *connection, const struct bolt
 		bolt_connection_fail(connection, FI_ENOMEM, "no memory for a protocol message");
 		return;
 	}
-	bolt_transmit_start(transmit);
+	bolt_transmit_queue(transmit, header->op == BOLT_WIRE_WRITE_LANDED);
 }
 
 const struct bolt_connection_events bolt_peer_events = {

@@ -95,6 +95,7 @@ struct bolt_transmit {
 					 * of ours the key it gives is on, sent in its offset */
 	bool key_asked;                 /* for them, the target's key on the control rail's port
 					 * and which landed (STRIPE_KEY_ASK), not yet answered */
+	bool ahead;                     /* internal, queued ahead of the others (bolt_transmit_queue) */
 	bool landed_at_target;          /* the answer: every byte landed, and the transfer
 					 * completed there: nothing of it is written again */
 	uint64_t target_address;        /* WRITE phase, DIRECT_WRITE: where to write */
@@ -144,6 +145,8 @@ struct bolt_receive_grant {
 	uint64_t address;
 	uint64_t length;
 	uint32_t rkey;
+	const struct bolt_rail_port *port;      /* ours the rkey is for: the control rail's then
+						 * (NULL: it moved since), of no use on another */
 };
 
 /* A message that arrived before a receive matched it; data is a copy. */
@@ -277,6 +280,12 @@ void bolt_transmit_other_ports(struct bolt_connection *connection);
 /* The peer revoked key's grant: writes to it still queued as direct ones ask instead. */
 void bolt_transmit_revoked(struct bolt_connection *connection, uint64_t key);
 /*
+ * A message written into a granted receive, or a direct write, not posted
+ * yet: it asks instead (its grant revoked, or for a port the control rail
+ * has left).
+ */
+void bolt_transmit_ask_instead(struct bolt_connection *connection, struct bolt_transmit *transmit);
+/*
  * The peer answered the rendezvous request_id asked for: the transmit, back
  * among those with something to post; NULL if none waits for that answer.
  */
@@ -309,6 +318,11 @@ struct bolt_transmit *bolt_transmit_find_request(struct bolt_connection *connect
 						 enum bolt_wire_op op, uint64_t request_id);
 /* Its reply came (status 0 or a positive FI_E*): it may complete now. */
 void bolt_transmit_reply_arrived(struct bolt_transmit *transmit, int status);
+/*
+ * Queues an internal transmit ahead of everything queued (ahead), or behind,
+ * and sends what may go; bolt_transmit_start queues behind.
+ */
+void bolt_transmit_queue(struct bolt_transmit *transmit, bool ahead);
 /* Ends transmit once every segment went out and any reply it waits for came. */
 void bolt_transmit_check_done(struct bolt_transmit *transmit);
 

@@ -30,6 +30,7 @@ struct bolt_region_grant {
 	uint64_t length;
 	uint64_t target_address;        /* that byte in the peer's memory */
 	uint32_t rkey;
+	const struct bolt_rail_port *port;      /* ours the rkey is for, as a receive grant's */
 	bool quiet;                     /* the peer needs no word of writes without remote CQ data */
 	UT_hash_handle hh;              /* peer->grants, by key */
 };
@@ -95,8 +96,8 @@ int bolt_failover_control_keys(struct bolt_connection *connection, struct bolt_t
 			       uint32_t *lkey, uint32_t *rkey);
 /*
  * events->write_keys: the same for the operation of a write in segments
- * (record's); -FI_EOPNOTSUPP for one into a granted receive or region, whose
- * target keeps no transfer to answer for.
+ * (record's): a rendezvous transfer's, or one into a granted receive or
+ * region; -FI_EOPNOTSUPP for any other.
  */
 int bolt_failover_write_keys(struct bolt_connection *connection, const struct bolt_control_buffer *record,
 			     uint32_t *lkey, uint32_t *rkey);
@@ -167,6 +168,17 @@ void bolt_rendezvous_release(struct bolt_connection *connection, int error);
  * already (header flags), tells it where key's whole region is.
  */
 void bolt_direct_write_grant(struct bolt_connection *connection, const struct bolt_wire_header *header);
+/*
+ * Target: the region of key, granted, registered on the control rail's port
+ * now, for a write that crossed a move of it (STRIPE_KEY_ASK); NULL if it
+ * cannot be (closed, or no registration).
+ */
+struct ibv_mr *bolt_direct_write_key_here(struct bolt_connection *connection, uint64_t key);
+/*
+ * Receiver: the receive granted for the peer's message number, registered on
+ * the control rail's port now, as above; NULL if none is granted for it.
+ */
+struct ibv_mr *bolt_receive_grant_key_here(struct bolt_connection *connection, uint64_t number);
 /* Initiator: whether the peer granted the region transmit's key names. */
 bool bolt_direct_write_granted_key(const struct bolt_transmit *transmit);
 /* Initiator: the peer granted, or revoked, a region. */

@@ -174,6 +174,7 @@ static void bolt_receive_grant_send(struct bolt_receive_grant_batch *batch)
 		bolt_connection_fail(connection, FI_ENOMEM, "no memory for a protocol message");
 		return;
 	}
+	grant->key_port = bolt_connection_port_index(connection);
 	bolt_peer_of(connection)->receives_granted += count;
 	bolt_peer_of(connection)->grant_messages++;
 	bolt_transmit_start(grant);
@@ -456,6 +457,16 @@ int bolt_receive_grant_cancel(struct bolt_endpoint *endpoint, void *context)
 	return -FI_ENOENT;
 }
 
+struct ibv_mr *bolt_receive_grant_key_here(struct bolt_connection *connection, uint64_t number)
+{
+	struct bolt_granted_receive *granted;
+
+	DL_FOREACH(bolt_peer_of(connection)->granted, granted)
+		if (granted->number == number)
+			return bolt_registration_follow_link(connection, &granted->registration);
+	return NULL;
+}
+
 void bolt_receive_grant_lost(struct bolt_connection *connection)
 {
 	struct bolt_receive *receive;
@@ -548,6 +559,7 @@ void bolt_receive_grant_arrived(struct bolt_connection *connection,
 		grant->address = wire.address;
 		grant->length = wire.length;
 		grant->rkey = wire.rkey;
+		grant->port = bolt_rendezvous_key_port(connection, header);
 	}
 }
 
@@ -579,13 +591,15 @@ void bolt_receive_grant_use(struct bolt_connection *connection, struct bolt_tran
 		return;
 	grant = *bolt_receive_grant_at(connection, 0);
 	bolt_receive_grant_drop_first(connection);
-	if (!bolt_receive_grant_suits(connection, transmit, &grant) ||
+	/* Its key is for a port the control rail left: the message goes as any other, into it. */
+	if (grant.port != connection->link->port || !bolt_receive_grant_suits(connection, transmit, &grant) ||
 	    !bolt_registration_acquire(connection, transmit->iov[0].iov_base, transmit->length,
 				      &transmit->registration))
 		return;
 	transmit->target_length = transmit->length;
 	transmit->target_address = grant.address;
 	transmit->target_rkey = grant.rkey;
+	transmit->target_port = grant.port;
 	transmit->rail_mask = 0;
 	transmit->protocol = BOLT_PROTOCOL_GRANTED_RECEIVE;
 	transmit->phase = BOLT_RENDEZVOUS_WRITE;
@@ -597,14 +611,9 @@ void bolt_receive_grant_revoked(struct bolt_connection *connection)
 
 	bolt_peer_of(connection)->peer_grants_count = 0;
 	/* Granted but not written yet: they ask after all, behind the answer. */
-	DL_FOREACH(bolt_peer_of(connection)->transmits, transmit) {
-		if (transmit->protocol != BOLT_PROTOCOL_GRANTED_RECEIVE)
-			continue;
-		bolt_registration_release(connection->manager->domain, &transmit->registration,
-					   transmit->covered);
-		transmit->protocol = BOLT_PROTOCOL_RENDEZVOUS;
-		transmit->phase = BOLT_RENDEZVOUS_ASK;
-	}
+	DL_FOREACH(bolt_peer_of(connection)->transmits, transmit)
+		if (transmit->protocol == BOLT_PROTOCOL_GRANTED_RECEIVE)
+			bolt_transmit_ask_instead(connection, transmit);
 	answer = bolt_transmit_internal(connection, BOLT_WIRE_RECEIVE_REVOKED, 0, 0);
 	if (answer)
 		bolt_transmit_start(answer);

@@ -502,29 +502,54 @@ static struct bolt_registration *bolt_rendezvous_asked_registration(struct bolt_
 	return NULL;
 }
 
+/*
+ * The key, on the control rail's port, of the buffer a STRIPE_KEY_ASK names
+ * and its status: a rendezvous transfer's (its stripes' tally too), or with
+ * GRANTED a receive granted for message tag, or with GRANTED and WRITE the
+ * region of key.
+ */
+static struct ibv_mr *bolt_rendezvous_asked_key(struct bolt_connection *connection,
+						const struct bolt_wire_header *header,
+						struct bolt_stripe_tally **stripes, uint32_t *status)
+{
+	struct bolt_registration *registration;
+	struct ibv_mr *mr;
+
+	if (header->flags & BOLT_WIRE_FLAG_GRANTED) {
+		mr = (header->flags & BOLT_WIRE_FLAG_WRITE) ?
+		     bolt_direct_write_key_here(connection, header->key) :
+		     bolt_receive_grant_key_here(connection, header->tag);
+		*status = mr ? 0 : FI_ENOENT;
+		return mr;
+	}
+	registration = bolt_rendezvous_asked_registration(connection, header, stripes);
+	mr = registration ? bolt_registration_follow_link(connection, registration) : NULL;
+	*status = registration ? (mr ? 0 : FI_ENOSPC) : FI_EALREADY;
+	return mr;
+}
+
 void bolt_rendezvous_key_asked(struct bolt_connection *connection, const struct bolt_wire_header *header)
 {
 	struct bolt_stripe_tally *stripes = NULL;
-	struct bolt_registration *registration = bolt_rendezvous_asked_registration(connection, header,
-										     &stripes);
-	struct ibv_mr *mr = registration ? bolt_registration_follow_link(connection, registration) : NULL;
-	uint32_t status = registration ? (mr ? 0 : FI_ENOSPC) : FI_EALREADY;
 	struct bolt_transmit *answer;
+	struct ibv_mr *mr;
+	uint32_t status;
 
-	if (header->tag >> BOLT_MAX_CONNECTION_RAILS) {
+	if (!(header->flags & BOLT_WIRE_FLAG_GRANTED) && header->tag >> BOLT_MAX_CONNECTION_RAILS) {
 		bolt_connection_fail(connection, FI_EIO, "a stripe key asked for rails there are not");
 		return;
 	}
+	mr = bolt_rendezvous_asked_key(connection, header, &stripes, &status);
 	/* None: every byte of it landed (the sender's flushed stripes too), and it completed here. */
 	answer = bolt_transmit_internal(connection, BOLT_WIRE_STRIPE_KEY, header->request_id, status);
 	if (!answer)
 		return;
-	answer->wire_flags = header->flags & BOLT_WIRE_FLAG_WRITE_BACK;
-	if (mr) {
+	answer->wire_flags = header->flags & BOLT_WIRE_KEY_ASK_KIND;
+	if (mr)
 		answer->remote_key = mr->rkey;
-		/* Which of the stripes asked about landed: the others are awaited, moved. */
+	/* Which of the stripes asked about landed: the others are awaited, moved. */
+	if (mr && stripes)
 		answer->tag = bolt_stripe_tally_ask(stripes, (uint32_t) header->tag);
-	}
 	answer->key_port = bolt_connection_port_index(connection);
 	bolt_transmit_start(answer);
 }

@@ -72,25 +72,6 @@ static bool bolt_transmit_writing(const struct bolt_transmit *transmit)
 	       transmit->phase == BOLT_RENDEZVOUS_WRITE;
 }
 
-/*
- * Whether a rendezvous write may go on the control rail: its keys are on the
- * control rail's port, which may have moved since the answer; if not, the
- * target's key there is asked for (or the connection failed).
- */
-static bool bolt_transmit_keys_here(struct bolt_connection *connection, struct bolt_transmit *transmit)
-{
-	uint32_t lkey, rkey;
-	int ret;
-
-	if (transmit->protocol != BOLT_PROTOCOL_RENDEZVOUS || transmit->phase != BOLT_RENDEZVOUS_WRITE)
-		return true;
-	ret = bolt_failover_control_keys(connection, transmit, &lkey, &rkey);
-	if (ret < 0)
-		bolt_connection_fail(connection, FI_EIO,
-				     "a write's buffer cannot be registered on the control rail's port");
-	return ret == 0;
-}
-
 /* Whether transmit waits for its rendezvous answer: nothing of it to post until then. */
 static bool bolt_transmit_waiting(const struct bolt_transmit *transmit)
 {
@@ -137,6 +118,34 @@ static bool bolt_transmit_may_go(const struct bolt_connection *connection,
 	if (transmit->internal || !bolt_protocols[transmit->protocol].streams)
 		return true;
 	return !bolt_peer_of(connection)->streaming || bolt_peer_of(connection)->streaming == transmit;
+}
+
+/*
+ * Whether a rendezvous write may go on the control rail: its keys are on the
+ * control rail's port, which may have moved since the answer; if not, the
+ * target's key there is asked for (or the connection failed). A write into
+ * a receive or region granted on a port the control rail has left asks
+ * instead, as one without a grant would.
+ */
+static bool bolt_transmit_keys_here(struct bolt_connection *connection, struct bolt_transmit *transmit)
+{
+	uint32_t lkey, rkey;
+	int ret;
+
+	if ((transmit->protocol == BOLT_PROTOCOL_GRANTED_RECEIVE ||
+	     transmit->protocol == BOLT_PROTOCOL_DIRECT_WRITE) &&
+	    transmit->target_port != connection->link->port) {
+		/* Judged again as the request it is now: it may have to wait for granted ones. */
+		bolt_transmit_ask_instead(connection, transmit);
+		return bolt_transmit_may_go(connection, transmit);
+	}
+	if (transmit->protocol != BOLT_PROTOCOL_RENDEZVOUS || transmit->phase != BOLT_RENDEZVOUS_WRITE)
+		return true;
+	ret = bolt_failover_control_keys(connection, transmit, &lkey, &rkey);
+	if (ret < 0)
+		bolt_connection_fail(connection, FI_EIO,
+				     "a write's buffer cannot be registered on the control rail's port");
+	return ret == 0;
 }
 
 /*
@@ -704,18 +713,25 @@ static void bolt_transmit_choose_protocol(struct bolt_connection *connection,
 	}
 }
 
+void bolt_transmit_ask_instead(struct bolt_connection *connection, struct bolt_transmit *transmit)
+{
+	bolt_registration_release(connection->manager->domain, &transmit->registration, transmit->covered);
+	if (transmit->protocol == BOLT_PROTOCOL_GRANTED_RECEIVE) {
+		transmit->protocol = BOLT_PROTOCOL_RENDEZVOUS;
+		transmit->phase = BOLT_RENDEZVOUS_ASK;
+		return;
+	}
+	transmit->plain_write = false;
+	bolt_transmit_choose_protocol(connection, transmit);
+}
+
 void bolt_transmit_revoked(struct bolt_connection *connection, uint64_t key)
 {
 	struct bolt_transmit *transmit;
 
-	DL_FOREACH(bolt_peer_of(connection)->transmits, transmit) {
-		if (transmit->protocol != BOLT_PROTOCOL_DIRECT_WRITE || transmit->remote_key != key)
-			continue;
-		bolt_registration_release(connection->manager->domain, &transmit->registration,
-					   transmit->covered);
-		transmit->plain_write = false;
-		bolt_transmit_choose_protocol(connection, transmit);
-	}
+	DL_FOREACH(bolt_peer_of(connection)->transmits, transmit)
+		if (transmit->protocol == BOLT_PROTOCOL_DIRECT_WRITE && transmit->remote_key == key)
+			bolt_transmit_ask_instead(connection, transmit);
 }
 
 void bolt_transmit_start(struct bolt_transmit *transmit)
@@ -734,7 +750,24 @@ void bolt_transmit_start(struct bolt_transmit *transmit)
 			bolt_rendezvous_read_prepare(transmit);
 		bolt_transmit_choose_protocol(connection, transmit);
 	}
-	DL_APPEND(bolt_peer_of(connection)->transmits, transmit);
+	bolt_transmit_queue(transmit, false);
+}
+
+void bolt_transmit_queue(struct bolt_transmit *transmit, bool ahead)
+{
+	struct bolt_connection *connection = transmit->connection;
+	struct bolt_transmit *behind = NULL;
+
+	/* Ahead of all but those queued ahead before it, which keep their order. */
+	if (ahead)
+		for (behind = bolt_peer_of(connection)->transmits; behind && behind->ahead;
+		     behind = behind->next)
+			;
+	transmit->ahead = ahead;
+	if (behind)
+		DL_PREPEND_ELEM(bolt_peer_of(connection)->transmits, behind, transmit);
+	else
+		DL_APPEND(bolt_peer_of(connection)->transmits, transmit);
 	if (connection->state == BOLT_CONNECTION_FAILED) {
 		bolt_transmit_fail_all(connection);
 		return;
