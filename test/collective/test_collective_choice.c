@@ -129,6 +129,9 @@ Test(collective_choice, four_members_by_the_table)
 		{ FI_ALLREDUCE, 2, false, "doubling", 0, 0 },
 		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "ring", 256 * KIB, 4 },
 		{ FI_ALLGATHER, 2, false, "direct", 0, 0 },
+		/* Four members: an all-gather goes direct where the others take the ring. */
+		{ FI_ALLGATHER, FLOATS(64 * KIB), false, "direct", 0, 0 },
+		{ FI_REDUCE_SCATTER, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4 },
 		{ FI_BARRIER, 0, false, "doubling", 0, 0 },
 	};
 	struct collective_options options = { .profile = "rocev2", .size = 4 };
