@@ -83,21 +83,31 @@ static bool bolt_direct_write_counted(const struct bolt_endpoint *endpoint)
 	return endpoint->counters[BOLT_COUNTER_REMOTE_WRITE] != NULL;
 }
 
+/*
+ * The open MR of key, held on the port of the connection's link, whichever
+ * that is; NULL if there is none or it cannot be held there.
+ */
+static struct bolt_mr *bolt_direct_write_held_here(struct bolt_connection *connection, uint64_t key)
+{
+	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
+	struct bolt_mr *mr;
+
+	if (!bolt_rail_port_data_writes(endpoint->domain, connection->link->port))
+		return NULL;
+	mr = bolt_mr_find(endpoint, key);
+	return mr && bolt_direct_write_hold(endpoint->domain, mr, bolt_link_port_index(connection->link)) ?
+	       mr : NULL;
+}
+
 void bolt_direct_write_grant(struct bolt_connection *connection, const struct bolt_wire_header *header)
 {
 	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
-	struct bolt_domain *domain = endpoint->domain;
 	int port = bolt_link_port_index(connection->link);
 	uint64_t key = header->key;
 	struct bolt_mr *mr;
 	struct bolt_transmit *grant;
 
-	/* Registered on the port of the connection's link, whichever that is. */
-	if (!bolt_rail_port_data_writes(domain, connection->link->port) ||
-	    (header->flags & BOLT_WIRE_FLAG_GRANTED))
-		return;
-	mr = bolt_mr_find(endpoint, key);
-	if (!mr || !bolt_direct_write_hold(domain, mr, port))
+	if ((header->flags & BOLT_WIRE_FLAG_GRANTED) || !(mr = bolt_direct_write_held_here(connection, key)))
 		return;
 	grant = bolt_transmit_internal(connection, BOLT_WIRE_REGION_GRANT, 0,
 				       bolt_mr_cache_entry_mr(mr->grants[port])->rkey);
@@ -318,14 +328,9 @@ static bool bolt_direct_write_still_held(struct bolt_connection *connection,
 
 struct ibv_mr *bolt_direct_write_key_here(struct bolt_connection *connection, uint64_t key)
 {
-	struct bolt_endpoint *endpoint = bolt_connection_endpoint(connection);
-	int port = bolt_link_port_index(connection->link);
-	struct bolt_mr *mr = bolt_mr_find(endpoint, key);
+	struct bolt_mr *mr = bolt_direct_write_held_here(connection, key);
 
-	if (!mr || !bolt_rail_port_data_writes(endpoint->domain, connection->link->port) ||
-	    !bolt_direct_write_hold(endpoint->domain, mr, port))
-		return NULL;
-	return bolt_mr_cache_entry_mr(mr->grants[port]);
+	return mr ? bolt_mr_cache_entry_mr(mr->grants[bolt_link_port_index(connection->link)]) : NULL;
 }
 
 void bolt_direct_write_granted(struct bolt_connection *connection, const struct bolt_wire_header *header)

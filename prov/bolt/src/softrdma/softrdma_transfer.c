@@ -148,6 +148,13 @@ static enum softrdma_step softrdma_transfer_target_dead(struct softrdma_segment 
 	return softrdma_transfer_unanswered(transfer);
 }
 
+/* Whether the cable between the sender's device and its QP's remote one carries now. */
+static bool softrdma_transfer_reachable(const struct softrdma_segment *segment,
+					const struct softrdma_transfer *transfer)
+{
+	return softrdma_device_reachable(segment, transfer->source->device, transfer->source->remote_device);
+}
+
 /* Cables, ports, the target QP, its process; then UC's packet drops. */
 static enum softrdma_step softrdma_transfer_route(struct softrdma_segment *segment,
 						  struct softrdma_transfer *transfer)
@@ -155,7 +162,7 @@ static enum softrdma_step softrdma_transfer_route(struct softrdma_segment *segme
 	const struct softrdma_shared_qp *source = transfer->source;
 	struct softrdma_shared_qp *target;
 
-	if (!softrdma_device_reachable(segment, source->device, source->remote_device))
+	if (!softrdma_transfer_reachable(segment, transfer))
 		return softrdma_transfer_unanswered(transfer);
 	target = softrdma_table_lookup(segment, &segment->qps, source->remote_qpn);
 	if (!target || target->device != source->remote_device || target->type != source->type)
@@ -368,8 +375,7 @@ static enum softrdma_step softrdma_transfer_prepare_locked(struct softrdma_segme
 	}
 	/* Its ack was lost: a retry that gets through is answered, the target takes nothing again. */
 	if (transfer->entry->delivered)
-		return softrdma_device_reachable(segment, transfer->source->device,
-						 transfer->source->remote_device) ?
+		return softrdma_transfer_reachable(segment, transfer) ?
 		       SOFTRDMA_STEP_STOP : softrdma_transfer_unanswered(transfer);
 	step = softrdma_transfer_local(segment, transfer);
 	if (step == SOFTRDMA_STEP_CONTINUE)
@@ -580,7 +586,7 @@ static enum softrdma_step softrdma_transfer_acknowledge_locked(struct softrdma_s
 {
 	if (!transfer->rc || transfer->sender_status != IBV_WC_SUCCESS ||
 	    transfer->receiver_status != IBV_WC_SUCCESS ||
-	    softrdma_device_reachable(segment, transfer->source->device, transfer->source->remote_device))
+	    softrdma_transfer_reachable(segment, transfer))
 		return SOFTRDMA_STEP_CONTINUE;
 	if (transfer->has_receive) {
 		softrdma_transfer_complete_receive_locked(segment, transfer);
