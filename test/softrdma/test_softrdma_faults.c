@@ -2,8 +2,8 @@
  * test_softrdma_faults.c: injected faults: UC packet drops (every Nth, or a
  * seeded rate, the same losses every run), RC unaffected by drops, a cut
  * cable and a port down (with the port's asynchronous events), the fault
- * plan that applies them at given times, and a peer process that dies, for
- * UC and RC.
+ * plan that applies them at given times (and loses RC acknowledgements),
+ * and a peer process that dies, for UC and RC.
  */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -249,6 +249,38 @@ Test(faults, plan_cuts_and_restores)
 	test_loopback_close(&loopback);
 }
 
+/*
+ * A cable that loses acknowledgements (from the plan, at once) carries an RC
+ * message to its target, which takes it once, while the sender retries and
+ * fails it: the ambiguity a sender must resolve. The port stays up.
+ */
+Test(faults, plan_loses_acknowledgements)
+{
+	struct softrdma_config config;
+	struct ibv_wc wc;
+
+	test_config_init(&config, SOFTRDMA_PROFILE_ROCEV2, "single", "plan-acks");
+	snprintf(config.fault_plan, sizeof(config.fault_plan), "at 0ms acks 0 lost; at 3600s acks 0 kept");
+	cr_assert_eq(test_loopback_open(&loopback, &config, IBV_QPT_RC, 2 * SLOT, 63), 0);
+	/* A verbs call applies what the plan has due. */
+	cr_assert_eq(test_poll(loopback.cq_b, &wc, 1), 0);
+	cr_assert_eq(test_post_recv(loopback.qp_b, loopback.mr_b, 0, 64, 1), 0);
+	cr_assert_eq(test_post_recv(loopback.qp_b, loopback.mr_b, SLOT, 64, 2), 0);
+	memcpy(loopback.buffer_a, "arrived", 8);
+	cr_assert_eq(test_post_send(loopback.qp_a, IBV_WR_SEND, loopback.mr_a, 0, 64, NULL, 0, 0,
+				    IBV_SEND_SIGNALED, 1), 0);
+	cr_assert_eq(test_poll(loopback.device.cq, &wc, TEST_TIMEOUT_MS), 1);
+	cr_assert_eq(wc.status, IBV_WC_RETRY_EXC_ERR, "%s", softrdma_wc_status_str(wc.status));
+	cr_assert_eq(test_poll(loopback.cq_b, &wc, TEST_TIMEOUT_MS), 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	cr_assert_eq(wc.wr_id, 1);
+	cr_assert_str_eq(loopback.buffer_b, "arrived");
+	cr_assert_eq(test_poll(loopback.cq_b, &wc, 20), 0, "the retries delivered it again");
+	cr_assert_eq(port_state(), IBV_PORT_ACTIVE);
+	cr_assert_eq(next_event(), -1, "the port never changed");
+	test_loopback_close(&loopback);
+}
+
 /* Plans that do not parse, or name a device the topology lacks, fail the attach. */
 Test(faults, plan_refused)
 {
@@ -259,6 +291,8 @@ Test(faults, plan_refused)
 		"at 10ms port 0 sideways",
 		"at 10ms cut cable 0 at 20ms restore cable 0",
 		"at 10ms cut cable 1.0",        /* no host 1 */
+		"at 10ms acks 0 gone",
+		"at 10ms acks lost 0",
 	};
 	struct softrdma_config config;
 
@@ -269,7 +303,7 @@ Test(faults, plan_refused)
 	}
 	test_config_init(&config, SOFTRDMA_PROFILE_THUNDERBOLT, "mesh:2x2", "plan-good");
 	snprintf(config.fault_plan, sizeof(config.fault_plan),
-		 "at 1s port 1.1 down; at 2s port 1.1 up;");
+		 "at 1s port 1.1 down; at 2s port 1.1 up; at 3s acks 1.0 lost; at 4s acks 1.0 kept");
 	cr_assert_eq(softrdma_attach(&config), 0);
 	softrdma_detach();
 }

@@ -1,7 +1,8 @@
 /*
  * softrdma_fault.c: injected faults, kept in the shared segment so every
- * process sees them: cut cables, ports down, and the settings of UC packet
- * drops (whose generator is softrdma_drop.c).
+ * process sees them: cut cables, ports down, cables that lose RC
+ * acknowledgements, and the settings of UC packet drops (whose generator is
+ * softrdma_drop.c).
  */
 #include "softrdma/softrdma_internal.h"
 
@@ -24,6 +25,8 @@ static void softrdma_fault_set_one_locked(struct softrdma_segment *segment, int 
 
 	if (kind == SOFTRDMA_FAULT_CABLE)
 		device->link_cut = fault;
+	else if (kind == SOFTRDMA_FAULT_ACKS)
+		device->acks_lost = fault;
 	else
 		device->port_down = fault;
 	if (was_active != softrdma_port_active(segment, device_id))
@@ -36,7 +39,7 @@ void softrdma_fault_set_locked(struct softrdma_segment *segment, int device_id,
 	int peer = segment->devices[device_id].peer;
 
 	softrdma_fault_set_one_locked(segment, device_id, kind, fault);
-	if (kind == SOFTRDMA_FAULT_CABLE && peer >= 0)
+	if (kind != SOFTRDMA_FAULT_PORT && peer >= 0)
 		softrdma_fault_set_one_locked(segment, peer, kind, fault);
 }
 

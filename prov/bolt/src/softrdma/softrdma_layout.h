@@ -24,7 +24,7 @@
 
 
 #define SOFTRDMA_MAGIC 0x74666f73746c6f62ULL /* "boltsoft" */
-#define SOFTRDMA_LAYOUT_VERSION 7
+#define SOFTRDMA_LAYOUT_VERSION 8
 
 /* Table sizes: generous, since the file is sparse and pages are touched only when used. */
 #define SOFTRDMA_MAX_PROCESSES 256
@@ -81,6 +81,7 @@ struct softrdma_shared_device {
 	int32_t qp_count;
 	uint8_t port_down;
 	uint8_t link_cut;
+	uint8_t acks_lost;      /* its cable carries data but loses RC acknowledgements */
 	uint32_t port_changes;  /* times its port went down or up: async events (atomic) */
 };
 
@@ -228,6 +229,7 @@ struct softrdma_drop_state {
 enum softrdma_fault_kind {
 	SOFTRDMA_FAULT_CABLE,   /* both ends of a device's cable */
 	SOFTRDMA_FAULT_PORT,    /* one device's port */
+	SOFTRDMA_FAULT_ACKS,    /* both ends of a device's cable: RC acknowledgements lost */
 };
 
 struct softrdma_fault_event {

@@ -10,6 +10,11 @@
  *   event  := 'at' time action
  *   time   := number ('ms' | 's')
  *   action := ('cut' | 'restore') 'cable' device | 'port' device ('down' | 'up')
+ *           | 'acks' device ('lost' | 'kept')
+ *
+ * A cable whose acknowledgements are lost carries every RC message to its
+ * target, but no answer back: the sender retries, then fails its sends
+ * (retry exceeded) though their targets took them.
  *   device := index | host '.' index        (an index alone: host 0's)
  */
 #include <ctype.h>
@@ -96,6 +101,13 @@ static bool softrdma_plan_action(const char **text, int hosts, int cables,
 		return softrdma_plan_word(text, "cable") &&
 		       softrdma_plan_device(text, hosts, cables, event);
 	}
+	if (softrdma_plan_word(text, "acks")) {
+		event->kind = SOFTRDMA_FAULT_ACKS;
+		if (!softrdma_plan_device(text, hosts, cables, event))
+			return false;
+		event->fault = softrdma_plan_word(text, "lost");
+		return event->fault || softrdma_plan_word(text, "kept");
+	}
 	if (!softrdma_plan_word(text, "port") || !softrdma_plan_device(text, hosts, cables, event))
 		return false;
 	event->kind = SOFTRDMA_FAULT_PORT;
@@ -105,6 +117,19 @@ static bool softrdma_plan_action(const char **text, int hosts, int cables,
 	}
 	event->fault = false;
 	return softrdma_plan_word(text, "up");
+}
+
+/* What an event does, as the plan says it. */
+static const char *softrdma_plan_describe(const struct softrdma_fault_event *event)
+{
+	switch (event->kind) {
+	case SOFTRDMA_FAULT_CABLE:
+		return event->fault ? "cut cable" : "restore cable";
+	case SOFTRDMA_FAULT_ACKS:
+		return event->fault ? "acks lost on" : "acks kept on";
+	default:
+		return event->fault ? "port down" : "port up";
+	}
 }
 
 static int softrdma_plan_compare(const void *a, const void *b)
@@ -163,11 +188,8 @@ static void softrdma_fault_plan_apply_locked(struct softrdma_segment *segment,
 
 	if (device_id < 0)
 		return;
-	FI_INFO(&bolt_prov, FI_LOG_CORE, "software device fault plan: %s %d.%d%s\n",
-		event->kind == SOFTRDMA_FAULT_CABLE ? (event->fault ? "cut cable" : "restore cable") :
-						      "port",
-		event->host, event->index,
-		event->kind == SOFTRDMA_FAULT_CABLE ? "" : (event->fault ? " down" : " up"));
+	FI_INFO(&bolt_prov, FI_LOG_CORE, "software device fault plan: %s %d.%d\n",
+		softrdma_plan_describe(event), event->host, event->index);
 	softrdma_fault_set_locked(segment, device_id, (enum softrdma_fault_kind) event->kind,
 				  event->fault);
 }

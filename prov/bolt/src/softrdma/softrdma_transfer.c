@@ -16,6 +16,8 @@
  * acknowledgement: the target has it, the sender retries (answered, once the
  * cable is back, without the target taking it again), and may see an error
  * for a message that arrived: the ambiguity a real link leaves to its users.
+ * A cable that loses acknowledgements (softrdma_plan.c) does so to every
+ * RC message.
  */
 #include <string.h>
 
@@ -153,6 +155,14 @@ static bool softrdma_transfer_reachable(const struct softrdma_segment *segment,
 					const struct softrdma_transfer *transfer)
 {
 	return softrdma_device_reachable(segment, transfer->source->device, transfer->source->remote_device);
+}
+
+/* Whether the target's acknowledgement comes back: the cable carries, and carries answers. */
+static bool softrdma_transfer_answered(const struct softrdma_segment *segment,
+				       const struct softrdma_transfer *transfer)
+{
+	return softrdma_transfer_reachable(segment, transfer) &&
+	       !segment->devices[transfer->source->device].acks_lost;
 }
 
 /* Cables, ports, the target QP, its process; then UC's packet drops. */
@@ -375,7 +385,7 @@ static enum softrdma_step softrdma_transfer_prepare_locked(struct softrdma_segme
 	}
 	/* Its ack was lost: a retry that gets through is answered, the target takes nothing again. */
 	if (transfer->entry->delivered)
-		return softrdma_transfer_reachable(segment, transfer) ?
+		return softrdma_transfer_answered(segment, transfer) ?
 		       SOFTRDMA_STEP_STOP : softrdma_transfer_unanswered(transfer);
 	step = softrdma_transfer_local(segment, transfer);
 	if (step == SOFTRDMA_STEP_CONTINUE)
@@ -578,15 +588,16 @@ static enum softrdma_step softrdma_transfer_copied_locked(struct softrdma_segmen
 }
 
 /*
- * RC, the data in place: if the cable went meanwhile, its acknowledgement
- * went with it. The target completes; the sender waits as for no answer.
+ * RC, the data in place: if the cable went meanwhile (or loses answers), its
+ * acknowledgement went with it. The target completes; the sender waits as
+ * for no answer.
  */
 static enum softrdma_step softrdma_transfer_acknowledge_locked(struct softrdma_segment *segment,
 							       struct softrdma_transfer *transfer)
 {
 	if (!transfer->rc || transfer->sender_status != IBV_WC_SUCCESS ||
 	    transfer->receiver_status != IBV_WC_SUCCESS ||
-	    softrdma_transfer_reachable(segment, transfer))
+	    softrdma_transfer_answered(segment, transfer))
 		return SOFTRDMA_STEP_CONTINUE;
 	if (transfer->has_receive) {
 		softrdma_transfer_complete_receive_locked(segment, transfer);
@@ -635,6 +646,9 @@ enum softrdma_transfer_outcome softrdma_transfer_execute(struct softrdma_qp *qp,
 	step = softrdma_transfer_prepare_locked(segment, &transfer);
 	if (step == SOFTRDMA_STEP_STOP)
 		transfer.delivers = false;
+	/* Nothing to copy outside the lock: in place already, and answered or not. */
+	if (step == SOFTRDMA_STEP_CONTINUE && !transfer.delivers)
+		step = softrdma_transfer_acknowledge_locked(segment, &transfer);
 	if (step != SOFTRDMA_STEP_WAIT && !transfer.delivers)
 		softrdma_transfer_complete_locked(segment, &transfer);
 	softrdma_unlock(segment);
