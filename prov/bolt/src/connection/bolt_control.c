@@ -20,6 +20,8 @@ struct bolt_control_buffer *bolt_control_buffer_get(struct bolt_domain *domain)
 	record->operation = NULL;
 	record->data_rail = -1;
 	record->posted = false;
+	record->replayed = false;
+	record->write.present = false;
 	return record;
 }
 

@@ -78,8 +78,11 @@ struct bolt_handshake {
 	uint64_t bounce_address;        /* REPLY, READY of a new link: its bounce buffers for the */
 	uint32_t bounce_rkey;           /* receiver, receive_depth of bounce_size bytes each; */
 	uint32_t bounce_size;           /* 0: none (protocol/bolt_bounce.c) */
+	uint32_t arrivals;              /* LINK_MOVE_ANSWER: the receiver's transmissions on the
+					 * link that moves that the sender took (bolt_link_move.c) */
+	uint32_t reserved_tail;
 };
 
-_Static_assert(sizeof(struct bolt_handshake) == 120, "the handshake has no padding");
+_Static_assert(sizeof(struct bolt_handshake) == 128, "the handshake has no padding");
 
 #endif /* BOLT_HANDSHAKE_H */

@@ -109,9 +109,24 @@ struct bolt_link {
 	uint64_t move_ask_again_ns;     /* and when to ask again */
 	bool moved;                     /* its connections are on successor: retired once drained */
 	bool awaiting_peer;             /* a successor: nothing goes till both ends are connected */
-	struct bolt_control_buffer *resend_head, *resend_tail; /* RC: messages that came back
+	struct bolt_control_buffer *resend_head, *resend_tail; /* RC: sends that came back
 							       * flushed, for successor */
+	uint32_t peer_arrivals;         /* moved (RC): of our transmissions on it, those the peer
+					 * took before the move, as it said */
 	struct bolt_link *prev, *next;  /* domain->links, or domain->retired_links */
+};
+
+/*
+ * An RDMA write a control rail send posted, but for its keys, which are the
+ * port's: a link that moves (RC) posts it again with the new port's.
+ */
+struct bolt_posted_write {
+	bool present;
+	enum ibv_wr_opcode opcode;
+	uint32_t immediate;
+	uint64_t address;
+	uint32_t length;
+	uint64_t remote_address;
 };
 
 /*
@@ -132,8 +147,13 @@ struct bolt_control_buffer {
 	bool covered;
 	void *resent_payload;                   /* a message written whole, sent again: its copy,
 						 * freed with the buffer (bolt_retransmit.c) */
-	uint32_t message_length;                /* a SEND of its buffer alone: its bytes, which a
-						 * moved link may post again; else 0 */
+	uint32_t message_length;                /* a SEND of its buffer (after a write or not): its
+						 * bytes, which a moved link may post again; else 0 */
+	struct bolt_posted_write write;         /* its RDMA write before any SEND, if it has one */
+	uint32_t link_sequence;                 /* its transmission's number on the link, or (a plain
+						 * write) the number of the next */
+	bool replayed;                          /* came back flushed, had arrived: completed by the
+						 * move as if it had succeeded (bolt_link_move.c) */
 	struct bolt_control_buffer *resend_next; /* a moved link's resend list */
 };
 
@@ -192,6 +212,16 @@ bool bolt_link_can_send(const struct bolt_connection *connection, uint32_t spare
 bool bolt_link_can_write(const struct bolt_connection *connection);
 /* Room for a message sent again: a send queue entry and a credit (no window). */
 bool bolt_link_can_resend(const struct bolt_connection *connection);
+/*
+ * Whether a message of op takes the connection's next sequence number (kept
+ * in order, and sent again if lost). Not credits; on RC not a question of a
+ * key nor its answer either, which a moved link's flushed writes wait for
+ * (bolt_link_move.c): they pass what waits to be sent again.
+ */
+bool bolt_link_numbered(const struct bolt_connection *connection, enum bolt_wire_op op);
+/* bolt_link_can_send for a message of op: one without a number passes a move's flushed sends. */
+bool bolt_link_can_send_op(const struct bolt_connection *connection, enum bolt_wire_op op, uint32_t spare,
+			   int slots);
 /* Fills the transport's part of a header: op, payload length, slot, credits, sequence. */
 void bolt_link_frame(struct bolt_connection *connection, struct bolt_wire_header *header,
 		     enum bolt_wire_op op, size_t payload_length);

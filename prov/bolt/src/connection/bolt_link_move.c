@@ -17,11 +17,17 @@
  *   - UC: what the old link lost is sent again by go-back-N
  *     (bolt_retransmit.c), whose copies and sequence numbers are the
  *     connection's, not the link's;
- *   - RC: each control message that came back flushed (or retry exceeded)
- *     is posted again on the new link, once, in the order it was posted,
- *     with its sequence number, before any new one; a write that came back
- *     so cannot be written again (its keys are the old port's) and fails its
- *     connection.
+ *   - RC: a send that came back flushed (or retry exceeded) may have
+ *     arrived all the same, its acknowledgement lost with the cable. Each
+ *     end says in the move (ANSWER, CONNECTED) how many of the other's
+ *     transmissions it took on the old queue pair, after it drained it:
+ *     those that arrived are completed as sent; the others (a message, a
+ *     write and its message, a write alone) are posted again on the new
+ *     link, once, in the order they were posted, messages with their
+ *     sequence numbers, before any new send. A write takes the target's
+ *     key on the new port first (events->write_keys, which asks it with
+ *     STRIPE_KEY_ASK: on RC such questions and their answers carry no
+ *     sequence number, so they pass what waits to be sent again).
  * The new link has its own credits and receives: a new queue pair starts
  * with the peer's receive depth. The old link is retired once its sends are
  * back. A port that comes back is used again for data rails and new links;
@@ -125,12 +131,12 @@ void bolt_link_move_port_changed(struct bolt_domain *domain, const struct bolt_r
 			bolt_link_move_start(link, "port down");
 }
 
-bool bolt_link_move_may_send(const struct bolt_link *link)
+bool bolt_link_move_may_send(const struct bolt_link *link, bool passing)
 {
 	const struct bolt_link *old = link->predecessor;
 
 	return !link->successor && !link->awaiting_peer &&
-	       !(old && (old->outstanding_sends > 0 || old->resend_head));
+	       (passing || !(old && (old->outstanding_sends > 0 || old->resend_head)));
 }
 
 /* The old link retires once every send posted on it came back and was sent again. */
@@ -157,49 +163,136 @@ void bolt_link_move_unlink(struct bolt_link *link)
 	}
 }
 
-/* Posts the old link's flushed messages again on link, in order, while it has room. */
-static void bolt_link_move_resend(struct bolt_link *link)
+/* Whether the peer took record's transmission on old before the move (a plain write: the next one). */
+static bool bolt_link_move_arrived(const struct bolt_link *old, const struct bolt_control_buffer *record)
 {
-	struct bolt_link *old = link->predecessor;
-	struct bolt_domain *domain = link->domain;
-	int resent = 0;
+	return (int32_t) (old->peer_arrivals - record->link_sequence) > 0;
+}
 
-	while (old && old->resend_head && !link->awaiting_peer && link->send_credits > 0 &&
-	       link->outstanding_sends < (int) domain->primary.budget.queue_depth) {
+/* record, which came back flushed from old, had arrived: its owner hears of it as of a success. */
+static void bolt_link_move_replay(struct bolt_control_buffer *record)
+{
+	struct ibv_wc wc = {
+		.wr_id = (uintptr_t) &record->work,
+		.status = IBV_WC_SUCCESS,
+		.opcode = record->message_length ? IBV_WC_SEND : IBV_WC_RDMA_WRITE,
+	};
+
+	record->replayed = true;
+	record->work.handle(&record->work, &wc);
+}
+
+/* Room on link for record again: its send queue entries, and a credit if it takes a receive. */
+static bool bolt_link_move_has_room(const struct bolt_link *link, const struct bolt_control_buffer *record)
+{
+	bool takes_receive = record->message_length || record->write.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+
+	return link->outstanding_sends + record->send_slots <= (int) link->domain->primary.budget.queue_depth &&
+	       (!takes_receive || link->send_credits > 0);
+}
+
+/*
+ * record's write, if it has one, into write and data, with the keys on the
+ * port of its connection's link: 0, 1 while they are asked for, or a
+ * negative error code (its connection failed).
+ */
+static int bolt_link_move_write_keys(struct bolt_control_buffer *record, struct ibv_send_wr *write,
+				     struct ibv_sge *data)
+{
+	struct bolt_connection *connection = record->connection;
+	const struct bolt_posted_write *kept = &record->write;
+	int ret;
+
+	if (!kept->present)
+		return 0;
+	ret = connection->manager->events->write_keys(connection, record, &data->lkey, &write->wr.rdma.rkey);
+	if (ret < 0)
+		bolt_connection_fail(connection, FI_EIO,
+				     "a write that came back flushed has no keys on the control rail's new port");
+	if (ret)
+		return ret;
+	data->addr = kept->address;
+	data->length = kept->length;
+	write->sg_list = data;
+	write->num_sge = 1;
+	write->opcode = kept->opcode;
+	write->imm_data = kept->immediate;
+	write->wr.rdma.remote_addr = kept->remote_address;
+	return 0;
+}
+
+/* Posts record on link as it was on the old one: its write (described, keys and all), its message. */
+static void bolt_link_move_post_again(struct bolt_link *link, struct bolt_control_buffer *record,
+				      struct ibv_send_wr *write)
+{
+	struct ibv_sge message = {
+		.addr = (uintptr_t) bolt_control_buffer_data(link->domain, record),
+		.length = record->message_length,
+		.lkey = link->port->control_mr->lkey,
+	};
+	struct ibv_send_wr send = { .sg_list = &message, .num_sge = 1, .opcode = IBV_WR_SEND };
+
+	if (!record->message_length)
+		bolt_link_post(record->connection, record, write, NULL, record->work.handle);
+	else
+		bolt_link_post(record->connection, record, &send, record->write.present ? write : NULL,
+			       record->work.handle);
+}
+
+/* The first of old's flushed sends, taken off its list. */
+static struct bolt_control_buffer *bolt_link_move_take(struct bolt_link *old)
+{
+	struct bolt_control_buffer *record = old->resend_head;
+
+	old->resend_head = record->resend_next;
+	if (!old->resend_head)
+		old->resend_tail = NULL;
+	record->resend_next = NULL;
+	return record;
+}
+
+void bolt_link_move_resend(struct bolt_link *link)
+{
+	struct bolt_link *old;
+	int resent = 0, arrived = 0;
+
+	while ((old = link->predecessor) && old->resend_head && !link->awaiting_peer && link->qp) {
 		struct bolt_control_buffer *record = old->resend_head;
 		struct bolt_connection *connection = record->connection;
-		struct ibv_sge sge = {
-			.addr = (uintptr_t) bolt_control_buffer_data(domain, record),
-			.length = record->message_length,
-			.lkey = link->port->control_mr->lkey,
-		};
-		struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND };
+		struct ibv_send_wr write = { 0 };
+		struct ibv_sge data;
+		int keys;
 
-		old->resend_head = record->resend_next;
-		if (!old->resend_head)
-			old->resend_tail = NULL;
-		record->resend_next = NULL;
 		if (connection->state != BOLT_CONNECTION_ESTABLISHED || connection->link != link) {
-			bolt_control_buffer_put(domain, record);
-			continue;
+			bolt_control_buffer_put(link->domain, bolt_link_move_take(old));
+		} else if (bolt_link_move_arrived(old, record)) {
+			bolt_link_move_take(old);
+			bolt_link_move_replay(record);
+			arrived++;
+		} else if (!bolt_link_move_has_room(link, record)) {
+			break;
+		} else if ((keys = bolt_link_move_write_keys(record, &write, &data)) > 0) {
+			break;
+		} else if (!keys) {
+			bolt_link_move_post_again(link, bolt_link_move_take(old), &write);
+			resent++;
 		}
-		resent += bolt_link_post(connection, record, &wr, NULL, record->work.handle);
 	}
-	if (resent)
-		FI_INFO(&bolt_prov, FI_LOG_EP_CTRL, "%d messages that came back flushed sent again on %s:%u\n",
-			resent, link->port->device.name, link->port->port.port_num);
-	if (old)
+	if (resent || arrived)
+		FI_INFO(&bolt_prov, FI_LOG_EP_CTRL,
+			"of the sends that came back flushed, %d had arrived, %d sent again on %s:%u\n",
+			arrived, resent, link->port->device.name, link->port->port.port_num);
+	if ((old = link->predecessor))
 		bolt_link_move_drained(old);
 }
 
-/* Whether a send that came back with an error can be posted again: an RC message alone. */
+/* Whether a send that came back with an error can be posted again: RC, a message or a write. */
 static bool bolt_link_move_resendable(const struct bolt_control_buffer *record)
 {
 	const struct bolt_connection *connection = record->connection;
 
 	return connection && connection->state == BOLT_CONNECTION_ESTABLISHED &&
-	       !bolt_connection_unreliable(connection) && record->message_length &&
-	       record->send_slots == 1;
+	       !bolt_connection_unreliable(connection) && (record->message_length || record->write.present);
 }
 
 struct bolt_connection *bolt_link_move_send_completed(struct bolt_control_buffer *record,
@@ -208,9 +301,13 @@ struct bolt_connection *bolt_link_move_send_completed(struct bolt_control_buffer
 	struct bolt_link *link = record->link;
 	struct bolt_connection *connection = record->connection;
 	struct bolt_domain *domain = link->domain;
-	bool failed = wc->status != IBV_WC_SUCCESS;
+	bool failed = wc->status != IBV_WC_SUCCESS, replayed = record->replayed;
+	bool write_lost = failed && record->write.present && connection &&
+			  !bolt_connection_unreliable(connection);
 
-	link->outstanding_sends -= record->send_slots;
+	/* A replayed one's entries were given back when it came back flushed. */
+	if (!replayed)
+		link->outstanding_sends -= record->send_slots;
 	if (failed && bolt_link_move_resendable(record)) {
 		if (link->resend_tail)
 			link->resend_tail->resend_next = record;
@@ -222,12 +319,12 @@ struct bolt_connection *bolt_link_move_send_completed(struct bolt_control_buffer
 		return NULL;
 	}
 	bolt_control_buffer_put(domain, record);
-	if (link->moved && link->successor)
+	/* The resend that replays it goes on by itself. */
+	if (link->moved && link->successor && !replayed)
 		bolt_link_move_resend(link->successor);
 	if (!connection || connection->state == BOLT_CONNECTION_FAILED)
 		return NULL;
-	/* UC: a message lost here is kept and sent again; an RC write is not. */
-	if (failed && record->operation && !bolt_connection_unreliable(connection)) {
+	if (write_lost) {
 		bolt_connection_fail(connection, FI_EIO, "a write on the control rail was lost with its cable");
 		return NULL;
 	}
@@ -335,6 +432,8 @@ static void bolt_link_move_answer(struct bolt_connection *connection, const stru
 	if (!bolt_link_move_connect_and_switch(connection, link, successor, ask))
 		return;
 	bolt_link_move_describe(connection, successor, &answer);
+	/* Drained: what of the asker's arrived on the old queue pair is all that ever will. */
+	answer.arrivals = link->arrivals;
 	ret = bolt_side_channel_send(connection->stream, BOLT_LINK_MOVE_ANSWER, &answer, sizeof(answer));
 	if (ret)
 		bolt_link_fail(successor, -ret, "answering the peer's move failed");
@@ -344,11 +443,15 @@ static void bolt_link_move_answer(struct bolt_connection *connection, const stru
 static void bolt_link_move_answered(struct bolt_connection *connection, const struct bolt_handshake *answer)
 {
 	struct bolt_link *link = connection->link, *successor = link->successor;
+	uint32_t arrivals;
 	int ret;
 
+	link->peer_arrivals = answer->arrivals;
 	if (!bolt_link_move_connect_and_switch(connection, link, successor, answer))
 		return;
-	ret = bolt_side_channel_send(connection->stream, BOLT_LINK_MOVE_CONNECTED, NULL, 0);
+	arrivals = link->arrivals;
+	ret = bolt_side_channel_send(connection->stream, BOLT_LINK_MOVE_CONNECTED, &arrivals,
+				     sizeof(arrivals));
 	if (ret) {
 		bolt_link_fail(successor, -ret, "telling the peer the control rail moved failed");
 		return;
@@ -432,10 +535,14 @@ bool bolt_link_move_handle(struct bolt_connection *connection, uint16_t type, co
 			bolt_link_move_answered(connection, body);
 		break;
 	case BOLT_LINK_MOVE_CONNECTED:
-		if (!link->awaiting_peer || length)
+		if (!link->awaiting_peer || length != sizeof(uint32_t)) {
 			problem = "a moved control rail connected that was not moving";
-		else
+		} else {
+			/* The old link retired already if none of its sends came back flushed. */
+			if (link->predecessor)
+				memcpy(&link->predecessor->peer_arrivals, body, sizeof(uint32_t));
 			bolt_link_move_finish(link);
+		}
 		break;
 	default:
 		return false;

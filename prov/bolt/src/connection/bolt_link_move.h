@@ -15,7 +15,9 @@ enum bolt_link_move_type {
 					 * peer_port: the answerer's port to move to */
 	BOLT_LINK_MOVE_ANSWER,          /* body: struct bolt_handshake, the answerer's new queue
 					 * pair; or a 4-byte word, an FI_E* code: it cannot move */
-	BOLT_LINK_MOVE_CONNECTED,       /* no body: the asker connected; the answerer may send */
+	BOLT_LINK_MOVE_CONNECTED,       /* body: a 4-byte word, the answerer's transmissions on
+					 * the old link that the asker took; the asker connected,
+					 * the answerer may send */
 };
 
 /*
@@ -34,8 +36,16 @@ void bolt_link_move_progress(struct bolt_domain *domain);
 /* A side-channel message of a move on connection's stream; false if type is not one. */
 bool bolt_link_move_handle(struct bolt_connection *connection, uint16_t type, const void *body,
 			   uint32_t length);
-/* Whether link may take new sends: not moving away, not waiting for the peer or older sends. */
-bool bolt_link_move_may_send(const struct bolt_link *link);
+/*
+ * Whether link may take new sends: not moving away, not waiting for the peer
+ * nor (unless passing: a message without a sequence number) older sends.
+ */
+bool bolt_link_move_may_send(const struct bolt_link *link, bool passing);
+/*
+ * Posts again on link, in order, the RC sends that came back flushed from
+ * the link it replaced and had not arrived, while it has room and the keys.
+ */
+void bolt_link_move_resend(struct bolt_link *link);
 /*
  * A send of a link moving or moved away completed: RC messages that came
  * back flushed are sent again on the new link, in order; returns the

@@ -220,6 +220,11 @@ static struct bolt_connection *bolt_link_receive_arrived(struct bolt_link *link,
 		bolt_rewrite_acknowledged(connection, header);
 	if (header->op == BOLT_WIRE_CREDIT || connection->state == BOLT_CONNECTION_FAILED)
 		return connection;
+	/* Without a number (RC: a key's question or answer): it passed what a move sends again. */
+	if (!bolt_link_numbered(connection, header->op)) {
+		bolt_link_receive_dispatch(connection, header, payload, payload_length);
+		return connection;
+	}
 	/* Out of order (after a loss) or again: dropped, and the rest asked for again. */
 	if (!bolt_retransmit_in_order(connection, header))
 		return NULL;
@@ -311,6 +316,9 @@ static void bolt_link_receive_completed(struct bolt_work_completion *work, const
 		link->held[link->held_count++] = record;
 	else if (bolt_link_receive_repost(link, record))
 		return;
+	/* A key a moved link's flushed write waited for, or credits for what it sends again. */
+	if (link->predecessor)
+		bolt_link_move_resend(link);
 	/* Its connection returns the credit; with none left there, any other may. */
 	if (connection && connection->state != BOLT_CONNECTION_FAILED)
 		bolt_rewrite_post(connection);

@@ -12,32 +12,51 @@
 
 #include "connection/bolt_link_move.h"
 
-/* Room on the link's send queue, and more credits than spare (any, without_credit). */
+/*
+ * Room on the link's send queue, and more credits than spare (any,
+ * without_credit); passing: for a message without a sequence number, which
+ * need not wait for what a move sends again.
+ */
 static bool bolt_link_has_room(const struct bolt_connection *connection, uint32_t spare, int slots,
-			       bool without_credit)
+			       bool without_credit, bool passing)
 {
 	const struct bolt_domain *domain = connection->manager->domain;
 	const struct bolt_link *link = connection->link;
 
-	return connection->state == BOLT_CONNECTION_ESTABLISHED && bolt_link_move_may_send(link) &&
+	return connection->state == BOLT_CONNECTION_ESTABLISHED && bolt_link_move_may_send(link, passing) &&
 	       link->outstanding_sends + slots <= (int) domain->primary.budget.queue_depth &&
 	       (without_credit || (int64_t) link->send_credits > (int64_t) spare);
 }
 
 bool bolt_link_can_resend(const struct bolt_connection *connection)
 {
-	return bolt_link_has_room(connection, 0, 1, false);
+	return bolt_link_has_room(connection, 0, 1, false, false);
 }
 
 bool bolt_link_can_write(const struct bolt_connection *connection)
 {
-	return bolt_link_has_room(connection, BOLT_LINK_REPOST_BATCH, 1, false);
+	return bolt_link_has_room(connection, BOLT_LINK_REPOST_BATCH, 1, false, false);
 }
 
 bool bolt_link_can_send(const struct bolt_connection *connection, uint32_t spare, int slots)
 {
-	return bolt_link_has_room(connection, spare, slots, false) &&
+	return bolt_link_has_room(connection, spare, slots, false, false) &&
 	       bolt_retransmit_has_room(connection);
+}
+
+bool bolt_link_numbered(const struct bolt_connection *connection, enum bolt_wire_op op)
+{
+	return op != BOLT_WIRE_CREDIT &&
+	       (bolt_connection_unreliable(connection) ||
+		(op != BOLT_WIRE_STRIPE_KEY_ASK && op != BOLT_WIRE_STRIPE_KEY));
+}
+
+bool bolt_link_can_send_op(const struct bolt_connection *connection, enum bolt_wire_op op, uint32_t spare,
+			   int slots)
+{
+	if (bolt_link_numbered(connection, op))
+		return bolt_link_can_send(connection, spare, slots);
+	return bolt_link_has_room(connection, spare, slots, false, true);
 }
 
 void bolt_link_frame(struct bolt_connection *connection, struct bolt_wire_header *header,
@@ -51,8 +70,8 @@ void bolt_link_frame(struct bolt_connection *connection, struct bolt_wire_header
 	header->credits = (uint16_t) connection->link->credits_given;
 	connection->link->credits_urgent = false;
 	/* Acknowledgements and credits are no message of their own: never resent, no number. */
-	header->sequence = op == BOLT_WIRE_CREDIT ? connection->send_sequence :
-						 connection->send_sequence++;
+	header->sequence = bolt_link_numbered(connection, op) ? connection->send_sequence++ :
+								connection->send_sequence;
 	connection->link->credits_to_return = 0;
 }
 
@@ -96,6 +115,22 @@ static bool bolt_link_stamp(struct bolt_connection *connection, struct bolt_wire
 	return bolt_retransmit_keep(connection, header, wr);
 }
 
+/* The RDMA write record posts (before its SEND, or alone), but for its keys: a move posts it again. */
+static void bolt_link_keep_write(struct bolt_control_buffer *record, const struct ibv_send_wr *write)
+{
+	struct bolt_posted_write *kept = &record->write;
+
+	kept->present = write && write->num_sge == 1 &&
+			(write->opcode == IBV_WR_RDMA_WRITE || write->opcode == IBV_WR_RDMA_WRITE_WITH_IMM);
+	if (!kept->present)
+		return;
+	kept->opcode = write->opcode;
+	kept->immediate = write->imm_data;
+	kept->address = write->sg_list[0].addr;
+	kept->length = write->sg_list[0].length;
+	kept->remote_address = write->wr.rdma.remote_addr;
+}
+
 bool bolt_link_post(struct bolt_connection *connection, struct bolt_control_buffer *record,
 		    struct ibv_send_wr *wr, struct ibv_send_wr *write,
 		    void (*handle)(struct bolt_work_completion *, const struct ibv_wc *))
@@ -115,8 +150,10 @@ bool bolt_link_post(struct bolt_connection *connection, struct bolt_control_buff
 		return false;
 	}
 	record->work.handle = handle;
-	record->message_length = header && wr->opcode == IBV_WR_SEND && wr->num_sge == 1 && !write ?
+	record->message_length = header && wr->opcode == IBV_WR_SEND && wr->num_sge == 1 ?
 				 wr->sg_list[0].length : 0;
+	bolt_link_keep_write(record, write ? write : header ? NULL : wr);
+	record->link_sequence = link->transmissions;
 	record->link = link;
 	record->connection = connection;
 	record->posted = true;
@@ -184,6 +221,9 @@ struct bolt_connection *bolt_link_send_completed(struct bolt_control_buffer *rec
 		if (!link->qp)
 			return NULL;
 		link->outstanding_sends -= send_slots;
+		/* Room for what a move sends again. */
+		if (link->predecessor)
+			bolt_link_move_resend(link);
 		/* A probe to a port that does not meet ours fails on RC: the answer says so. */
 		if (wc->status != IBV_WC_SUCCESS && link->probing)
 			return NULL;
@@ -247,7 +287,7 @@ static bool bolt_link_send_credit(struct bolt_connection *connection, uint8_t fl
 	struct bolt_control_buffer *record;
 	struct bolt_wire_header *header;
 
-	if (!bolt_link_has_room(connection, 0, 1, without_credit))
+	if (!bolt_link_has_room(connection, 0, 1, without_credit, false))
 		return false;
 	record = bolt_control_buffer_get(domain);
 	if (!record)

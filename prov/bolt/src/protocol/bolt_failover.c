@@ -62,7 +62,7 @@ static void bolt_failover_ask_key(struct bolt_connection *connection, struct bol
 	struct bolt_control_buffer *record;
 	struct bolt_wire_header *header;
 
-	if (transmit->key_asked || !bolt_link_can_send(connection, 0, 1) ||
+	if (transmit->key_asked || !bolt_link_can_send_op(connection, BOLT_WIRE_STRIPE_KEY_ASK, 0, 1) ||
 	    !(record = bolt_control_buffer_get(domain)))
 		return;
 	record->send_slots = 1;

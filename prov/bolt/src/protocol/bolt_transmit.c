@@ -455,7 +455,7 @@ void bolt_transmit_other_ports(struct bolt_connection *connection)
 void bolt_transmit_progress(struct bolt_connection *connection)
 {
 	struct bolt_transmit *transmit, *next;
-	bool blocked = false;
+	bool blocked = false, stripes_wait;
 
 	/* Until then, the connection may have no link yet. */
 	if (connection->state != BOLT_CONNECTION_ESTABLISHED)
@@ -472,11 +472,17 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 	/* The news may be that its control rail has had no path for the liveness time. */
 	if (connection->state != BOLT_CONNECTION_ESTABLISHED)
 		return;
-	/* Stripes of a failed rail first: their transfers are under way. */
-	if (!bolt_failover_progress(connection))
+	/*
+	 * Stripes of a failed rail first: their transfers are under way. While
+	 * some cannot go, only what passes everything may (RC: the answer with a
+	 * key, which the peer's own flushed writes may wait for).
+	 */
+	stripes_wait = !bolt_failover_progress(connection);
+	if (connection->state != BOLT_CONNECTION_ESTABLISHED)
 		return;
 	DL_FOREACH_SAFE(bolt_peer_of(connection)->transmits, transmit, next) {
-		if (blocked && !transmit->internal)
+		if ((blocked && !transmit->internal) ||
+		    (stripes_wait && bolt_link_numbered(connection, transmit->op)))
 			continue;
 		/*
 		 * Its turn: the receive the peer granted it, if one came, before it
@@ -491,9 +497,9 @@ void bolt_transmit_progress(struct bolt_connection *connection)
 					break;
 			} else if (!bolt_transmit_keys_here(connection, transmit)) {
 				break;
-			} else if (!bolt_link_can_send(connection,
-							   bolt_transmit_spare_credits(transmit),
-							   bolt_transmit_slots(connection, transmit))) {
+			} else if (!bolt_link_can_send_op(connection, transmit->op,
+							      bolt_transmit_spare_credits(transmit),
+							      bolt_transmit_slots(connection, transmit))) {
 				break;
 			} else if (!bolt_transmit_segment(connection, transmit)) {
 				return;
