@@ -106,7 +106,7 @@ static const struct bolt_param bolt_param_table[] = {
 		"What one more UC write segment costs, as the bytes the link would write in that "
 		"time: larger segments save it, smaller ones lose less with each lost packet. bolt "
 		"takes the segment size that moves the most for the loss it measures (default: "
-		"32768, measured on the software device)"),
+		"16384, measured on the software device)"),
 	BOLT_INT_PARAM("side_channel_pending", side_channel_pending, 1, 1 << 16,
 		"Side channels an endpoint keeps accepted before their peer is confirmed (waiting "
 		"for its hello, or for the answer of the listener it claims to be), at most; "
@@ -197,7 +197,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.liveness_timeout = 10000,
 	.uc_data_writes = true,
 	.uc_write_segment = 1048576,
-	.uc_segment_cost = 32768,
+	.uc_segment_cost = 16384,
 	.data_rails = -1,
 	.stripe_ports = -1,
 	.rail_probe_timeout = 200,
