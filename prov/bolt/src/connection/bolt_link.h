@@ -1,9 +1,10 @@
 /*
  * bolt_link.h: the control rail's transport, part of the connection layer
- * (bolt_connection.h is its front): links and their queue pairs, the
- * control buffers their sends and receives use, the bounce buffers a link
- * sets aside for its peer, and the device registrations of the buffers a
- * transfer reads or writes by RDMA. Nothing here knows what a message means.
+ * (bolt_connection.h is its front): links and their queue pairs, and the
+ * bounce buffers a link sets aside for its peer. The control buffers their
+ * sends and receives use are bolt_control.h's, the registrations of what a
+ * transfer reads or writes by RDMA bolt_registration.h's. Nothing here knows
+ * what a message means.
  */
 #ifndef BOLT_LINK_H
 #define BOLT_LINK_H
@@ -11,6 +12,7 @@
 #include <sys/uio.h>
 
 #include "bolt_provider.h"
+#include "connection/bolt_control.h"
 #include "connection/bolt_wire.h"
 
 struct bolt_connection;
@@ -22,20 +24,6 @@ struct bolt_handshake;
 #define BOLT_LINK_RECEIVE_DEPTH 32
 /* Receives a link posts again together (bolt_link_receive.c): a quarter of its depth. */
 #define BOLT_LINK_REPOST_BATCH 8
-
-/*
- * A buffer's device registrations for one transfer: on the domain's port,
- * and on each stripe port its stripes cross, made when a stripe needs one.
- * Exposed: the peer writes into the buffer, so each is a registration of
- * exactly its bytes with write access only, gone at release
- * (bolt_mr_cache_expose); otherwise this end only reads from it, and a
- * shared cached registration with no remote access does.
- */
-struct bolt_registration {
-	struct bolt_mr_cache_entry *primary;
-	struct bolt_mr_cache_entry *stripe[BOLT_MAX_STRIPE_PORTS];
-	bool exposed;
-};
 
 /* The buffers a link sets aside for its peer's messages written whole (bolt_bounce_buffer.c). */
 struct bolt_bounce {
@@ -115,55 +103,6 @@ struct bolt_link {
 					 * took before the move, as it said */
 	struct bolt_link *prev, *next;  /* domain->links, or domain->retired_links */
 };
-
-/*
- * An RDMA write a control rail send posted, but for its keys, which are the
- * port's: a link that moves (RC) posts it again with the new port's.
- */
-struct bolt_posted_write {
-	bool present;
-	enum ibv_wr_opcode opcode;
-	uint32_t immediate;
-	uint64_t address;
-	uint32_t length;
-	uint64_t remote_address;
-};
-
-/*
- * The record of a control buffer while a send or receive of it is posted:
- * the work completion its WR carries, and whom it belongs to.
- */
-struct bolt_control_buffer {
-	struct bolt_work_completion work;
-	struct bolt_link *link;                 /* a control rail send's or receive's */
-	struct bolt_connection *connection;     /* a send's; NULL: free, a receive, or its
-						 * connection left the link */
-	void *operation;                        /* a send's operation, the owner's to know */
-	int send_slots;                         /* send queue entries its completion retires */
-	int data_rail;                          /* a stripe's or its receive's rail; -1: control */
-	bool posted;
-	bool holds_registration;                /* a send that outlived its connection (bolt_link.c): */
-	struct bolt_registration registration;  /* its RDMA write's buffer, released with it */
-	bool covered;
-	void *resent_payload;                   /* a message written whole, sent again: its copy,
-						 * freed with the buffer (bolt_retransmit.c) */
-	uint32_t message_length;                /* a SEND of its buffer (after a write or not): its
-						 * bytes, which a moved link may post again; else 0 */
-	struct bolt_posted_write write;         /* its RDMA write before any SEND, if it has one */
-	uint32_t link_sequence;                 /* its transmission's number on the link, or (a plain
-						 * write) the number of the next */
-	bool replayed;                          /* came back flushed, had arrived: completed by the
-						 * move as if it had succeeded (bolt_link_move.c) */
-	struct bolt_control_buffer *resend_next; /* a moved link's resend list */
-};
-
-/* Control buffers (bolt_control.c); all under the domain lock. */
-struct bolt_control_buffer *bolt_control_buffer_get(struct bolt_domain *domain);
-void bolt_control_buffer_put(struct bolt_domain *domain, struct bolt_control_buffer *record);
-char *bolt_control_buffer_data(struct bolt_domain *domain, const struct bolt_control_buffer *record);
-struct bolt_control_buffer *bolt_control_buffer_of_work(struct bolt_work_completion *work);
-/* Returns the buffers still posted for connection, whose queue pair is gone. */
-void bolt_control_buffer_reclaim(struct bolt_domain *domain, struct bolt_connection *connection);
 
 /* Links (bolt_link.c). */
 /* A link to peer_domain_id on port number port (0: the domain's own): queue pair in INIT, receives posted. */
@@ -288,36 +227,5 @@ bool bolt_bounce_immediate(const struct bolt_link *link, const struct ibv_wc *wc
 /* Target: the message in the buffer wc names, copied to header; why not, or NULL. */
 const char *bolt_bounce_arrived(const struct bolt_link *link, const struct ibv_wc *wc,
 				struct bolt_wire_header *header, const char **payload);
-
-/* Registrations of a transfer's buffer (bolt_registration.c). */
-/*
- * Registers length bytes at address on the port of the connection's control
- * rail, for this end to read from (the source of its writes); false if not now.
- */
-bool bolt_registration_acquire(struct bolt_connection *connection, void *address, size_t length,
-			       struct bolt_registration *registration);
-/* The same for a buffer the peer is to write into: exposed, exactly those bytes, write only. */
-bool bolt_registration_expose(struct bolt_connection *connection, void *address, size_t length,
-			      struct bolt_registration *registration);
-/* registration's MR on the port of the connection's control rail, or NULL if it has none there. */
-struct ibv_mr *bolt_registration_link_mr(const struct bolt_connection *connection,
-					 const struct bolt_registration *registration);
-/*
- * An exposed registration's MR on the port of the connection's control rail,
- * registered there now for the bytes it holds on another port (the control
- * rail moved since); NULL if it cannot be.
- */
-struct ibv_mr *bolt_registration_follow_link(struct bolt_connection *connection,
-					     struct bolt_registration *registration);
-/* The MR of registration's buffer on the port of the connection's data rail, registered if needed. */
-struct ibv_mr *bolt_registration_rail_mr(struct bolt_connection *connection, int rail,
-					 struct bolt_registration *registration, void *address,
-					 size_t length);
-/*
- * Gives back a transfer's registration: an exposed one is deregistered; one
- * of this end's stays cached only if covered by an open MR.
- */
-void bolt_registration_release(struct bolt_domain *domain, struct bolt_registration *registration,
-			       bool covered);
 
 #endif /* BOLT_LINK_H */
