@@ -283,6 +283,9 @@ void bolt_link_leave(struct bolt_connection *connection)
 		return;
 	if (link->qp)
 		bolt_link_orphan_sends(link, connection);
+	/* Its sends that came back flushed from the link this one replaced wait there. */
+	if (link->predecessor)
+		bolt_link_orphan_sends(link->predecessor, connection);
 	link->slots[connection->slot] = NULL;
 	link->users--;
 	connection->link = NULL;

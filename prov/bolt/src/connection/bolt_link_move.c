@@ -263,7 +263,8 @@ void bolt_link_move_resend(struct bolt_link *link)
 		struct ibv_sge data;
 		int keys;
 
-		if (connection->state != BOLT_CONNECTION_ESTABLISHED || connection->link != link) {
+		/* Its connection left (its sends were orphaned), failed, or moved on. */
+		if (!connection || connection->state != BOLT_CONNECTION_ESTABLISHED || connection->link != link) {
 			bolt_control_buffer_put(link->domain, bolt_link_move_take(old));
 		} else if (bolt_link_move_arrived(old, record)) {
 			bolt_link_move_take(old);
