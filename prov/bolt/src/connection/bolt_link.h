@@ -152,6 +152,11 @@ bool bolt_link_can_write(const struct bolt_connection *connection);
 /* Room for a message sent again: a send queue entry and a credit (no window). */
 bool bolt_link_can_resend(const struct bolt_connection *connection);
 /*
+ * Room for a send a move posts again (bolt_link_move.c): its slots, and a
+ * credit if it takes a receive; it passes the old link's sends, being one.
+ */
+bool bolt_link_can_send_again(const struct bolt_connection *connection, int slots, bool takes_receive);
+/*
  * Whether a message of op takes the connection's next sequence number (kept
  * in order, and sent again if lost). Not credits; on RC not a question of a
  * key nor its answer either, which a moved link's flushed writes wait for

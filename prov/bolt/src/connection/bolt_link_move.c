@@ -182,13 +182,13 @@ static void bolt_link_move_replay(struct bolt_control_buffer *record)
 	record->work.handle(&record->work, &wc);
 }
 
-/* Room on link for record again: its send queue entries, and a credit if it takes a receive. */
-static bool bolt_link_move_has_room(const struct bolt_link *link, const struct bolt_control_buffer *record)
+/* Room on its connection's link for record again. */
+static bool bolt_link_move_has_room(const struct bolt_control_buffer *record)
 {
-	bool takes_receive = record->message_length || record->write.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	bool takes_receive = record->message_length ||
+			     (record->write.present && record->write.opcode == IBV_WR_RDMA_WRITE_WITH_IMM);
 
-	return link->outstanding_sends + record->send_slots <= (int) link->domain->primary.budget.queue_depth &&
-	       (!takes_receive || link->send_credits > 0);
+	return bolt_link_can_send_again(record->connection, record->send_slots, takes_receive);
 }
 
 /*
@@ -270,7 +270,7 @@ void bolt_link_move_resend(struct bolt_link *link)
 			bolt_link_move_take(old);
 			bolt_link_move_replay(record);
 			arrived++;
-		} else if (!bolt_link_move_has_room(link, record)) {
+		} else if (!bolt_link_move_has_room(record)) {
 			break;
 		} else if ((keys = bolt_link_move_write_keys(record, &write, &data)) > 0) {
 			break;

@@ -44,6 +44,11 @@ bool bolt_link_can_send(const struct bolt_connection *connection, uint32_t spare
 	       bolt_retransmit_has_room(connection);
 }
 
+bool bolt_link_can_send_again(const struct bolt_connection *connection, int slots, bool takes_receive)
+{
+	return bolt_link_has_room(connection, 0, slots, !takes_receive, true);
+}
+
 bool bolt_link_numbered(const struct bolt_connection *connection, enum bolt_wire_op op)
 {
 	return op != BOLT_WIRE_CREDIT &&

@@ -11,11 +11,11 @@
  *   time   := number ('ms' | 's')
  *   action := ('cut' | 'restore') 'cable' device | 'port' device ('down' | 'up')
  *           | 'acks' device ('lost' | 'kept')
+ *   device := index | host '.' index        (an index alone: host 0's)
  *
  * A cable whose acknowledgements are lost carries every RC message to its
  * target, but no answer back: the sender retries, then fails its sends
  * (retry exceeded) though their targets took them.
- *   device := index | host '.' index        (an index alone: host 0's)
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -90,6 +90,18 @@ static bool softrdma_plan_device(const char **text, int hosts, int cables,
 	return event->host < hosts && event->index < per_host;
 }
 
+/* A device, then the word for the fault (faulty) or for its end (healed): a fault of kind. */
+static bool softrdma_plan_device_state(const char **text, int hosts, int cables,
+				       struct softrdma_fault_event *event, enum softrdma_fault_kind kind,
+				       const char *faulty, const char *healed)
+{
+	event->kind = (uint8_t) kind;
+	if (!softrdma_plan_device(text, hosts, cables, event))
+		return false;
+	event->fault = softrdma_plan_word(text, faulty);
+	return event->fault || softrdma_plan_word(text, healed);
+}
+
 static bool softrdma_plan_action(const char **text, int hosts, int cables,
 				 struct softrdma_fault_event *event)
 {
@@ -101,22 +113,11 @@ static bool softrdma_plan_action(const char **text, int hosts, int cables,
 		return softrdma_plan_word(text, "cable") &&
 		       softrdma_plan_device(text, hosts, cables, event);
 	}
-	if (softrdma_plan_word(text, "acks")) {
-		event->kind = SOFTRDMA_FAULT_ACKS;
-		if (!softrdma_plan_device(text, hosts, cables, event))
-			return false;
-		event->fault = softrdma_plan_word(text, "lost");
-		return event->fault || softrdma_plan_word(text, "kept");
-	}
-	if (!softrdma_plan_word(text, "port") || !softrdma_plan_device(text, hosts, cables, event))
-		return false;
-	event->kind = SOFTRDMA_FAULT_PORT;
-	if (softrdma_plan_word(text, "down")) {
-		event->fault = true;
-		return true;
-	}
-	event->fault = false;
-	return softrdma_plan_word(text, "up");
+	if (softrdma_plan_word(text, "acks"))
+		return softrdma_plan_device_state(text, hosts, cables, event, SOFTRDMA_FAULT_ACKS, "lost",
+						  "kept");
+	return softrdma_plan_word(text, "port") &&
+	       softrdma_plan_device_state(text, hosts, cables, event, SOFTRDMA_FAULT_PORT, "down", "up");
 }
 
 /* What an event does, as the plan says it. */
