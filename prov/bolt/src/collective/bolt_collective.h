@@ -81,6 +81,8 @@ struct bolt_collective_endpoint {
 	struct bolt_collective_join_count *join_counts;
 	uint64_t transfers_done;        /* completions of collective transfers, ever */
 	uint64_t transfers_seen;        /* ... as the last progress saw them */
+	char *spare_scratch;            /* the largest scratch given back, for the next operation */
+	size_t spare_scratch_size;
 };
 
 /* The endpoint's collective side; NULL before its first join. */
@@ -143,7 +145,8 @@ struct bolt_collective_operation {
 	uint32_t sequence;
 	int status;                     /* 0 or the first positive FI_E* */
 	bool reported;                  /* failed: its error is on the CQ (or EQ) */
-	char *scratch;
+	char *scratch;                  /* bolt_collective_scratch_allocate's */
+	size_t scratch_size;
 	/* Algorithm state. */
 	struct bolt_collective_wait *waits;     /* each posted receive's, and the sends' */
 	size_t wait_count;
@@ -166,8 +169,14 @@ ssize_t bolt_collective_operation_start(struct bolt_collective_operation *operat
 void bolt_collective_progress(struct bolt_endpoint *endpoint);
 /* A collective transfer completed (status 0 or a positive FI_E*). */
 void bolt_collective_transfer_done(void *context, int status);
-/* Frees every operation left: the endpoint's connections and receives are gone. */
+/* Frees every operation left, and the spare scratch: the endpoint's connections and receives are gone. */
 void bolt_collective_endpoint_free_operations(struct bolt_collective_endpoint *state);
+/*
+ * operation->scratch of size bytes (none for 0): the endpoint's spare where
+ * it is large enough, else new and zeroed (peers' RDMA writes fill it, which
+ * valgrind cannot follow into this process).
+ */
+int bolt_collective_scratch_allocate(struct bolt_collective_operation *operation, size_t size);
 /*
  * Closing group: its operations not yet reported are discarded, as when they
  * fail but reporting nothing. Once bolt_collective_group_quiet (none of their

@@ -66,19 +66,16 @@ static int bolt_collective_direct_scratch(struct bolt_collective_operation *oper
 {
 	size_t bytes = bolt_collective_direct_bytes(operation);
 	size_t size = 0;
+	int ret;
 
 	if (operation->kind == FI_ALLREDUCE || operation->kind == FI_REDUCE_SCATTER)
 		size = operation->group->size * bytes;
 	else if (operation->kind == FI_ALLTOALL && operation->input == operation->result)
 		size = operation->group->size * bytes;
-	if (!size)
-		return 0;
-	operation->scratch = calloc(1, size);    /* filled by peers' writes, as in the ring */
-	if (!operation->scratch)
-		return -FI_ENOMEM;
-	if (operation->kind == FI_ALLTOALL)
+	ret = bolt_collective_scratch_allocate(operation, size);
+	if (!ret && size && operation->kind == FI_ALLTOALL)
 		memcpy(operation->scratch, operation->input, size);
-	return 0;
+	return ret;
 }
 
 static int bolt_collective_direct_start(struct bolt_collective_operation *operation)

@@ -131,8 +131,8 @@ static int bolt_collective_doubling_start(struct bolt_collective_operation *oper
 	}
 	operation->waits = calloc(1, sizeof(*operation->waits));
 	operation->lanes = calloc(1, sizeof(*operation->lanes));
-	operation->scratch = bytes ? calloc(1, bytes) : NULL;    /* as in the ring */
-	if (!operation->waits || !operation->lanes || (bytes && !operation->scratch))
+	if (!operation->waits || !operation->lanes ||
+	    bolt_collective_scratch_allocate(operation, operation->kind == FI_ALLREDUCE ? bytes : 0))
 		return -FI_ENOMEM;
 	operation->wait_count = 1;
 	operation->waits[0].operation = operation;

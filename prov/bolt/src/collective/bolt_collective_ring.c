@@ -223,6 +223,7 @@ static int bolt_collective_ring_layout(struct bolt_collective_operation *operati
 	int size = operation->group->size;
 	bool in_place = operation->input == operation->result;
 	size_t scratch_blocks;
+	int ret;
 
 	operation->reduce_steps = operation->kind == FI_ALLGATHER ? 0 : size - 1;
 	operation->steps = operation->reduce_steps + (operation->kind == FI_REDUCE_SCATTER ? 0 : size - 1);
@@ -237,14 +238,10 @@ static int bolt_collective_ring_layout(struct bolt_collective_operation *operati
 		operation->lane_count = (int) operation->segment_count;
 	scratch_blocks = operation->kind == FI_REDUCE_SCATTER ||
 			 (operation->kind == FI_ALLREDUCE && in_place) ? (size_t) size - 1 : 0;
-	if (scratch_blocks) {
-		/* Zeroed (large ones cost nothing more): peers' RDMA writes fill it, which
-		 * valgrind cannot follow into this process. */
-		operation->scratch = calloc(scratch_blocks * operation->block_elements,
-					    operation->element_size);
-		if (!operation->scratch)
-			return -FI_ENOMEM;
-	}
+	ret = bolt_collective_scratch_allocate(operation, scratch_blocks * operation->block_elements *
+						    operation->element_size);
+	if (ret)
+		return ret;
 	operation->wait_count = operation->segment_count * (size_t) operation->steps;
 	/* One more of each than needed: an empty operation still gets its arrays. */
 	operation->waits = calloc(operation->wait_count + 1, sizeof(*operation->waits));
