@@ -479,7 +479,8 @@ static int test_focused(struct collective_rank *rank, void *argument)
 /*
  * Every algorithm: the ring for everything it runs, then fully connected for
  * everything, then recursive doubling for what it runs (all-reduce and
- * barrier; with a member count that is not a power of two, its fold too).
+ * barrier, with a member count that is not a power of two its fold too;
+ * all-gather and reduce-scatter, recursive halving, with 2, 4 and 8).
  */
 static void test_group_with(const char *profile, int size,
 			    int (*body)(struct collective_rank *rank, void *argument))

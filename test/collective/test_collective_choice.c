@@ -148,7 +148,9 @@ Test(collective_choice, parameters_override_the_table)
 	};
 	static const struct choice_case doubling[] = {
 		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "doubling", 0, 0 },
-		{ FI_ALLGATHER, FLOATS(64 * KIB), false, "direct", 0, 0 },
+		{ FI_ALLGATHER, FLOATS(64 * KIB), false, "doubling", 0, 0 },
+		{ FI_REDUCE_SCATTER, FLOATS(64 * KIB), true, "doubling", 0, 0 },
+		{ FI_BROADCAST, 2, false, "direct", 0, 0 },
 		{ FI_BARRIER, 0, false, "doubling", 0, 0 },
 	};
 	static const struct choice_case direct[] = {

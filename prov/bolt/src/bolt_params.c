@@ -166,7 +166,8 @@ static const struct bolt_param bolt_param_table[] = {
 	BOLT_INT_PARAM("collective_doubling_members", collective_doubling_members, -1, 1 << 15,
 		"Overrides the table of collective algorithms: groups of at least this many "
 		"members run the all-reduces and barriers that do not take the ring by recursive "
-		"doubling, log2(n) rounds of one message each; smaller groups fully connected, one "
+		"doubling, log2(n) rounds of one message each, and so the all-gathers and "
+		"reduce-scatters (by halving) of 2^k members; smaller groups fully connected, one "
 		"round of n-1 messages (default: -1, as the table says)"),
 	BOLT_INT_PARAM("collective_segment_size", collective_segment_size, -1, 1 << 30,
 		"Overrides the table of collective algorithms: bytes of the segments the ring "

@@ -202,6 +202,8 @@ void bolt_collective_cancel(struct bolt_endpoint *endpoint, struct bolt_collecti
 extern const struct bolt_collective_algorithm bolt_collective_direct;
 extern const struct bolt_collective_algorithm bolt_collective_doubling;
 extern const struct bolt_collective_algorithm bolt_collective_ring;
+/* Whether recursive doubling can run operation: all-gathers and reduce-scatters need 2^k members. */
+bool bolt_collective_doubling_can(const struct bolt_collective_operation *operation);
 /*
  * Sets operation's algorithm, and the ring's segment size and lanes, from the
  * table of bolt_collective_algorithm.c by kind, size, members and device,

@@ -33,7 +33,6 @@
 #define EVERY_KIND (~0u)
 /* What each algorithm can run. */
 #define RING_KINDS (ALLREDUCE | ALLGATHER | REDUCE_SCATTER)
-#define DOUBLING_KINDS (ALLREDUCE | BARRIER)
 
 /* The device a row is for: UC links (Thunderbolt) or RC ones (RoCE v2). */
 enum bolt_collective_device {
@@ -89,7 +88,7 @@ static const struct bolt_collective_rule bolt_collective_rules[] = {
 	{ RING_KINDS,              2, ANY_MEMBERS, 8 * MIB, ANY_DEVICE, &bolt_collective_ring, 256 * KIB, 4 },
 	{ RING_KINDS,              2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_ring, 4 * MIB, 4 },
 	/* What FI_BOLT_COLLECTIVE_RING_THRESHOLD leaves where it keeps the ring out. */
-	{ DOUBLING_KINDS,          4, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_doubling, 0, 0 },
+	{ ALLREDUCE | BARRIER,     4, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_doubling, 0, 0 },
 	{ EVERY_KIND,              1, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
 };
 
@@ -116,7 +115,7 @@ static bool bolt_collective_algorithm_can(const struct bolt_collective_algorithm
 		       /* The ring keeps reduce-scatter's input until the end. */
 		       !(operation->kind == FI_REDUCE_SCATTER && operation->input == operation->result);
 	if (algorithm == &bolt_collective_doubling)
-		return KIND(operation->kind) & DOUBLING_KINDS;
+		return bolt_collective_doubling_can(operation);
 	return true;
 }
 
