@@ -111,7 +111,8 @@ Test(collective_choice, two_members_by_the_table)
 		{ FI_ALLREDUCE, FLOATS(4 * KIB), true, "direct", 0, 0 },
 		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4 },
 		{ FI_ALLGATHER, 2, false, "direct", 0, 0 },
-		{ FI_ALLGATHER, FLOATS(32 * KIB), false, "ring", 256 * KIB, 4 },
+		/* Two members: an all-gather goes direct, a reduce-scatter takes the ring. */
+		{ FI_ALLGATHER, FLOATS(32 * KIB), false, "direct", 0, 0 },
 		{ FI_REDUCE_SCATTER, FLOATS(32 * KIB), false, "ring", 256 * KIB, 4 },
 		/* The ring keeps reduce-scatter's input to the end: in place, it cannot run it. */
 		{ FI_REDUCE_SCATTER, FLOATS(32 * KIB), true, "direct", 0, 0 },
@@ -129,9 +130,10 @@ Test(collective_choice, four_members_by_the_table)
 		{ FI_ALLREDUCE, 2, false, "doubling", 0, 0 },
 		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "ring", 256 * KIB, 4 },
 		{ FI_ALLGATHER, 2, false, "direct", 0, 0 },
-		/* Four members: an all-gather goes direct where the others take the ring. */
+		/* Four members: an all-gather goes direct, a reduce-scatter up to 8 MiB in all. */
 		{ FI_ALLGATHER, FLOATS(64 * KIB), false, "direct", 0, 0 },
-		{ FI_REDUCE_SCATTER, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4 },
+		{ FI_REDUCE_SCATTER, FLOATS(64 * KIB), false, "direct", 0, 0 },
+		{ FI_REDUCE_SCATTER, FLOATS(2048 * KIB), false, "ring", 4096 * KIB, 4 },
 		{ FI_BARRIER, 0, false, "doubling", 0, 0 },
 	};
 	struct collective_options options = { .profile = "rocev2", .size = 4 };

@@ -65,12 +65,20 @@ struct bolt_collective_rule {
  * the data, and the halves pipeline, but each costs a rendezvous of its
  * own; at 16 KiB on UC the exchange takes 9.1 us, the ring 12.3); with
  * three, from 32 KiB on UC and 8 KiB on RC; with four ranks on two cores,
- * doubling's two rounds beat the ring's six only for the smallest messages,
- * and an all-gather sent to every member at once beats the ring at every
- * size measured (16 KiB to 32 MiB: 28 against 32 us at 16 KiB, 0.83 against
- * 1.05 ms at 4 MiB on UC; RC alike), as each member's block then crosses
- * once, with no step waiting for the one before; segments of 256 KiB start the ring's pipeline sooner up to a few MiB,
- * where 4 MiB ones then cost fewer messages.
+ * doubling's two rounds beat the ring's six only for the smallest messages.
+ * An all-gather sent to every member at once beats the ring with two to
+ * four members up to 64 MiB (medians of three paired rounds, direct's time
+ * over the ring's: 0.54 to 0.60 at 4 MiB with two members, 0.41 to 0.52
+ * with three, 0.83 at 4 MiB with four), as each member's block then
+ * crosses once, with no step waiting for the one before, and a block is one
+ * message where the ring cuts it into segments; a reduce-scatter so with
+ * three and four members up to 8 MiB (0.73 to 0.85 at 4 MiB; the ring from
+ * 16 MiB, 1.04 to 1.20), with two the ring (1.13 to 1.27 at 4 MiB).
+ * Recursive doubling and halving lose to direct for all-gathers and
+ * reduce-scatters of four at every size (16 B: 36 against 18 us on UC, 44
+ * against 33 on RC): with four ranks on two cores a round costs more than
+ * the messages it saves. Segments of 256 KiB start the ring's pipeline
+ * sooner up to a few MiB, where 4 MiB ones then cost fewer messages.
  */
 static const struct bolt_collective_rule bolt_collective_rules[] = {
 	/* kinds                  members  below      device      algorithm             segment  lanes */
@@ -83,7 +91,8 @@ static const struct bolt_collective_rule bolt_collective_rules[] = {
 	{ ALLREDUCE,               3, 3,    32 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0 },
 	{ ALLREDUCE,               3, 3,    8 * KIB,   RC_DEVICE,  &bolt_collective_direct,   0,       0 },
 	{ ALLREDUCE,               4, ANY_MEMBERS, 4 * KIB, ANY_DEVICE, &bolt_collective_doubling, 0, 0 },
-	{ ALLGATHER,               4, 4,    64 * MIB,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
+	{ ALLGATHER,               2, 4,    64 * MIB,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
+	{ REDUCE_SCATTER,          3, 4,    8 * MIB,   ANY_DEVICE, &bolt_collective_direct,   0,       0 },
 	{ ALLGATHER | REDUCE_SCATTER, 2, ANY_MEMBERS, 8 * KIB, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
 	{ RING_KINDS,              2, ANY_MEMBERS, 8 * MIB, ANY_DEVICE, &bolt_collective_ring, 256 * KIB, 4 },
 	{ RING_KINDS,              2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_ring, 4 * MIB, 4 },
