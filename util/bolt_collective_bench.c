@@ -85,7 +85,7 @@ struct bench_row {
 	size_t size, count;
 	double time_us, algbw, busbw;
 	uint64_t wrong;
-	char algorithm[32];     /* as bolt ran the last operation: "direct", "ring:256K:4", ... */
+	char algorithm[64];     /* as bolt ran the last operation: "direct", "ring:256K:4", ... */
 };
 
 /* The page the ranks share. */
@@ -461,19 +461,27 @@ static int bench_iterations(const struct bench_options *options, size_t size)
 static void bench_algorithm(struct bench_rank *rank, char *text, size_t size)
 {
 	struct fi_bolt_collective_choice choice = { 0 };
+	char segment[24];
 
 	snprintf(text, size, "-");
 	if (fi_control(&rank->endpoint.mc->fid, FI_BOLT_COLLECTIVE_GET_CHOICE, &choice) ||
 	    !choice.algorithm)
 		return;
-	if (!choice.segment_size)
+	if (!choice.segment_size) {
 		snprintf(text, size, "%s", choice.algorithm);
-	else if (choice.segment_size % (1 << 20) == 0)
-		snprintf(text, size, "%s:%zuM:%d", choice.algorithm, choice.segment_size >> 20,
-			 choice.lanes);
+		return;
+	}
+	if (choice.segment_size % (1 << 20) == 0)
+		snprintf(segment, sizeof(segment), "%zuM", choice.segment_size >> 20);
+	else if (choice.segment_size % (1 << 10) == 0)
+		snprintf(segment, sizeof(segment), "%zuK", choice.segment_size >> 10);
 	else
-		snprintf(text, size, "%s:%zuK:%d", choice.algorithm, choice.segment_size >> 10,
-			 choice.lanes);
+		snprintf(segment, sizeof(segment), "%zu", choice.segment_size);
+	/* The ring has lanes; the chain none. */
+	if (choice.lanes)
+		snprintf(text, size, "%s:%s:%d", choice.algorithm, segment, choice.lanes);
+	else
+		snprintf(text, size, "%s:%s", choice.algorithm, segment);
 }
 
 /* One size: a checked run, then timed runs between barriers. */

@@ -2,8 +2,9 @@
  * test_collective.c: every collective x datatype x op x size (1 element, an
  * odd count, a count that is no multiple of the ring's segment) for groups
  * of 2, 3, 4 and 8 ranks on both profiles, with every algorithm (fully
- * connected, recursive doubling for what it runs, and the ring with tiny
- * segments so that many lanes and steps run), each result checked against
+ * connected, recursive doubling for what it runs, and the ring and the
+ * chain with tiny segments so that many lanes, steps and hops run), each
+ * result checked against
  * a plain reference computed here. Inputs
  * are exact in every datatype, so any reduction order gives the reference's
  * bits; a separate check has every rank get the same bits from inexact
@@ -477,7 +478,8 @@ static int test_focused(struct collective_rank *rank, void *argument)
 }
 
 /*
- * Every algorithm: the ring for everything it runs, then fully connected for
+ * Every algorithm: the ring and the chain for everything they run (the chain
+ * broadcasts), then fully connected for
  * everything, then recursive doubling for what it runs (all-reduce and
  * barrier, with a member count that is not a power of two its fold too;
  * all-gather and reduce-scatter, recursive halving, with 2, 4 and 8).

@@ -3,7 +3,8 @@
  * tells through fi_control(FI_BOLT_COLLECTIVE_GET_CHOICE): the table's
  * choice by kind, size and members (one exchange for two members, recursive
  * doubling for small all-reduces among four, the ring with its segments and
- * lanes for large ones), and the FI_BOLT_COLLECTIVE_* parameters overriding
+ * lanes for large ones, the chain for large broadcasts among three or more),
+ * and the FI_BOLT_COLLECTIVE_* parameters overriding
  * it. Each operation must also complete. And the yielding progress of
  * FI_BOLT_COLLECTIVE_YIELD=yes still gets every member through.
  */
@@ -56,7 +57,8 @@ static ssize_t choice_post(struct collective_rank *rank, const struct choice_cas
 /* Runs the case and compares the choice; 0 if both are right. */
 static int choice_check(struct collective_rank *rank, const struct choice_case *c)
 {
-	size_t elements = c->count * (size_t) rank->size + 1;
+	size_t shares = c->kind == FI_ALLGATHER || c->kind == FI_REDUCE_SCATTER ? (size_t) rank->size : 1;
+	size_t elements = c->count * shares + 1;
 	float *input = calloc(elements, sizeof(float)), *result = calloc(elements, sizeof(float));
 	struct fi_bolt_collective_choice choice = { 0 };
 	int context, error = 0, ret = -FI_ENOMEM;
@@ -134,6 +136,9 @@ Test(collective_choice, four_members_by_the_table)
 		{ FI_ALLGATHER, FLOATS(64 * KIB), false, "direct", 0, 0 },
 		{ FI_REDUCE_SCATTER, FLOATS(64 * KIB), false, "direct", 0, 0 },
 		{ FI_REDUCE_SCATTER, FLOATS(2048 * KIB), false, "ring", 4096 * KIB, 4 },
+		/* Three members or more: a large broadcast goes down the chain. */
+		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0 },
+		{ FI_BROADCAST, FLOATS(65536 * KIB), false, "chain", 4096 * KIB, 0 },
 		{ FI_BARRIER, 0, false, "doubling", 0, 0 },
 	};
 	struct collective_options options = { .profile = "rocev2", .size = 4 };
@@ -146,7 +151,7 @@ Test(collective_choice, parameters_override_the_table)
 	static const struct choice_case ring[] = {
 		{ FI_ALLREDUCE, 2, false, "ring", 4 * KIB, 2 },
 		{ FI_ALLGATHER, 2, false, "ring", 4 * KIB, 2 },
-		{ FI_BROADCAST, 2, false, "direct", 0, 0 },
+		{ FI_BROADCAST, 2, false, "chain", 4 * KIB, 0 },
 	};
 	static const struct choice_case doubling[] = {
 		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "doubling", 0, 0 },

@@ -160,9 +160,9 @@ static const struct bolt_param bolt_param_table[] = {
 		"(default: 32; 0: none, every large message asks)"),
 	BOLT_INT_PARAM("collective_ring_threshold", collective_ring_threshold, -1, 1 << 30,
 		"Overrides the table of collective algorithms: all-reduce, all-gather and "
-		"reduce-scatter of at least this many bytes in all run as a pipelined ring, "
-		"smaller ones fully connected, in one round, or by recursive doubling "
-		"(default: -1, as the table says)"),
+		"reduce-scatter of at least this many bytes in all run as a pipelined ring, and "
+		"broadcasts as a pipelined chain, smaller ones fully connected, in one round, or by "
+		"recursive doubling (default: -1, as the table says)"),
 	BOLT_INT_PARAM("collective_doubling_members", collective_doubling_members, -1, 1 << 15,
 		"Overrides the table of collective algorithms: groups of at least this many "
 		"members run the all-reduces and barriers that do not take the ring by recursive "
@@ -170,8 +170,8 @@ static const struct bolt_param bolt_param_table[] = {
 		"reduce-scatters (by halving) of 2^k members; smaller groups fully connected, one "
 		"round of n-1 messages (default: -1, as the table says)"),
 	BOLT_INT_PARAM("collective_segment_size", collective_segment_size, -1, 1 << 30,
-		"Overrides the table of collective algorithms: bytes of the segments the ring "
-		"pipelines (default: -1, as the table says)"),
+		"Overrides the table of collective algorithms: bytes of the segments the ring and "
+		"the chain pipeline (default: -1, as the table says)"),
 	BOLT_INT_PARAM("collective_lanes", collective_lanes, -1, 256,
 		"Overrides the table of collective algorithms: segments each ring member keeps in "
 		"flight at once (default: -1, as the table says)"),

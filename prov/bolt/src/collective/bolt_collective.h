@@ -153,12 +153,12 @@ struct bolt_collective_operation {
 	struct bolt_collective_wait sends;
 	struct bolt_collective_lane *lanes;
 	int lane_count;
-	size_t segment_count;           /* ring: segments of a block */
+	size_t segment_count;           /* ring: segments of a block; chain: of the data */
 	size_t segment_elements;
 	int steps;                      /* ring: reduce-scatter steps, then all-gather steps */
 	int reduce_steps;
 	size_t block_elements;          /* ring: the largest block */
-	size_t segment_size;            /* ring: bytes of a segment, as the table chose */
+	size_t segment_size;            /* ring, chain: bytes of a segment, as the table chose */
 	int lane_limit;                 /* ring: lanes at most, as the table chose */
 	struct bolt_collective_operation *prev, *next;
 };
@@ -197,13 +197,16 @@ int bolt_collective_receive(struct bolt_collective_operation *operation, int lan
 /* Takes back the receives still posted for wait: they complete with FI_ECANCELED. */
 void bolt_collective_cancel(struct bolt_endpoint *endpoint, struct bolt_collective_wait *wait);
 
-/* ---- Algorithms (bolt_collective_algorithm.c, _direct.c, _doubling.c, _ring.c) ---- */
+/* ---- Algorithms (bolt_collective_algorithm.c, _direct.c, _doubling.c, _ring.c, _chain.c) ---- */
 
 extern const struct bolt_collective_algorithm bolt_collective_direct;
 extern const struct bolt_collective_algorithm bolt_collective_doubling;
 extern const struct bolt_collective_algorithm bolt_collective_ring;
+extern const struct bolt_collective_algorithm bolt_collective_chain;
 /* Whether recursive doubling can run operation: all-gathers and reduce-scatters need 2^k members. */
 bool bolt_collective_doubling_can(const struct bolt_collective_operation *operation);
+/* The ring or the chain: the algorithms that pipeline segments. */
+bool bolt_collective_algorithm_pipelines(const struct bolt_collective_algorithm *algorithm);
 /*
  * Sets operation's algorithm, and the ring's segment size and lanes, from the
  * table of bolt_collective_algorithm.c by kind, size, members and device,

@@ -6,13 +6,15 @@
  * for two members is one exchange. Where ranks share cores the number of
  * messages matters too: recursive doubling sends n log2(n) instead of
  * n(n-1), in log2(n) rounds. Bandwidth matters for large messages: the
- * pipelined ring moves the least data; smaller segments start its pipeline
- * sooner, larger ones cost fewer messages.
+ * pipelined ring moves the least data, the pipelined chain has a broadcast's
+ * root send its data once; smaller segments start a pipeline sooner, larger
+ * ones cost fewer messages.
  *
  * The FI_BOLT_COLLECTIVE_* parameters, where set, override the table
  * (bolt_collective_algorithm_override): the ring threshold picks among the
- * ring's rows or among the others, the doubling members between doubling
- * and direct, and the segment size and lanes replace the row's.
+ * pipelines' rows (ring and chain) or among the others, the doubling members
+ * between doubling and direct, and the segment size and lanes replace the
+ * row's.
  */
 #include <stdint.h>
 
@@ -53,7 +55,7 @@ struct bolt_collective_rule {
 	size_t below_bytes;
 	enum bolt_collective_device device;
 	const struct bolt_collective_algorithm *algorithm;
-	size_t segment_size;    /* ring only */
+	size_t segment_size;    /* ring and chain */
 	int lanes;              /* ring only */
 };
 
@@ -79,11 +81,20 @@ struct bolt_collective_rule {
  * against 33 on RC): with four ranks on two cores a round costs more than
  * the messages it saves. Segments of 256 KiB start the ring's pipeline
  * sooner up to a few MiB, where 4 MiB ones then cost fewer messages.
+ * A broadcast of three or four members takes the chain, in 4 MiB segments,
+ * from 64 MiB (chain's time over direct's, medians of three and of five
+ * paired rounds: 0.59 to 1.24 there, six of eight below 1; at 16 MiB 0.63
+ * to 1.27, mixed): with more ranks than cores, the hops' copies overlap
+ * less than they would on a core each, and 1 MiB or 256 KiB segments cost
+ * more than they save (1 MiB: 1.03 to 1.55 at 16 MiB; 256 KiB: 1.2 to 2.2 at 64 MiB).
  */
 static const struct bolt_collective_rule bolt_collective_rules[] = {
 	/* kinds                  members  below      device      algorithm             segment  lanes */
 	{ EVERY_KIND,              1, 1,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
-	{ BROADCAST | ALLTOALL,    2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
+	{ ALLTOALL,                2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
+	{ BROADCAST,               2, 2,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
+	{ BROADCAST,               3, ANY_MEMBERS, 64 * MIB, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
+	{ BROADCAST,               3, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_chain, 4 * MIB, 0 },
 	{ BARRIER,                 2, 3,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
 	{ BARRIER,                 4, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_doubling, 0, 0 },
 	{ ALLREDUCE,               2, 2,    64 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0 },
@@ -96,17 +107,21 @@ static const struct bolt_collective_rule bolt_collective_rules[] = {
 	{ ALLGATHER | REDUCE_SCATTER, 2, ANY_MEMBERS, 8 * KIB, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
 	{ RING_KINDS,              2, ANY_MEMBERS, 8 * MIB, ANY_DEVICE, &bolt_collective_ring, 256 * KIB, 4 },
 	{ RING_KINDS,              2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_ring, 4 * MIB, 4 },
+	/* What FI_BOLT_COLLECTIVE_RING_THRESHOLD leaves where it asks for a pipeline. */
+	{ BROADCAST,               2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_chain, 4 * MIB, 0 },
 	/* What FI_BOLT_COLLECTIVE_RING_THRESHOLD leaves where it keeps the ring out. */
 	{ ALLREDUCE | BARRIER,     4, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_doubling, 0, 0 },
 	{ EVERY_KIND,              1, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
 };
 
-/* Bytes the operation reduces or gathers in all: what the choice is made on. */
+/* Bytes the operation moves in all: what the choice is made on. */
 static size_t bolt_collective_algorithm_bytes(const struct bolt_collective_operation *operation)
 {
 	size_t bytes = operation->count * operation->element_size;
+	bool shares = operation->kind == FI_ALLGATHER || operation->kind == FI_REDUCE_SCATTER ||
+		      operation->kind == FI_ALLTOALL;
 
-	return operation->kind == FI_ALLREDUCE ? bytes : bytes * (size_t) operation->group->size;
+	return shares ? bytes * (size_t) operation->group->size : bytes;
 }
 
 static enum bolt_collective_device
@@ -125,7 +140,21 @@ static bool bolt_collective_algorithm_can(const struct bolt_collective_algorithm
 		       !(operation->kind == FI_REDUCE_SCATTER && operation->input == operation->result);
 	if (algorithm == &bolt_collective_doubling)
 		return bolt_collective_doubling_can(operation);
+	if (algorithm == &bolt_collective_chain)
+		return operation->kind == FI_BROADCAST;
 	return true;
+}
+
+bool bolt_collective_algorithm_pipelines(const struct bolt_collective_algorithm *algorithm)
+{
+	return algorithm == &bolt_collective_ring || algorithm == &bolt_collective_chain;
+}
+
+/* Whether the ring or the chain can run operation. */
+static bool bolt_collective_algorithm_can_pipeline(const struct bolt_collective_operation *operation)
+{
+	return bolt_collective_algorithm_can(&bolt_collective_ring, operation) ||
+	       bolt_collective_algorithm_can(&bolt_collective_chain, operation);
 }
 
 static bool bolt_collective_rule_matches(const struct bolt_collective_rule *rule,
@@ -140,8 +169,8 @@ static bool bolt_collective_rule_matches(const struct bolt_collective_rule *rule
 	       bolt_collective_algorithm_can(rule->algorithm, operation);
 }
 
-/* Which rows a lookup considers: FI_BOLT_COLLECTIVE_RING_THRESHOLD asks for the ring or not. */
-enum bolt_collective_lookup { ANY_ROW, RING_ROWS, OTHER_ROWS };
+/* Which rows a lookup considers: FI_BOLT_COLLECTIVE_RING_THRESHOLD asks for a pipeline or not. */
+enum bolt_collective_lookup { ANY_ROW, PIPELINE_ROWS, OTHER_ROWS };
 
 /* The first row that matches; the last (direct, for everything) if none does. */
 static const struct bolt_collective_rule *
@@ -153,9 +182,9 @@ bolt_collective_rule_find(const struct bolt_collective_operation *operation, siz
 
 	for (size_t i = 0; i < count; i++) {
 		const struct bolt_collective_rule *rule = &bolt_collective_rules[i];
-		bool ring = rule->algorithm == &bolt_collective_ring;
+		bool pipeline = bolt_collective_algorithm_pipelines(rule->algorithm);
 
-		if ((lookup == RING_ROWS && !ring) || (lookup == OTHER_ROWS && ring))
+		if ((lookup == PIPELINE_ROWS && !pipeline) || (lookup == OTHER_ROWS && pipeline))
 			continue;
 		if (bolt_collective_rule_matches(rule, operation, bytes, device))
 			return rule;
@@ -164,8 +193,9 @@ bolt_collective_rule_find(const struct bolt_collective_operation *operation, siz
 }
 
 /*
- * FI_BOLT_COLLECTIVE_RING_THRESHOLD, where set, decides between the ring and
- * the rest; FI_BOLT_COLLECTIVE_DOUBLING_MEMBERS between doubling and direct.
+ * FI_BOLT_COLLECTIVE_RING_THRESHOLD, where set, decides between the pipelines
+ * (ring, chain) and the rest; FI_BOLT_COLLECTIVE_DOUBLING_MEMBERS between
+ * doubling and direct.
  */
 static const struct bolt_collective_algorithm *
 bolt_collective_algorithm_override(const struct bolt_collective_operation *operation,
@@ -175,12 +205,12 @@ bolt_collective_algorithm_override(const struct bolt_collective_operation *opera
 	const struct bolt_collective_algorithm *algorithm;
 
 	if (params->collective_ring_threshold >= 0 && operation->group->size > 1 &&
-	    bolt_collective_algorithm_can(&bolt_collective_ring, operation))
+	    bolt_collective_algorithm_can_pipeline(operation))
 		*rule = bolt_collective_rule_find(operation, bytes,
 						  bytes >= (size_t) params->collective_ring_threshold ?
-						  RING_ROWS : OTHER_ROWS);
+						  PIPELINE_ROWS : OTHER_ROWS);
 	algorithm = (*rule)->algorithm;
-	if (params->collective_doubling_members >= 0 && algorithm != &bolt_collective_ring &&
+	if (params->collective_doubling_members >= 0 && !bolt_collective_algorithm_pipelines(algorithm) &&
 	    operation->group->size > 1 && bolt_collective_algorithm_can(&bolt_collective_doubling, operation))
 		algorithm = operation->group->size >= params->collective_doubling_members ?
 			    &bolt_collective_doubling : &bolt_collective_direct;

@@ -362,7 +362,8 @@ ssize_t bolt_collective_operation_start(struct bolt_collective_operation *operat
 		bolt_collective_algorithm_choose(operation);
 	group->last_choice = (struct fi_bolt_collective_choice) {
 		.algorithm = operation->algorithm->name,
-		.segment_size = operation->algorithm == &bolt_collective_ring ? operation->segment_size : 0,
+		.segment_size = bolt_collective_algorithm_pipelines(operation->algorithm) ?
+				operation->segment_size : 0,
 		.lanes = operation->algorithm == &bolt_collective_ring ? operation->lane_limit : 0,
 	};
 	group->active++;
