@@ -177,10 +177,11 @@ static int bolt_collective_doubling_post(struct bolt_collective_operation *opera
 static void bolt_collective_doubling_combine(struct bolt_collective_operation *operation, int step)
 {
 	struct bolt_collective_doubling_step plan = bolt_collective_doubling_plan(operation, step);
-	size_t count = plan.length / operation->element_size;
+	size_t count;
 
 	if (!plan.combines)
 		return;
+	count = plan.length / operation->element_size;  /* a barrier, which has none, never combines */
 	if (plan.partner < operation->group->rank)
 		operation->reduce(plan.kept, plan.receive, plan.kept, count);
 	else
