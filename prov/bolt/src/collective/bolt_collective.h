@@ -171,12 +171,18 @@ void bolt_collective_progress(struct bolt_endpoint *endpoint);
 void bolt_collective_transfer_done(void *context, int status);
 /* Frees every operation left, and the spare scratch: the endpoint's connections and receives are gone. */
 void bolt_collective_endpoint_free_operations(struct bolt_collective_endpoint *state);
+
+/* ---- Scratch (bolt_collective_scratch.c) ---- */
+
 /*
  * operation->scratch of size bytes (none for 0): the endpoint's spare where
  * it is large enough, else new and zeroed (peers' RDMA writes fill it, which
  * valgrind cannot follow into this process).
  */
 int bolt_collective_scratch_allocate(struct bolt_collective_operation *operation, size_t size);
+/* operation's scratch, once nothing writes into it: kept as the spare if the larger. */
+void bolt_collective_scratch_free(struct bolt_collective_operation *operation);
+void bolt_collective_scratch_release_spare(struct bolt_collective_endpoint *state);
 /*
  * Closing group: its operations not yet reported are discarded, as when they
  * fail but reporting nothing. Once bolt_collective_group_quiet (none of their

@@ -25,50 +25,6 @@ void bolt_collective_transfer_done(void *context, int status)
 		wait->operation->status = status;
 }
 
-/*
- * Scratch outlives its operation as the endpoint's spare: a new one of
- * 32 MiB or more is mapped afresh (glibc's largest mmap threshold), and the
- * device's writes then fault its pages in one at a time. A 64 MiB
- * reduce-scatter of four members took 430 ms so, 50 ms with the pages kept.
- */
-int bolt_collective_scratch_allocate(struct bolt_collective_operation *operation, size_t size)
-{
-	struct bolt_collective_endpoint *state = bolt_collective_state(operation->group->endpoint);
-
-	if (!size)
-		return 0;
-	if (state->spare_scratch && state->spare_scratch_size >= size) {
-		operation->scratch = state->spare_scratch;
-		operation->scratch_size = state->spare_scratch_size;
-		state->spare_scratch = NULL;
-		return 0;
-	}
-	operation->scratch = calloc(1, size);
-	if (!operation->scratch)
-		return -FI_ENOMEM;
-	operation->scratch_size = size;
-	return 0;
-}
-
-/* The larger of the spare and operation's scratch stays; none once the group is gone. */
-static void bolt_collective_scratch_free(struct bolt_collective_operation *operation)
-{
-	struct bolt_collective_endpoint *state;
-
-	if (!operation->group || !operation->scratch) {
-		free(operation->scratch);
-		return;
-	}
-	state = bolt_collective_state(operation->group->endpoint);
-	if (state->spare_scratch_size > operation->scratch_size) {
-		free(operation->scratch);
-		return;
-	}
-	free(state->spare_scratch);
-	state->spare_scratch = operation->scratch;
-	state->spare_scratch_size = operation->scratch_size;
-}
-
 static void bolt_collective_operation_free(struct bolt_collective_operation *operation)
 {
 	bolt_collective_scratch_free(operation);
@@ -387,7 +343,5 @@ void bolt_collective_endpoint_free_operations(struct bolt_collective_endpoint *s
 		DL_DELETE(state->retired, operation);
 		bolt_collective_operation_free(operation);
 	}
-	free(state->spare_scratch);
-	state->spare_scratch = NULL;
-	state->spare_scratch_size = 0;
+	bolt_collective_scratch_release_spare(state);
 }
