@@ -104,6 +104,16 @@ void bolt_collective_endpoint_destroy(struct bolt_endpoint *endpoint);
 
 /* ---- Operations (bolt_collective_operation.c) ---- */
 
+/*
+ * Elements of count a member's largest buffer holds per element: one share
+ * per member where each has its own (all-gather's result, reduce-scatter's
+ * input, all-to-all's both), else just count.
+ */
+static inline size_t bolt_collective_shares(enum fi_collective_op kind, size_t members)
+{
+	return kind == FI_ALLGATHER || kind == FI_REDUCE_SCATTER || kind == FI_ALLTOALL ? members : 1;
+}
+
 /* What a posted transfer counts down when it completes. */
 struct bolt_collective_wait {
 	struct bolt_collective_operation *operation;

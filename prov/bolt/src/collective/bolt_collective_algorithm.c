@@ -117,11 +117,8 @@ static const struct bolt_collective_rule bolt_collective_rules[] = {
 /* Bytes the operation moves in all: what the choice is made on. */
 static size_t bolt_collective_algorithm_bytes(const struct bolt_collective_operation *operation)
 {
-	size_t bytes = operation->count * operation->element_size;
-	bool shares = operation->kind == FI_ALLGATHER || operation->kind == FI_REDUCE_SCATTER ||
-		      operation->kind == FI_ALLTOALL;
-
-	return shares ? bytes * (size_t) operation->group->size : bytes;
+	return operation->count * operation->element_size *
+	       bolt_collective_shares(operation->kind, (size_t) operation->group->size);
 }
 
 static enum bolt_collective_device

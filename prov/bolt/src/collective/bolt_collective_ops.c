@@ -42,21 +42,10 @@ static int bolt_collective_root_rank(struct bolt_collective_group *group, fi_add
 	return -1;
 }
 
-/*
- * Elements of count a member's largest buffer holds per element: one share
- * per member where each has its own (all-gather's result, reduce-scatter's
- * input, all-to-all's both), else just count.
- */
-static size_t bolt_collective_shares(const struct bolt_collective_call *call, size_t members)
-{
-	return call->kind == FI_ALLGATHER || call->kind == FI_REDUCE_SCATTER ||
-	       call->kind == FI_ALLTOALL ? members : 1;
-}
-
 static int bolt_collective_check(const struct bolt_collective_call *call,
 				 const struct bolt_collective_operation *operation)
 {
-	size_t shares = bolt_collective_shares(call, (size_t) operation->group->size);
+	size_t shares = bolt_collective_shares(call->kind, (size_t) operation->group->size);
 
 	if (call->kind != FI_BARRIER && !operation->element_size) {
 		FI_WARN(&bolt_prov, FI_LOG_EP_DATA, "collective datatype %d not supported\n",
