@@ -5,6 +5,11 @@
  * ping-pong latency. Usage: softrdma_bench [thunderbolt|rocev2] (default:
  * $FI_BOLT_SOFT, else rocev2).
  *
+ * Then the SEND message rate: windows of BENCH_IN_FLIGHT small messages, each
+ * window acknowledged by the target, what a message costs the device's two
+ * processes when many are queued (a collective of small messages sends
+ * several at once), where the ping-pong gives what one costs alone.
+ *
  * softrdma_bench --memcpy-processes N: what the machine's memory gives N
  * processes copying 64 MiB at once, in all: the ceiling of anything N local
  * ranks do by copying, collectives included (every byte the software device
@@ -32,10 +37,16 @@ struct bench_side {
 	int from_peer;
 };
 
-/* What the initiator asks of the target before each latency size. */
+enum bench_mode {
+	BENCH_PING,             /* answer each message with one of the same size */
+	BENCH_RATE,             /* acknowledge each window of BENCH_IN_FLIGHT messages */
+};
+
+/* What the initiator asks of the target before each latency or rate size. */
 struct bench_request {
 	uint32_t size;          /* 0: done */
-	uint32_t iterations;
+	uint32_t iterations;    /* for BENCH_RATE, a multiple of BENCH_IN_FLIGHT */
+	uint32_t mode;
 };
 
 static double bench_now(void)
@@ -244,15 +255,25 @@ static int bench_bandwidth(struct bench_side *side)
 	return 0;
 }
 
-static int bench_ping(struct bench_side *side, uint32_t size, uint32_t iterations,
-		      double *seconds)
+/* Tells the target what comes next and waits until its receives are posted. */
+static int bench_request_send(struct bench_side *side, uint32_t size, uint32_t iterations,
+			      enum bench_mode mode)
 {
-	struct bench_request request = { size, iterations };
-	double start;
+	struct bench_request request = { size, iterations, mode };
 	char ready;
 
 	if (bench_write_all(side->to_peer, &request, sizeof(request)) ||
 	    bench_read_all(side->from_peer, &ready, 1))
+		return -1;
+	return 0;
+}
+
+static int bench_ping(struct bench_side *side, uint32_t size, uint32_t iterations,
+		      double *seconds)
+{
+	double start;
+
+	if (bench_request_send(side, size, iterations, BENCH_PING))
 		return -1;
 	start = bench_now();
 	for (uint32_t index = 0; index < iterations; index++) {
@@ -267,7 +288,6 @@ static int bench_ping(struct bench_side *side, uint32_t size, uint32_t iteration
 static int bench_latency(struct bench_side *side)
 {
 	static const uint32_t sizes[] = { 8, 64, 512, 4096, 16384, 65536 };
-	struct bench_request done = { 0, 0 };
 
 	printf("# SEND/RECV ping-pong latency, half round trip\n");
 	printf("# %10s %8s %12s\n", "size", "iters", "latency us");
@@ -284,7 +304,54 @@ static int bench_latency(struct bench_side *side)
 		printf("  %10u %8u %12.2f\n", size, iterations, seconds / iterations / 2 * 1e6);
 		fflush(stdout);
 	}
-	return bench_write_all(side->to_peer, &done, sizeof(done));
+	return 0;
+}
+
+/*
+ * Seconds for iterations SENDs of size bytes in windows of BENCH_IN_FLIGHT:
+ * the acknowledgement's receive is posted before a window goes, and its
+ * arrival says the target has taken the window and posted its receives again.
+ */
+static int bench_stream(struct bench_side *side, uint32_t size, uint32_t iterations,
+			double *seconds)
+{
+	double start;
+
+	if (bench_request_send(side, size, iterations, BENCH_RATE))
+		return -1;
+	start = bench_now();
+	for (uint32_t sent = 0; sent < iterations; sent += BENCH_IN_FLIGHT) {
+		if (bench_post_receive(side, size))
+			return -1;
+		for (int index = 0; index < BENCH_IN_FLIGHT; index++)
+			if (bench_post(side, IBV_WR_SEND, size))
+				return -1;
+		if (bench_wait(side, 1, BENCH_IN_FLIGHT))
+			return -1;
+	}
+	*seconds = bench_now() - start;
+	return 0;
+}
+
+static int bench_rate(struct bench_side *side)
+{
+	static const uint32_t sizes[] = { 8, 64, 512 };
+	const uint32_t iterations = 20000 / BENCH_IN_FLIGHT * BENCH_IN_FLIGHT;
+
+	printf("# SEND message rate, windows of %d each acknowledged, us per message\n",
+	       BENCH_IN_FLIGHT);
+	printf("# %10s %8s %12s\n", "size", "iters", "us/message");
+	for (size_t index = 0; index < sizeof(sizes) / sizeof(sizes[0]); index++) {
+		double seconds;
+
+		if (bench_stream(side, sizes[index], iterations / 10 / BENCH_IN_FLIGHT * BENCH_IN_FLIGHT,
+				 &seconds) ||
+		    bench_stream(side, sizes[index], iterations, &seconds))
+			return -1;
+		printf("  %10u %8u %12.3f\n", sizes[index], iterations, seconds / iterations * 1e6);
+		fflush(stdout);
+	}
+	return 0;
 }
 
 /* The target: answers each ping with a pong of the same size. */
@@ -306,6 +373,35 @@ static int bench_pong(struct bench_side *side, const struct bench_request *reque
 	return 0;
 }
 
+/*
+ * The target of a rate run: a receive for each message of a window, each
+ * posted again as its message arrives (but the last window's, which would
+ * take the next request's messages), and an acknowledgement per window.
+ */
+static int bench_sink(struct bench_side *side, const struct bench_request *request)
+{
+	char ready = 1;
+
+	for (int index = 0; index < BENCH_IN_FLIGHT; index++)
+		if (bench_post_receive(side, request->size))
+			return -1;
+	if (bench_write_all(side->to_peer, &ready, 1))
+		return -1;
+	for (uint32_t index = 0; index < request->iterations; index++) {
+		bool last = index + BENCH_IN_FLIGHT >= request->iterations;
+
+		if (bench_wait(side, 1, 0) || (!last && bench_post_receive(side, request->size)))
+			return -1;
+		/*
+		 * Not waited for here: the next window may arrive first, and a
+		 * wait for a receive takes a send's completion in passing.
+		 */
+		if ((index + 1) % BENCH_IN_FLIGHT == 0 && bench_post(side, IBV_WR_SEND, request->size))
+			return -1;
+	}
+	return 0;
+}
+
 static int bench_target(const struct softrdma_config *config, enum ibv_qp_type type,
 			int to_peer, int from_peer)
 {
@@ -317,7 +413,8 @@ static int bench_target(const struct softrdma_config *config, enum ibv_qp_type t
 		ret = bench_read_all(from_peer, &request, sizeof(request));
 		if (ret || !request.size)
 			break;
-		ret = bench_pong(&side, &request);
+		ret = request.mode == BENCH_RATE ? bench_sink(&side, &request) :
+						   bench_pong(&side, &request);
 	}
 	test_side_close(&side.end);
 	return ret ? 1 : 0;
@@ -339,6 +436,7 @@ static int bench_initiator(const struct softrdma_config *config, enum ibv_qp_typ
 			   int to_peer, int from_peer)
 {
 	struct bench_side side = { .to_peer = to_peer, .from_peer = from_peer };
+	struct bench_request done = { 0, 0, 0 };
 	int ret = bench_side_open(&side, config, type);
 
 	if (!ret) {
@@ -347,6 +445,10 @@ static int bench_initiator(const struct softrdma_config *config, enum ibv_qp_typ
 	}
 	if (!ret)
 		ret = bench_latency(&side);
+	if (!ret)
+		ret = bench_rate(&side);
+	if (!ret)
+		ret = bench_write_all(side.to_peer, &done, sizeof(done));
 	test_side_close(&side.end);
 	return ret;
 }
