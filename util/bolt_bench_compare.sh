@@ -108,7 +108,7 @@ round=1
 while [ "$round" -le "$rounds" ]; do
 	awk -v round="$round" '/write GB\/s/ { table = "bw"; next }
 	     /latency us/ { table = "lat"; next }
-	     /us\/message/ { table = "rate"; next }
+	     /us\/message|us\/exchange/ { table = "small"; next }
 	     /^#/ || NF < 3 { next }
 	     { print "raw", table, $1, $3, round }' "$outputs/raw.$round"
 	awk -v round="$round" '/^# bolt_bench: provider/ { provider = $4; next }

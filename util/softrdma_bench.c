@@ -8,7 +8,9 @@
  * Then the SEND message rate: windows of BENCH_IN_FLIGHT small messages, each
  * window acknowledged by the target, what a message costs the device's two
  * processes when many are queued (a collective of small messages sends
- * several at once), where the ping-pong gives what one costs alone.
+ * several at once), where the ping-pong gives what one costs alone; and the
+ * exchange, both sides sending at once and each waiting for the other's
+ * message: what a two-member all-reduce of small messages costs on the device.
  *
  * softrdma_bench --memcpy-processes N: what the machine's memory gives N
  * processes copying 64 MiB at once, in all: the ceiling of anything N local
@@ -40,6 +42,7 @@ struct bench_side {
 enum bench_mode {
 	BENCH_PING,             /* answer each message with one of the same size */
 	BENCH_RATE,             /* acknowledge each window of BENCH_IN_FLIGHT messages */
+	BENCH_EXCHANGE,         /* send one as the other side does, each receive posted ahead */
 };
 
 /* What the initiator asks of the target before each latency or rate size. */
@@ -255,31 +258,46 @@ static int bench_bandwidth(struct bench_side *side)
 	return 0;
 }
 
-/* Tells the target what comes next and waits until its receives are posted. */
-static int bench_request_send(struct bench_side *side, uint32_t size, uint32_t iterations,
-			      enum bench_mode mode)
+/*
+ * One exchange of mode: a ping and its pong; or a window of BENCH_IN_FLIGHT
+ * SENDs, whose acknowledgement's receive is posted before the window goes
+ * and whose arrival says the target has taken the window and posted its
+ * receives again; or a message each way at once, the receive for the next
+ * one posted before this one goes (unless last), since the peer sends its
+ * next as soon as it has this one. The messages it sends.
+ */
+static int bench_exchange(struct bench_side *side, uint32_t size, enum bench_mode mode, bool last)
 {
-	struct bench_request request = { size, iterations, mode };
-	char ready;
+	int messages = mode == BENCH_RATE ? BENCH_IN_FLIGHT : 1;
 
-	if (bench_write_all(side->to_peer, &request, sizeof(request)) ||
-	    bench_read_all(side->from_peer, &ready, 1))
+	if ((mode != BENCH_EXCHANGE || !last) && bench_post_receive(side, size))
 		return -1;
-	return 0;
+	for (int index = 0; index < messages; index++)
+		if (bench_post(side, IBV_WR_SEND, size))
+			return -1;
+	return bench_wait(side, 1, messages) ? -1 : messages;
 }
 
-static int bench_ping(struct bench_side *side, uint32_t size, uint32_t iterations,
-		      double *seconds)
+/* Seconds for iterations messages of size bytes in exchanges of mode, once the target is ready. */
+static int bench_run(struct bench_side *side, uint32_t size, uint32_t iterations,
+		     enum bench_mode mode, double *seconds)
 {
+	struct bench_request request = { size, iterations, mode };
 	double start;
+	char ready;
 
-	if (bench_request_send(side, size, iterations, BENCH_PING))
+	/* An exchange's first message may come as soon as the target is ready. */
+	if ((mode == BENCH_EXCHANGE && bench_post_receive(side, size)) ||
+	    bench_write_all(side->to_peer, &request, sizeof(request)) ||
+	    bench_read_all(side->from_peer, &ready, 1))
 		return -1;
 	start = bench_now();
-	for (uint32_t index = 0; index < iterations; index++) {
-		if (bench_post_receive(side, size) || bench_post(side, IBV_WR_SEND, size) ||
-		    bench_wait(side, 1, 1))
+	for (uint32_t sent = 0; sent < iterations;) {
+		int messages = bench_exchange(side, size, mode, sent + 1 >= iterations);
+
+		if (messages < 0)
 			return -1;
+		sent += (uint32_t) messages;
 	}
 	*seconds = bench_now() - start;
 	return 0;
@@ -298,8 +316,8 @@ static int bench_latency(struct bench_side *side)
 
 		if (iterations > 20000)
 			iterations = 20000;
-		if (bench_ping(side, size, iterations / 10, &seconds) ||
-		    bench_ping(side, size, iterations, &seconds))
+		if (bench_run(side, size, iterations / 10, BENCH_PING, &seconds) ||
+		    bench_run(side, size, iterations, BENCH_PING, &seconds))
 			return -1;
 		printf("  %10u %8u %12.2f\n", size, iterations, seconds / iterations / 2 * 1e6);
 		fflush(stdout);
@@ -307,46 +325,23 @@ static int bench_latency(struct bench_side *side)
 	return 0;
 }
 
-/*
- * Seconds for iterations SENDs of size bytes in windows of BENCH_IN_FLIGHT:
- * the acknowledgement's receive is posted before a window goes, and its
- * arrival says the target has taken the window and posted its receives again.
- */
-static int bench_stream(struct bench_side *side, uint32_t size, uint32_t iterations,
-			double *seconds)
-{
-	double start;
-
-	if (bench_request_send(side, size, iterations, BENCH_RATE))
-		return -1;
-	start = bench_now();
-	for (uint32_t sent = 0; sent < iterations; sent += BENCH_IN_FLIGHT) {
-		if (bench_post_receive(side, size))
-			return -1;
-		for (int index = 0; index < BENCH_IN_FLIGHT; index++)
-			if (bench_post(side, IBV_WR_SEND, size))
-				return -1;
-		if (bench_wait(side, 1, BENCH_IN_FLIGHT))
-			return -1;
-	}
-	*seconds = bench_now() - start;
-	return 0;
-}
-
-static int bench_rate(struct bench_side *side)
+/* Small messages in mode: the time per message (rate) or per exchange. */
+static int bench_small(struct bench_side *side, enum bench_mode mode)
 {
 	static const uint32_t sizes[] = { 8, 64, 512 };
 	const uint32_t iterations = 20000 / BENCH_IN_FLIGHT * BENCH_IN_FLIGHT;
 
-	printf("# SEND message rate, windows of %d each acknowledged, us per message\n",
-	       BENCH_IN_FLIGHT);
-	printf("# %10s %8s %12s\n", "size", "iters", "us/message");
+	if (mode == BENCH_RATE)
+		printf("# SEND message rate, windows of %d each acknowledged\n", BENCH_IN_FLIGHT);
+	else
+		printf("# SEND/RECV exchange, a message each way at once, as a two-member all-reduce's\n");
+	printf("# %10s %8s %12s\n", "size", "iters", mode == BENCH_RATE ? "us/message" : "us/exchange");
 	for (size_t index = 0; index < sizeof(sizes) / sizeof(sizes[0]); index++) {
 		double seconds;
 
-		if (bench_stream(side, sizes[index], iterations / 10 / BENCH_IN_FLIGHT * BENCH_IN_FLIGHT,
-				 &seconds) ||
-		    bench_stream(side, sizes[index], iterations, &seconds))
+		if (bench_run(side, sizes[index], iterations / 10 / BENCH_IN_FLIGHT * BENCH_IN_FLIGHT,
+			      mode, &seconds) ||
+		    bench_run(side, sizes[index], iterations, mode, &seconds))
 			return -1;
 		printf("  %10u %8u %12.3f\n", sizes[index], iterations, seconds / iterations * 1e6);
 		fflush(stdout);
@@ -402,6 +397,20 @@ static int bench_sink(struct bench_side *side, const struct bench_request *reque
 	return 0;
 }
 
+/* The target of an exchange: the initiator's loop, from the other side. */
+static int bench_swap(struct bench_side *side, const struct bench_request *request)
+{
+	char ready = 1;
+
+	if (bench_post_receive(side, request->size) || bench_write_all(side->to_peer, &ready, 1))
+		return -1;
+	for (uint32_t index = 0; index < request->iterations; index++)
+		if (bench_exchange(side, request->size, BENCH_EXCHANGE,
+				   index + 1 >= request->iterations) < 0)
+			return -1;
+	return 0;
+}
+
 static int bench_target(const struct softrdma_config *config, enum ibv_qp_type type,
 			int to_peer, int from_peer)
 {
@@ -413,8 +422,12 @@ static int bench_target(const struct softrdma_config *config, enum ibv_qp_type t
 		ret = bench_read_all(from_peer, &request, sizeof(request));
 		if (ret || !request.size)
 			break;
-		ret = request.mode == BENCH_RATE ? bench_sink(&side, &request) :
-						   bench_pong(&side, &request);
+		if (request.mode == BENCH_RATE)
+			ret = bench_sink(&side, &request);
+		else if (request.mode == BENCH_EXCHANGE)
+			ret = bench_swap(&side, &request);
+		else
+			ret = bench_pong(&side, &request);
 	}
 	test_side_close(&side.end);
 	return ret ? 1 : 0;
@@ -446,7 +459,9 @@ static int bench_initiator(const struct softrdma_config *config, enum ibv_qp_typ
 	if (!ret)
 		ret = bench_latency(&side);
 	if (!ret)
-		ret = bench_rate(&side);
+		ret = bench_small(&side, BENCH_RATE);
+	if (!ret)
+		ret = bench_small(&side, BENCH_EXCHANGE);
 	if (!ret)
 		ret = bench_write_all(side.to_peer, &done, sizeof(done));
 	test_side_close(&side.end);
