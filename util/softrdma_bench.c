@@ -2,8 +2,8 @@
  * softrdma_bench.c: how fast the software RDMA device moves data between two
  * processes (this one and a forked child) on one device: RDMA write
  * bandwidth against single-thread memcpy on the same machine, then SEND/RECV
- * ping-pong latency. Usage: softrdma_bench [thunderbolt|rocev2] (default:
- * $FI_BOLT_SOFT, else rocev2).
+ * ping-pong latency. Usage: softrdma_bench [thunderbolt|rocev2] [--floor]
+ * (default: $FI_BOLT_SOFT, else rocev2).
  *
  * Then the SEND message rate: windows of BENCH_IN_FLIGHT small messages, each
  * window acknowledged by the target, what a message costs the device's two
@@ -11,6 +11,10 @@
  * several at once), where the ping-pong gives what one costs alone; and the
  * exchange, both sides sending at once and each waiting for the other's
  * message: what a two-member all-reduce of small messages costs on the device.
+ *
+ * softrdma_bench [PROFILE] --floor: only the one-way and exchange figures,
+ * as rows for a script, from 4 B to 1 MiB: what a two-member collective
+ * cannot beat on this device (bolt_collective_compare.sh).
  *
  * softrdma_bench --memcpy-processes N: what the machine's memory gives N
  * processes copying 64 MiB at once, in all: the ceiling of anything N local
@@ -31,6 +35,7 @@
 #define BENCH_IN_FLIGHT 16          /* within thunderbolt's 63, as MLX keeps to 32 */
 #define BENCH_BYTES_PER_SIZE (1ull << 30)
 #define BENCH_TIMEOUT_MS 10000
+#define BENCH_FLOOR_MAX_SIZE (1u << 20)
 
 /* One side: the device, a registered buffer, a QP connected to the other side. */
 struct bench_side {
@@ -193,6 +198,14 @@ static uint32_t bench_iterations(uint64_t size, uint64_t bytes, uint32_t least)
 	return iterations < least ? least : (uint32_t) iterations;
 }
 
+/* Messages one at a time: 256 MiB of them, at least 2000 and at most 20000. */
+static uint32_t bench_message_iterations(uint32_t size)
+{
+	uint32_t iterations = bench_iterations(size, 256u << 20, 2000);
+
+	return iterations > 20000 ? 20000 : iterations;
+}
+
 /* Seconds for `iterations` writes of size bytes, BENCH_IN_FLIGHT at a time. */
 static int bench_write_time(struct bench_side *side, uint32_t size, uint32_t iterations,
 			    double *seconds)
@@ -303,47 +316,91 @@ static int bench_run(struct bench_side *side, uint32_t size, uint32_t iterations
 	return 0;
 }
 
-static int bench_latency(struct bench_side *side)
+/* Iterations of mode for messages of size: a rate run's in whole windows. */
+static uint32_t bench_mode_iterations(uint32_t iterations, enum bench_mode mode)
 {
-	static const uint32_t sizes[] = { 8, 64, 512, 4096, 16384, 65536 };
+	return mode == BENCH_RATE ? iterations / BENCH_IN_FLIGHT * BENCH_IN_FLIGHT : iterations;
+}
 
-	printf("# SEND/RECV ping-pong latency, half round trip\n");
-	printf("# %10s %8s %12s\n", "size", "iters", "latency us");
-	for (size_t index = 0; index < sizeof(sizes) / sizeof(sizes[0]); index++) {
-		uint32_t size = sizes[index];
-		uint32_t iterations = bench_iterations(size, 256u << 20, 2000);
-		double seconds;
+/*
+ * Microseconds a message of size costs in mode, over iterations (whole
+ * windows for a rate) after a tenth as many to warm up: half a ping-pong's
+ * round trip, one message of a rate run, or one exchange.
+ */
+static int bench_figure(struct bench_side *side, uint32_t size, uint32_t iterations,
+			enum bench_mode mode, double *microseconds)
+{
+	double seconds;
 
-		if (iterations > 20000)
-			iterations = 20000;
-		if (bench_run(side, size, iterations / 10, BENCH_PING, &seconds) ||
-		    bench_run(side, size, iterations, BENCH_PING, &seconds))
+	if (bench_run(side, size, bench_mode_iterations(iterations / 10, mode), mode, &seconds) ||
+	    bench_run(side, size, iterations, mode, &seconds))
+		return -1;
+	*microseconds = seconds / iterations * 1e6 / (mode == BENCH_PING ? 2 : 1);
+	return 0;
+}
+
+/* One table: a row per size of what a message costs in mode. */
+static int bench_table(struct bench_side *side, enum bench_mode mode, const uint32_t *sizes,
+		       size_t count)
+{
+	static const char *const units[] = {
+		[BENCH_PING] = "latency us", [BENCH_RATE] = "us/message",
+		[BENCH_EXCHANGE] = "us/exchange",
+	};
+
+	if (mode == BENCH_PING)
+		printf("# SEND/RECV ping-pong latency, half round trip\n");
+	else if (mode == BENCH_RATE)
+		printf("# SEND message rate, windows of %d each acknowledged\n", BENCH_IN_FLIGHT);
+	else
+		printf("# SEND/RECV exchange, a message each way at once, as a two-member all-reduce's\n");
+	printf("# %10s %8s %12s\n", "size", "iters", units[mode]);
+	for (size_t index = 0; index < count; index++) {
+		uint32_t iterations = bench_mode_iterations(bench_message_iterations(sizes[index]), mode);
+		double microseconds;
+
+		if (bench_figure(side, sizes[index], iterations, mode, &microseconds))
 			return -1;
-		printf("  %10u %8u %12.2f\n", size, iterations, seconds / iterations / 2 * 1e6);
+		printf("  %10u %8u %12.*f\n", sizes[index], iterations, mode == BENCH_PING ? 2 : 3,
+		       microseconds);
 		fflush(stdout);
 	}
 	return 0;
 }
 
-/* Small messages in mode: the time per message (rate) or per exchange. */
-static int bench_small(struct bench_side *side, enum bench_mode mode)
+static int bench_tables(struct bench_side *side)
 {
-	static const uint32_t sizes[] = { 8, 64, 512 };
-	const uint32_t iterations = 20000 / BENCH_IN_FLIGHT * BENCH_IN_FLIGHT;
+	static const uint32_t latency_sizes[] = { 8, 64, 512, 4096, 16384, 65536 };
+	static const uint32_t rate_sizes[] = { 8, 64, 512 };
+	/* Up to where a two-member collective stops sending each message whole. */
+	static const uint32_t exchange_sizes[] = { 8, 64, 512, 4096, 16384, 65536, 262144 };
 
-	if (mode == BENCH_RATE)
-		printf("# SEND message rate, windows of %d each acknowledged\n", BENCH_IN_FLIGHT);
-	else
-		printf("# SEND/RECV exchange, a message each way at once, as a two-member all-reduce's\n");
-	printf("# %10s %8s %12s\n", "size", "iters", mode == BENCH_RATE ? "us/message" : "us/exchange");
-	for (size_t index = 0; index < sizeof(sizes) / sizeof(sizes[0]); index++) {
-		double seconds;
+	return bench_table(side, BENCH_PING, latency_sizes,
+			   sizeof(latency_sizes) / sizeof(latency_sizes[0])) ||
+	       bench_table(side, BENCH_RATE, rate_sizes, sizeof(rate_sizes) / sizeof(rate_sizes[0])) ||
+	       bench_table(side, BENCH_EXCHANGE, exchange_sizes,
+			   sizeof(exchange_sizes) / sizeof(exchange_sizes[0])) ? -1 : 0;
+}
 
-		if (bench_run(side, sizes[index], iterations / 10 / BENCH_IN_FLIGHT * BENCH_IN_FLIGHT,
-			      mode, &seconds) ||
-		    bench_run(side, sizes[index], iterations, mode, &seconds))
+/*
+ * --floor: what a two-member collective cannot beat on this device, by
+ * message size, a row each: "floor SIZE ONE_WAY_US EXCHANGE_US". A
+ * broadcast's one message costs at least the one way; an all-reduce, an
+ * all-gather or a reduce-scatter, whose every member needs data from the
+ * other, at least the exchange of the bytes each sends.
+ */
+static int bench_floor(struct bench_side *side)
+{
+	printf("# the device's floor: one message (half a ping-pong) and one exchange, in us\n");
+	printf("# floor %10s %12s %12s\n", "size", "one_way_us", "exchange_us");
+	for (uint32_t size = 4; size <= BENCH_FLOOR_MAX_SIZE; size *= 2) {
+		uint32_t iterations = bench_message_iterations(size);
+		double one_way, exchange;
+
+		if (bench_figure(side, size, iterations, BENCH_PING, &one_way) ||
+		    bench_figure(side, size, iterations, BENCH_EXCHANGE, &exchange))
 			return -1;
-		printf("  %10u %8u %12.3f\n", sizes[index], iterations, seconds / iterations * 1e6);
+		printf("floor %12u %12.3f %12.3f\n", size, one_way, exchange);
 		fflush(stdout);
 	}
 	return 0;
@@ -446,23 +503,20 @@ static void bench_header(const struct softrdma_config *config, struct bench_side
 	       limits.path_mtu_bytes);
 }
 
+/* Every table, or with floor only the floor's. */
 static int bench_initiator(const struct softrdma_config *config, enum ibv_qp_type type,
-			   int to_peer, int from_peer)
+			   bool floor, int to_peer, int from_peer)
 {
 	struct bench_side side = { .to_peer = to_peer, .from_peer = from_peer };
 	struct bench_request done = { 0, 0, 0 };
 	int ret = bench_side_open(&side, config, type);
 
-	if (!ret) {
+	if (!ret)
 		bench_header(config, &side);
-		ret = bench_bandwidth(&side);
-	}
-	if (!ret)
-		ret = bench_latency(&side);
-	if (!ret)
-		ret = bench_small(&side, BENCH_RATE);
-	if (!ret)
-		ret = bench_small(&side, BENCH_EXCHANGE);
+	if (!ret && floor)
+		ret = bench_floor(&side);
+	else if (!ret)
+		ret = bench_bandwidth(&side) || bench_tables(&side) ? -1 : 0;
 	if (!ret)
 		ret = bench_write_all(side.to_peer, &done, sizeof(done));
 	test_side_close(&side.end);
@@ -524,15 +578,29 @@ static int bench_memcpy_processes(int processes)
 	return 0;
 }
 
-static int bench_config(int argc, char **argv, struct softrdma_config *config)
+static int bench_usage(const char *program)
 {
-	const char *profile = argc > 1 ? argv[1] : getenv("FI_BOLT_SOFT");
+	fprintf(stderr, "usage: %s [thunderbolt|rocev2] [--floor] | --memcpy-processes N\n", program);
+	return -1;
+}
 
-	memset(config, 0, sizeof(*config));
-	if (softrdma_profile_parse(profile && *profile ? profile : "rocev2", &config->profile)) {
-		fprintf(stderr, "usage: %s [thunderbolt|rocev2] | --memcpy-processes N\n", argv[0]);
-		return -1;
+/* [PROFILE] [--floor]: the profile, else $FI_BOLT_SOFT, else rocev2. */
+static int bench_config(int argc, char **argv, struct softrdma_config *config, bool *floor)
+{
+	const char *profile = getenv("FI_BOLT_SOFT");
+
+	*floor = false;
+	for (int index = 1; index < argc; index++) {
+		if (!strcmp(argv[index], "--floor"))
+			*floor = true;
+		else if (index == 1)
+			profile = argv[index];
+		else
+			return bench_usage(argv[0]);
 	}
+	memset(config, 0, sizeof(*config));
+	if (softrdma_profile_parse(profile && *profile ? profile : "rocev2", &config->profile))
+		return bench_usage(argv[0]);
 	snprintf(config->topology, sizeof(config->topology), "single");
 	snprintf(config->namespace_name, sizeof(config->namespace_name), "bench-%d",
 		 (int) getpid());
@@ -544,11 +612,12 @@ int main(int argc, char **argv)
 	struct softrdma_config config;
 	enum ibv_qp_type type;
 	int down[2], up[2], status, ret;
+	bool floor;
 	pid_t target;
 
 	if (argc == 3 && !strcmp(argv[1], "--memcpy-processes"))
 		return bench_memcpy_processes(atoi(argv[2])) ? 1 : 0;
-	if (bench_config(argc, argv, &config))
+	if (bench_config(argc, argv, &config, &floor))
 		return 2;
 	type = config.profile == SOFTRDMA_PROFILE_THUNDERBOLT ? IBV_QPT_UC : IBV_QPT_RC;
 	if (pipe(down) || pipe(up))
@@ -558,7 +627,7 @@ int main(int argc, char **argv)
 		return bench_fail("fork", errno) ? 1 : 0;
 	if (target == 0)
 		_exit(bench_target(&config, type, up[1], down[0]));
-	ret = bench_initiator(&config, type, down[1], up[0]);
+	ret = bench_initiator(&config, type, floor, down[1], up[0]);
 	close(down[1]);
 	if (waitpid(target, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
 		ret = -1;
