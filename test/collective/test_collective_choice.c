@@ -111,7 +111,13 @@ Test(collective_choice, two_members_by_the_table)
 	static const struct choice_case cases[] = {
 		{ FI_ALLREDUCE, 2, false, "direct", 0, 0 },
 		{ FI_ALLREDUCE, FLOATS(4 * KIB), true, "direct", 0, 0 },
+		/*
+		 * On UC the ring's 32 KiB halves of 64 KiB go into bounce buffers;
+		 * from 128 KiB they ask a rendezvous each, and the exchange wins again.
+		 */
 		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4 },
+		{ FI_ALLREDUCE, FLOATS(128 * KIB), false, "direct", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "ring", 256 * KIB, 4 },
 		{ FI_ALLGATHER, 2, false, "direct", 0, 0 },
 		/* Two members: an all-gather goes direct, a reduce-scatter takes the ring. */
 		{ FI_ALLGATHER, FLOATS(32 * KIB), false, "direct", 0, 0 },
@@ -122,6 +128,19 @@ Test(collective_choice, two_members_by_the_table)
 		{ FI_BARRIER, 0, false, "direct", 0, 0 },
 	};
 	struct collective_options options = { .profile = "thunderbolt", .size = 2 };
+
+	choice_run(&options, CASES(cases));
+}
+
+/* On RC every message from 16 KiB asks a rendezvous: the exchange wins up to 512 KiB. */
+Test(collective_choice, two_members_on_rc_by_the_table)
+{
+	static const struct choice_case cases[] = {
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "direct", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "direct", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4 },
+	};
+	struct collective_options options = { .profile = "rocev2", .size = 2 };
 
 	choice_run(&options, CASES(cases));
 }

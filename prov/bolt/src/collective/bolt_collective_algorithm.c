@@ -62,11 +62,17 @@ struct bolt_collective_rule {
 /*
  * The first row that matches decides. Measured on the software device
  * (util/bolt_collective_bench, FI_BOLT_COLLECTIVE_RING_THRESHOLD against
- * the table): with two members the ring beats one exchange of the whole
- * buffer from 64 KiB on UC and 128 KiB on RC (each member then reduces half
- * the data, and the halves pipeline, but each costs a rendezvous of its
- * own; at 16 KiB on UC the exchange takes 9.1 us, the ring 12.3); with
- * three, from 32 KiB on UC and 8 KiB on RC; with four ranks on two cores,
+ * the table): with two members one exchange of the whole buffer beats the
+ * ring for small messages (at 16 KiB on UC the exchange takes 9.1 us, the
+ * ring 12.3), and the ring, whose members each reduce half the data in
+ * pipelined halves, large ones. Between, what decides is which messages ask
+ * a rendezvous: on UC the ring's halves of a 64 KiB all-reduce go whole
+ * into bounce buffers while the exchange asks one (the ring's time over the
+ * exchange's, medians of five paired rounds: 0.90); from 128 KiB each half
+ * asks too, and the exchange wins again up to 256 KiB on UC (1.19 at
+ * 128 KiB, 1.00 at 256 KiB) and 512 KiB on RC (1.14 at 128 KiB, 1.05 at
+ * 256 KiB), the ring from there (0.80 to 0.88 at 512 KiB). With three
+ * members the ring wins from 32 KiB on UC and 8 KiB on RC; with four ranks on two cores,
  * doubling's two rounds beat the ring's six only for the smallest messages.
  * An all-gather sent to every member at once beats the ring with two to
  * four members up to 64 MiB (medians of three paired rounds, direct's time
@@ -98,7 +104,9 @@ static const struct bolt_collective_rule bolt_collective_rules[] = {
 	{ BARRIER,                 2, 3,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
 	{ BARRIER,                 4, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_doubling, 0, 0 },
 	{ ALLREDUCE,               2, 2,    64 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0 },
-	{ ALLREDUCE,               2, 2,    128 * KIB, RC_DEVICE,  &bolt_collective_direct,   0,       0 },
+	{ ALLREDUCE,               2, 2,    128 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4 },
+	{ ALLREDUCE,               2, 2,    256 * KIB, UC_DEVICE,  &bolt_collective_direct,   0,       0 },
+	{ ALLREDUCE,               2, 2,    512 * KIB, RC_DEVICE,  &bolt_collective_direct,   0,       0 },
 	{ ALLREDUCE,               3, 3,    32 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0 },
 	{ ALLREDUCE,               3, 3,    8 * KIB,   RC_DEVICE,  &bolt_collective_direct,   0,       0 },
 	{ ALLREDUCE,               4, ANY_MEMBERS, 4 * KIB, ANY_DEVICE, &bolt_collective_doubling, 0, 0 },
