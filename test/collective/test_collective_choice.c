@@ -145,11 +145,27 @@ Test(collective_choice, two_members_on_rc_by_the_table)
 	choice_run(&options, CASES(cases));
 }
 
+/* Three members on UC: the same bands as two, the exchange up to 64 KiB and again from 128 KiB. */
+Test(collective_choice, three_members_by_the_table)
+{
+	static const struct choice_case cases[] = {
+		{ FI_ALLREDUCE, FLOATS(32 * KIB), false, "direct", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4 },
+		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "direct", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4 },
+	};
+	struct collective_options options = { .profile = "thunderbolt", .size = 3 };
+
+	choice_run(&options, CASES(cases));
+}
+
 Test(collective_choice, four_members_by_the_table)
 {
 	static const struct choice_case cases[] = {
-		{ FI_ALLREDUCE, 2, false, "doubling", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "ring", 256 * KIB, 4 },
+		/* Four ranks on two cores: one round beats recursive doubling's two. */
+		{ FI_ALLREDUCE, 2, false, "direct", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "direct", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4 },
 		{ FI_ALLGATHER, 2, false, "direct", 0, 0 },
 		/* Four members: an all-gather goes direct, a reduce-scatter up to 8 MiB in all. */
 		{ FI_ALLGATHER, FLOATS(64 * KIB), false, "direct", 0, 0 },
@@ -203,7 +219,7 @@ Test(collective_choice, parameters_override_the_table)
 Test(collective_choice, yielding_progress)
 {
 	static const struct choice_case cases[] = {
-		{ FI_ALLREDUCE, 2, false, "doubling", 0, 0 },
+		{ FI_ALLREDUCE, 2, false, "direct", 0, 0 },
 		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4 },
 		{ FI_BARRIER, 0, false, "doubling", 0, 0 },
 	};

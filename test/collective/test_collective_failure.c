@@ -121,6 +121,8 @@ static void failure_run(const char *profile, int size, size_t count)
 {
 	struct collective_options options = {
 		.profile = profile, .size = size, .last_rank_dies = true, .yield = "no",
+		/* The small one by recursive doubling, which four ranks take only when asked. */
+		.doubling_members = "4",
 	};
 
 	cr_assert_eq(collective_run(&options, "coll-fail", failure_body, &count), 0,

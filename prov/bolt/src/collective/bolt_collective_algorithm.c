@@ -3,9 +3,10 @@
  * which ring segments and lanes, read from one table in the spirit of Open
  * MPI's tuned decision rules. Few rounds matter for small messages: the
  * fully connected algorithm (direct) sends everything in one round, which
- * for two members is one exchange. Where ranks share cores the number of
+ * for two members is one exchange. With many members the number of
  * messages matters too: recursive doubling sends n log2(n) instead of
- * n(n-1), in log2(n) rounds. Bandwidth matters for large messages: the
+ * n(n-1), in log2(n) rounds (with four ranks on two cores one round still
+ * wins). Bandwidth matters for large messages: the
  * pipelined ring moves the least data, the pipelined chain has a broadcast's
  * root send its data once; smaller segments start a pipeline sooner, larger
  * ones cost fewer messages.
@@ -71,9 +72,19 @@ struct bolt_collective_rule {
  * exchange's, medians of five paired rounds: 0.90); from 128 KiB each half
  * asks too, and the exchange wins again up to 256 KiB on UC (1.19 at
  * 128 KiB, 1.00 at 256 KiB) and 512 KiB on RC (1.14 at 128 KiB, 1.05 at
- * 256 KiB), the ring from there (0.80 to 0.88 at 512 KiB). With three
- * members the ring wins from 32 KiB on UC and 8 KiB on RC; with four ranks on two cores,
- * doubling's two rounds beat the ring's six only for the smallest messages.
+ * 256 KiB), the ring from there (0.80 to 0.88 at 512 KiB). Three members
+ * show bands of the same kind: on UC the exchange up to 64 KiB (the ring 1.29 at
+ * 32 KiB), the ring at 64 KiB (0.88), the exchange from 128 KiB to 512 KiB
+ * (1.70 at 128 KiB, 1.21 at 256 KiB, 0.92 at 512 KiB); on RC the ring at
+ * 8 KiB (0.94) and from 256 KiB (0.97, 0.83 at 512 KiB), the exchange
+ * between (1.10 at 16 KiB, 1.77 at 64 KiB). Four members, all on two
+ * cores, do best sending everything in one round too: recursive doubling's
+ * time over direct's 1.27 to 2.19 from 8 B to 2 KiB (medians of three paired
+ * rounds), the ring's 1.14 to 2.02 from 4 KiB to 32 KiB, 1.05 to 1.61 on RC
+ * up to 256 KiB; on UC the ring wins from 64 KiB to 256 KiB (0.83 to 0.95),
+ * direct again at 256 KiB (1.26, 1.38), both profiles' ring at 1 MiB (0.65).
+ * More members are not measured: recursive doubling's n log2(n) messages
+ * against direct's n(n-1) keep their small all-reduces.
  * An all-gather sent to every member at once beats the ring with two to
  * four members up to 64 MiB (medians of three paired rounds, direct's time
  * over the ring's: 0.54 to 0.60 at 4 MiB with two members, 0.41 to 0.52
@@ -107,9 +118,16 @@ static const struct bolt_collective_rule bolt_collective_rules[] = {
 	{ ALLREDUCE,               2, 2,    128 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4 },
 	{ ALLREDUCE,               2, 2,    256 * KIB, UC_DEVICE,  &bolt_collective_direct,   0,       0 },
 	{ ALLREDUCE,               2, 2,    512 * KIB, RC_DEVICE,  &bolt_collective_direct,   0,       0 },
-	{ ALLREDUCE,               3, 3,    32 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0 },
+	{ ALLREDUCE,               3, 3,    64 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0 },
+	{ ALLREDUCE,               3, 3,    128 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4 },
+	{ ALLREDUCE,               3, 3,    512 * KIB, UC_DEVICE,  &bolt_collective_direct,   0,       0 },
 	{ ALLREDUCE,               3, 3,    8 * KIB,   RC_DEVICE,  &bolt_collective_direct,   0,       0 },
-	{ ALLREDUCE,               4, ANY_MEMBERS, 4 * KIB, ANY_DEVICE, &bolt_collective_doubling, 0, 0 },
+	{ ALLREDUCE,               3, 3,    16 * KIB,  RC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4 },
+	{ ALLREDUCE,               3, 3,    256 * KIB, RC_DEVICE,  &bolt_collective_direct,   0,       0 },
+	{ ALLREDUCE,               4, 4,    64 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0 },
+	{ ALLREDUCE,               4, 4,    256 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4 },
+	{ ALLREDUCE,               4, 4,    512 * KIB, ANY_DEVICE, &bolt_collective_direct,   0,       0 },
+	{ ALLREDUCE,               5, ANY_MEMBERS, 4 * KIB, ANY_DEVICE, &bolt_collective_doubling, 0, 0 },
 	{ ALLGATHER,               2, 4,    64 * MIB,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
 	{ REDUCE_SCATTER,          3, 4,    8 * MIB,   ANY_DEVICE, &bolt_collective_direct,   0,       0 },
 	{ ALLGATHER | REDUCE_SCATTER, 2, ANY_MEMBERS, 8 * KIB, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
