@@ -503,9 +503,9 @@ static void bench_header(const struct softrdma_config *config, struct bench_side
 	       limits.path_mtu_bytes);
 }
 
-/* Every table, or with floor only the floor's. */
+/* Every table, or with floor_only only the floor's. */
 static int bench_initiator(const struct softrdma_config *config, enum ibv_qp_type type,
-			   bool floor, int to_peer, int from_peer)
+			   bool floor_only, int to_peer, int from_peer)
 {
 	struct bench_side side = { .to_peer = to_peer, .from_peer = from_peer };
 	struct bench_request done = { 0, 0, 0 };
@@ -513,7 +513,7 @@ static int bench_initiator(const struct softrdma_config *config, enum ibv_qp_typ
 
 	if (!ret)
 		bench_header(config, &side);
-	if (!ret && floor)
+	if (!ret && floor_only)
 		ret = bench_floor(&side);
 	else if (!ret)
 		ret = bench_bandwidth(&side) || bench_tables(&side) ? -1 : 0;
@@ -585,14 +585,14 @@ static int bench_usage(const char *program)
 }
 
 /* [PROFILE] [--floor]: the profile, else $FI_BOLT_SOFT, else rocev2. */
-static int bench_config(int argc, char **argv, struct softrdma_config *config, bool *floor)
+static int bench_config(int argc, char **argv, struct softrdma_config *config, bool *floor_only)
 {
 	const char *profile = getenv("FI_BOLT_SOFT");
 
-	*floor = false;
+	*floor_only = false;
 	for (int index = 1; index < argc; index++) {
 		if (!strcmp(argv[index], "--floor"))
-			*floor = true;
+			*floor_only = true;
 		else if (index == 1)
 			profile = argv[index];
 		else
@@ -612,12 +612,12 @@ int main(int argc, char **argv)
 	struct softrdma_config config;
 	enum ibv_qp_type type;
 	int down[2], up[2], status, ret;
-	bool floor;
+	bool floor_only;
 	pid_t target;
 
 	if (argc == 3 && !strcmp(argv[1], "--memcpy-processes"))
 		return bench_memcpy_processes(atoi(argv[2])) ? 1 : 0;
-	if (bench_config(argc, argv, &config, &floor))
+	if (bench_config(argc, argv, &config, &floor_only))
 		return 2;
 	type = config.profile == SOFTRDMA_PROFILE_THUNDERBOLT ? IBV_QPT_UC : IBV_QPT_RC;
 	if (pipe(down) || pipe(up))
@@ -627,7 +627,7 @@ int main(int argc, char **argv)
 		return bench_fail("fork", errno) ? 1 : 0;
 	if (target == 0)
 		_exit(bench_target(&config, type, up[1], down[0]));
-	ret = bench_initiator(&config, type, floor, down[1], up[0]);
+	ret = bench_initiator(&config, type, floor_only, down[1], up[0]);
 	close(down[1]);
 	if (waitpid(target, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
 		ret = -1;
