@@ -6,10 +6,10 @@
  * for two members is one exchange. With many members the number of
  * messages matters too: recursive doubling sends n log2(n) instead of
  * n(n-1), in log2(n) rounds (with four ranks on two cores one round still
- * wins). Bandwidth matters for large messages: the
- * pipelined ring moves the least data, the pipelined chain has a broadcast's
- * root send its data once; smaller segments start a pipeline sooner, larger
- * ones cost fewer messages.
+ * wins). Bandwidth matters for large messages: the pipelined ring moves the
+ * least data, the pipelined chain has a broadcast's root send its data
+ * once; smaller segments start a pipeline sooner, larger ones cost fewer
+ * messages.
  *
  * The FI_BOLT_COLLECTIVE_* parameters, where set, override the table
  * (bolt_collective_algorithm_override): the ring threshold picks among the
@@ -73,9 +73,9 @@ struct bolt_collective_rule {
  * asks too, and the exchange wins again up to 256 KiB on UC (1.19 at
  * 128 KiB, 1.00 at 256 KiB) and 512 KiB on RC (1.14 at 128 KiB, 1.05 at
  * 256 KiB), the ring from there (0.80 to 0.88 at 512 KiB). Three members
- * show bands of the same kind: on UC the exchange up to 64 KiB (the ring 1.29 at
- * 32 KiB), the ring at 64 KiB (0.88), the exchange from 128 KiB to 512 KiB
- * (1.70 at 128 KiB, 1.21 at 256 KiB, 0.92 at 512 KiB); on RC the ring at
+ * show bands of the same kind: on UC the exchange up to 64 KiB (the ring
+ * 1.29 at 32 KiB), the ring at 64 KiB (0.88), the exchange from 128 KiB to
+ * 512 KiB (1.70 at 128 KiB, 1.21 at 256 KiB, 0.92 at 512 KiB); on RC the ring at
  * 8 KiB (0.94) and from 256 KiB (0.97, 0.83 at 512 KiB), the exchange
  * between (1.10 at 16 KiB, 1.77 at 64 KiB). Four members, all on two
  * cores, do best sending everything in one round too: recursive doubling's
