@@ -106,6 +106,7 @@ struct bench_rank {
 static double bench_factor_allreduce(int ranks) { return 2.0 * (ranks - 1) / ranks; }
 static double bench_factor_gather(int ranks) { return (double) (ranks - 1) / ranks; }
 static double bench_factor_one(int ranks) { return 1.0; }
+static double bench_factor_none(int ranks) { return 0.0; }
 
 static const struct bench_collective bench_collectives[] = {
 	{ "allreduce", FI_ALLREDUCE, true, bench_factor_allreduce },
@@ -113,6 +114,7 @@ static const struct bench_collective bench_collectives[] = {
 	{ "reduce_scatter", FI_REDUCE_SCATTER, true, bench_factor_gather },
 	{ "alltoall", FI_ALLTOALL, false, bench_factor_gather },
 	{ "broadcast", FI_BROADCAST, false, bench_factor_one },
+	{ "barrier", FI_BARRIER, false, bench_factor_none },
 };
 
 static const struct { const char *name; enum fi_datatype datatype; size_t size; } bench_datatypes[] = {
@@ -380,6 +382,12 @@ static void bench_lengths(const struct bench_collective *collective, int ranks, 
 		  count * (size_t) ranks : count;
 }
 
+/* A barrier moves nothing: it has one row, of size 0, whatever the sizes asked. */
+static bool bench_moves_data(const struct bench_collective *collective)
+{
+	return collective->kind != FI_BARRIER;
+}
+
 /* count from size as nccl-tests reads size: the largest buffer of the operation. */
 static size_t bench_count(const struct bench_collective *collective, int ranks, size_t size,
 			  size_t element_size)
@@ -412,6 +420,8 @@ static ssize_t bench_post(struct bench_rank *rank, const struct bench_collective
 	case FI_ALLTOALL:
 		return fi_alltoall(ep, input, count, NULL, result, NULL, group, options->datatype, 0,
 				   context);
+	case FI_BARRIER:
+		return fi_barrier(ep, group, context);
 	default:
 		/* The root broadcasts its input; the others receive into their result. */
 		return fi_broadcast(ep, rank->rank == 0 ? input : result, count, NULL, group, 0,
@@ -630,11 +640,15 @@ static int bench_plot(const struct bench_options *options, const struct bench_sh
 		bench_datatype_name(options->datatype));
 	fprintf(gnuplot, "set xlabel 'size (bytes)'\nset ylabel 'busbw (GB/s)'\nset key left top\n");
 	fprintf(gnuplot, "set format x '%%.0b %%BB'\nset grid\nplot ");
-	for (int c = 0; c < options->collective_count; c++)
-		fprintf(gnuplot, "%s'-' using 1:2 with linespoints title '%s'", c ? ", " : "",
-			options->collectives[c]->name);
+	for (int c = 0, lines = 0; c < options->collective_count; c++)
+		if (bench_moves_data(options->collectives[c]))
+			fprintf(gnuplot, "%s'-' using 1:2 with linespoints title '%s'", lines++ ? ", " : "",
+				options->collectives[c]->name);
 	fprintf(gnuplot, "\n");
 	for (int c = 0; c < options->collective_count; c++) {
+		/* A barrier has no bandwidth to draw. */
+		if (!bench_moves_data(options->collectives[c]))
+			continue;
 		for (int i = 0; i < shared->row_count; i++)
 			if (!strcmp(shared->rows[i].collective, options->collectives[c]->name))
 				fprintf(gnuplot, "%zu %f\n", shared->rows[i].size, shared->rows[i].busbw);
@@ -656,10 +670,12 @@ static int bench_rank_main(struct bench_rank *rank, const struct bench_options *
 	for (int c = 0; !ret && c < options->collective_count; c++) {
 		const struct bench_collective *collective = options->collectives[c];
 
-		for (size_t size = options->min_size; !ret && size <= options->max_size; size *= options->factor) {
+		for (size_t size = bench_moves_data(collective) ? options->min_size : 0;
+		     !ret && size <= options->max_size; size *= options->factor) {
 			struct bench_row row = { 0 };
 
-			if (!bench_count(collective, rank->ranks, size, bench_datatype_size(options->datatype)))
+			if (bench_moves_data(collective) &&
+			    !bench_count(collective, rank->ranks, size, bench_datatype_size(options->datatype)))
 				continue;
 			bench_barrier(rank);
 			ret = bench_size(rank, collective, options, size, &row);
@@ -673,7 +689,7 @@ static int bench_rank_main(struct bench_rank *rank, const struct bench_options *
 			}
 			if (row.wrong)
 				ret = -FI_EIO;
-			if (options->factor < 2)
+			if (options->factor < 2 || !bench_moves_data(collective))
 				break;
 		}
 	}
@@ -834,11 +850,12 @@ static void bench_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: bolt_collective_bench [-n ranks] [-b min_bytes] [-e max_bytes] [-f factor]\n"
-		"       [-c allreduce,allgather,reduce_scatter,alltoall,broadcast|all]\n"
+		"       [-c allreduce,allgather,reduce_scatter,alltoall,broadcast,barrier|all]\n"
 		"       [-d float|double|float16|bfloat16|int8|uint8|int32|uint32|int64|uint64]\n"
 		"       [-o sum|prod|min|max] [-i iterations] [--csv|--json] [--plot FILE.png]\n"
 		"Starts n local ranks (default 4) on the software device (FI_BOLT_SOFT, default\n"
-		"thunderbolt); sizes take K, M and G suffixes (default 8 to 64M, factor 2).\n");
+		"thunderbolt); sizes take K, M and G suffixes (default 8 to 64M, factor 2); a\n"
+		"barrier has one row, of size 0.\n");
 }
 
 int main(int argc, char **argv)

@@ -174,9 +174,22 @@ Test(collective_choice, four_members_by_the_table)
 		/* Three members or more: a large broadcast goes down the chain. */
 		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0 },
 		{ FI_BROADCAST, FLOATS(65536 * KIB), false, "chain", 4096 * KIB, 0 },
-		{ FI_BARRIER, 0, false, "doubling", 0, 0 },
+		{ FI_BARRIER, 0, false, "direct", 0, 0 },
 	};
 	struct collective_options options = { .profile = "rocev2", .size = 4 };
+
+	choice_run(&options, CASES(cases));
+}
+
+/* Five members or more keep recursive doubling for small all-reduces and barriers. */
+Test(collective_choice, five_members_by_the_table)
+{
+	static const struct choice_case cases[] = {
+		{ FI_ALLREDUCE, 2, false, "doubling", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(4 * KIB), false, "ring", 256 * KIB, 4 },
+		{ FI_BARRIER, 0, false, "doubling", 0, 0 },
+	};
+	struct collective_options options = { .profile = "thunderbolt", .size = 5 };
 
 	choice_run(&options, CASES(cases));
 }
@@ -206,8 +219,9 @@ Test(collective_choice, parameters_override_the_table)
 	struct collective_options doubling_options = {
 		.profile = "rocev2", .size = 2, .ring_threshold = "1073741824", .doubling_members = "2",
 	};
+	/* Five members: the table's doubling, turned to direct. */
 	struct collective_options direct_options = {
-		.profile = "rocev2", .size = 4, .doubling_members = "8",
+		.profile = "rocev2", .size = 5, .doubling_members = "8",
 	};
 
 	choice_run(&ring_options, CASES(ring));
@@ -221,7 +235,7 @@ Test(collective_choice, yielding_progress)
 	static const struct choice_case cases[] = {
 		{ FI_ALLREDUCE, 2, false, "direct", 0, 0 },
 		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4 },
-		{ FI_BARRIER, 0, false, "doubling", 0, 0 },
+		{ FI_BARRIER, 0, false, "direct", 0, 0 },
 	};
 	struct collective_options options = { .profile = "thunderbolt", .size = 4, .yield = "yes" };
 
