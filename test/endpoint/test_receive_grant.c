@@ -7,7 +7,8 @@
  * receives back, as do a cancel and the death of the peer that held them;
  * a cancelled receive ends FI_ECANCELED and is never written, also when
  * the holder never answers (its connection fails after the liveness time,
- * which takes the grants and their registrations back). A lost
+ * which takes the grants and their registrations back). Receives short
+ * enough for UC's bounce buffers are not granted. A lost
  * granted write fails the connection; a connection that fails holding
  * grants takes its shared link with it.
  */
@@ -819,4 +820,86 @@ Test(receive_grant, lagging_reposts_granted_in_batches_thunderbolt)
 Test(receive_grant, lagging_reposts_granted_in_batches_rocev2)
 {
 	receive_stream("rocev2", "grant-lag-roce", LAGGING_POSTED, LAGGING_LAG, 2);
+}
+
+/*
+ * On UC a message that fits the link's bounce buffers goes whole into one
+ * of them, granted or not: receives that short are not granted there, which
+ * would only cost a registration and a message each. RC has no bounce
+ * buffers and grants them.
+ */
+#define BOUNCE_FITS (16 * 1024)
+#define BOUNCE_FIRST 2          /* the receiver learns who sends them */
+#define BOUNCE_LATER 4
+
+/* Sends the first messages, waits until told the receives are posted, sends the rest. */
+static int bounce_sized_sender(int socket, void *argument)
+{
+	const struct rdm_options *options = argument;
+	struct bolt_fixture_endpoint endpoint = { 0 };
+	char *buffer = malloc(BOUNCE_FITS);
+	int ret = buffer ? rdm_open_connected(&endpoint, options, socket) : 1;
+	uint64_t posted;
+
+	for (uint32_t i = 0; !ret && i < BOUNCE_FIRST + BOUNCE_LATER; i++) {
+		if (i == BOUNCE_FIRST)
+			ret = rdm_serve_until_told(&endpoint, socket, &posted);
+		if (!ret)
+			ret = send_one(&endpoint, buffer, BOUNCE_FITS, i, false);
+	}
+	return sender_end(&endpoint, socket, buffer, ret);
+}
+
+static void bounce_sized_receives(const char *profile, const char *tag, bool granted)
+{
+	struct rdm_options options = { .profile = profile };
+	struct bolt_fixture_endpoint endpoint = { 0 };
+	char *buffers = calloc(BOUNCE_FIRST + BOUNCE_LATER, BOUNCE_FITS);
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	struct bolt_connection *connection;
+	int socket;
+	pid_t peer;
+
+	cr_assert(buffers);
+	setenv("FI_BOLT_RECEIVE_GRANTS", "16", 1);
+	peer = rdm_pair_start(&options, tag, bounce_sized_sender, &options, &endpoint, &socket);
+	cr_assert(peer > 0);
+	for (size_t i = 0; i < BOUNCE_FIRST + BOUNCE_LATER; i++) {
+		char *buffer = buffers + i * BOUNCE_FITS;
+
+		/* The later ones are posted before their messages are sent, and granted then or never. */
+		if (i == BOUNCE_FIRST) {
+			for (size_t later = i; later < BOUNCE_FIRST + BOUNCE_LATER; later++)
+				cr_assert_eq(fi_recv(endpoint.ep, buffers + later * BOUNCE_FITS, BOUNCE_FITS,
+						     NULL, FI_ADDR_UNSPEC, buffers + later * BOUNCE_FITS), 0);
+			cr_assert_eq(rdm_send_value(socket, 1), 0);
+		}
+		if (i < BOUNCE_FIRST)
+			cr_assert_eq(fi_recv(endpoint.ep, buffer, BOUNCE_FITS, NULL, FI_ADDR_UNSPEC, buffer), 0);
+		cr_assert_eq(rdm_wait(&endpoint, &entry, &error), 0, "receive %zu", i);
+		cr_assert_eq(entry.op_context, buffer, "receive %zu completed out of order", i);
+		cr_assert_eq(entry.len, BOUNCE_FITS);
+		cr_assert(rdm_check(buffer, BOUNCE_FITS, (uint32_t) i), "receive %zu: its data is damaged", i);
+	}
+	connection = connection_to(&endpoint, endpoint.peer);
+	cr_assert_eq(bolt_peer_of(connection)->receives_granted, granted ? BOUNCE_LATER : 0,
+		     "%" PRIu64 " receives granted", bolt_peer_of(connection)->receives_granted);
+	cr_assert_eq(bolt_peer_of(connection)->granted_written, granted ? BOUNCE_LATER : 0,
+		     "%" PRIu64 " messages written into granted receives",
+		     bolt_peer_of(connection)->granted_written);
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	cr_assert_eq(rdm_pair_finish(&options, &endpoint, peer, socket), 0, "the sender failed");
+	unsetenv("FI_BOLT_RECEIVE_GRANTS");
+	free(buffers);
+}
+
+Test(receive_grant, bounce_sized_not_granted_thunderbolt)
+{
+	bounce_sized_receives("thunderbolt", "grant-bounce-tb", false);
+}
+
+Test(receive_grant, bounce_sized_granted_rocev2)
+{
+	bounce_sized_receives("rocev2", "grant-bounce-roce", true);
 }

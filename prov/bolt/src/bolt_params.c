@@ -153,7 +153,8 @@ static const struct bolt_param bolt_param_table[] = {
 		"in all; beyond it, every peer whose next message has no receive waits, as with "
 		"FI_BOLT_UNEXPECTED_LIMIT (default: 67108864)"),
 	BOLT_INT_PARAM("receive_grants", receive_grants, 0, BOLT_RECEIVE_GRANTS_MAX,
-		"Untagged receives of at least FI_BOLT_RENDEZVOUS_THRESHOLD bytes an endpoint "
+		"Untagged receives of at least FI_BOLT_RENDEZVOUS_THRESHOLD bytes (on UC, longer "
+		"than FI_BOLT_BOUNCE_SIZE) an endpoint "
 		"grants ahead to the peer whose messages will take them, at most, so that the peer "
 		"writes those messages straight into them, without a request and its answer; "
 		"they go out in batches once the peer holds half of them or fewer "

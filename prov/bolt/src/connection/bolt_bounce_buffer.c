@@ -88,6 +88,13 @@ const char *bolt_bounce_check_peer(const struct bolt_peer_bounce *peer_bounce)
 	return NULL;
 }
 
+size_t bolt_bounce_own_payload(const struct bolt_link *link)
+{
+	if (!link || !link->bounce.memory)
+		return 0;
+	return link->bounce.size - sizeof(struct bolt_wire_header);
+}
+
 size_t bolt_bounce_peer_payload(const struct bolt_link *link)
 {
 	if (!link || !link->peer_bounce.size || link->peer_receive_depth > BOLT_LINK_SLOTS)

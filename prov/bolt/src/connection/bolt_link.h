@@ -217,6 +217,8 @@ void bolt_bounce_destroy(struct bolt_link *link);
 void bolt_bounce_describe_own(const struct bolt_link *link, struct bolt_peer_bounce *peer_bounce);
 /* Why the peer's buffers as the handshake describes them cannot be used, or NULL. */
 const char *bolt_bounce_check_peer(const struct bolt_peer_bounce *peer_bounce);
+/* The payload a buffer of the link's own takes, which its peer writes into; 0 if it has none. */
+size_t bolt_bounce_own_payload(const struct bolt_link *link);
 /* The payload a buffer of the peer's takes; 0 if it has none. */
 size_t bolt_bounce_peer_payload(const struct bolt_link *link);
 /*

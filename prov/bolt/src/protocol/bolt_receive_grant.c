@@ -26,6 +26,9 @@
  * not answered within FI_BOLT_LIVENESS_TIMEOUT is not waited for longer:
  * its connection fails, which takes the grants back and deregisters them.
  *
+ * A receive short enough for the link's bounce buffers (on UC) is not
+ * granted: its message goes whole into a bounce buffer all the same.
+ *
  * Each grant's registration is of exactly its receive's bytes, with write
  * access only, and goes when the grant ends (bolt_registration_expose).
  *
@@ -91,6 +94,18 @@ struct bolt_receive_grant_batch {
 	struct bolt_wire_receive_grant grants[BOLT_WIRE_RECEIVE_GRANT_BATCH];
 };
 
+/*
+ * Whether a receive is worth granting to the connection's peer: a message it
+ * could take and that fits the link's bounce buffers goes whole into one of
+ * them, not into a grant, which would only have cost a registration and a
+ * message (16 KiB on UC: 8.8 us ping-pong granted, 7.5 not).
+ */
+static bool bolt_receive_grant_worth(const struct bolt_connection *connection,
+				     const struct bolt_receive *receive)
+{
+	return receive->length > bolt_bounce_own_payload(connection->link);
+}
+
 /* Whether the receives at the head of the posted list include enough to grant the connection's peer. */
 static bool bolt_receive_grant_waiting(struct bolt_endpoint *endpoint,
 				       const struct bolt_connection *connection, uint32_t enough)
@@ -100,7 +115,8 @@ static bool bolt_receive_grant_waiting(struct bolt_endpoint *endpoint,
 
 	DL_FOREACH(endpoint->posted, receive) {
 		if (count >= enough || !bolt_receive_grant_fits(endpoint, receive) ||
-		    bolt_receive_grant_peer(endpoint, receive) != connection)
+		    bolt_receive_grant_peer(endpoint, receive) != connection ||
+		    !bolt_receive_grant_worth(connection, receive))
 			break;
 		count++;
 	}
@@ -232,6 +248,7 @@ void bolt_receive_grant_offer(struct bolt_endpoint *endpoint)
 				    batch.count == BOLT_WIRE_RECEIVE_GRANT_BATCH))
 			bolt_receive_grant_send(&batch);
 		if (!bolt_receive_grant_may(connection, &batch) ||
+		    !bolt_receive_grant_worth(connection, receive) ||
 		    !bolt_receive_grant_one(connection, receive, &batch))
 			break;
 	}
