@@ -101,7 +101,7 @@ static const struct bolt_param bolt_param_table[] = {
 		"The largest RDMA write of the application's data on UC links. A write is lost if "
 		"any of its packets is (1 KiB on Thunderbolt), and only lost segments are written "
 		"again: the segment size, from 4 KiB up to this, is the one that moves the most "
-		"data for the loss the link shows (FI_BOLT_UC_SEGMENT_COST) (default: 1048576)"),
+		"data for the loss the link shows (FI_BOLT_UC_SEGMENT_COST) (default: 4194304)"),
 	BOLT_INT_PARAM("uc_segment_cost", uc_segment_cost, 0, 16777216,
 		"What one more UC write segment costs, as the bytes the link would write in that "
 		"time: larger segments save it, smaller ones lose less with each lost packet. bolt "
@@ -198,7 +198,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.soft_copy = "auto",
 	.liveness_timeout = 10000,
 	.uc_data_writes = true,
-	.uc_write_segment = 1048576,
+	.uc_write_segment = 4194304,
 	.uc_segment_cost = 16384,
 	.data_rails = -1,
 	.stripe_ports = -1,

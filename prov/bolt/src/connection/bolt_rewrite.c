@@ -67,6 +67,13 @@
 #define BOLT_REWRITE_MAX_TIMEOUT_NS (20ULL * 1000000ULL)
 /* The smallest segment: four Thunderbolt frames. */
 #define BOLT_REWRITE_MIN_SEGMENT 4096
+/*
+ * A connection's first segments, until the loss is first judged: no larger,
+ * so that a lossy link does not lose larger ones whole, again and again, for
+ * the first BOLT_REWRITE_CHOOSE_EVERY segments; a clean one grows to
+ * FI_BOLT_UC_WRITE_SEGMENT then.
+ */
+#define BOLT_REWRITE_FIRST_SEGMENT (1u << 20)
 /* The loss estimate follows about this many segments, and the size is chosen again after these. */
 #define BOLT_REWRITE_LOSS_MEMORY 64.0
 #define BOLT_REWRITE_CHOOSE_EVERY 8
@@ -98,6 +105,8 @@ int bolt_rewrite_start(struct bolt_connection *connection, int rail, struct bolt
 				     BOLT_REWRITE_MIN_TIMEOUT_NS, BOLT_REWRITE_MAX_TIMEOUT_NS);
 		rewrite->timeout_ns = rewrite->round_trip.timeout_ns;
 		rewrite->segment_size = (uint32_t) connection->manager->domain->fabric->params.uc_write_segment;
+		if (rewrite->segment_size > BOLT_REWRITE_FIRST_SEGMENT)
+			rewrite->segment_size = BOLT_REWRITE_FIRST_SEGMENT;
 	}
 	write = calloc(1, sizeof(*write));
 	if (!write)
