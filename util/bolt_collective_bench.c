@@ -629,7 +629,16 @@ static void bench_print_row(const struct bench_options *options, const struct be
 /* busbw against size, one line per collective, through gnuplot. */
 static int bench_plot(const struct bench_options *options, const struct bench_shared *shared, int ranks)
 {
-	FILE *gnuplot = popen("gnuplot", "w");
+	FILE *gnuplot;
+	int lines = 0;
+
+	for (int c = 0; c < options->collective_count; c++)
+		lines += bench_moves_data(options->collectives[c]);
+	if (!lines) {
+		fprintf(stderr, "bolt_collective_bench: --plot: a barrier has no bandwidth to draw\n");
+		return -1;
+	}
+	gnuplot = popen("gnuplot", "w");
 
 	if (!gnuplot) {
 		fprintf(stderr, "bolt_collective_bench: gnuplot: %s\n", strerror(errno));
@@ -640,7 +649,8 @@ static int bench_plot(const struct bench_options *options, const struct bench_sh
 		bench_datatype_name(options->datatype));
 	fprintf(gnuplot, "set xlabel 'size (bytes)'\nset ylabel 'busbw (GB/s)'\nset key left top\n");
 	fprintf(gnuplot, "set format x '%%.0b %%BB'\nset grid\nplot ");
-	for (int c = 0, lines = 0; c < options->collective_count; c++)
+	lines = 0;
+	for (int c = 0; c < options->collective_count; c++)
 		if (bench_moves_data(options->collectives[c]))
 			fprintf(gnuplot, "%s'-' using 1:2 with linespoints title '%s'", lines++ ? ", " : "",
 				options->collectives[c]->name);
