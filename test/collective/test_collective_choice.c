@@ -229,15 +229,21 @@ Test(collective_choice, parameters_override_the_table)
 	choice_run(&direct_options, CASES(direct));
 }
 
-/* Four ranks on two cores giving the CPU away whenever they wait: all still finish. */
+/*
+ * Four ranks on two cores giving the CPU away whenever they wait: all still
+ * finish, in each algorithm (doubling asked for: the table sends four direct).
+ */
 Test(collective_choice, yielding_progress)
 {
 	static const struct choice_case cases[] = {
-		{ FI_ALLREDUCE, 2, false, "direct", 0, 0 },
+		{ FI_BROADCAST, 2, false, "direct", 0, 0 },
+		{ FI_ALLREDUCE, 2, false, "doubling", 0, 0 },
 		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4 },
-		{ FI_BARRIER, 0, false, "direct", 0, 0 },
+		{ FI_BARRIER, 0, false, "doubling", 0, 0 },
 	};
-	struct collective_options options = { .profile = "thunderbolt", .size = 4, .yield = "yes" };
+	struct collective_options options = {
+		.profile = "thunderbolt", .size = 4, .yield = "yes", .doubling_members = "4",
+	};
 
 	choice_run(&options, CASES(cases));
 }
