@@ -850,13 +850,31 @@ static int bounce_sized_sender(int socket, void *argument)
 	return sender_end(&endpoint, socket, buffer, ret);
 }
 
+/* Receive i, of BOUNCE_FITS bytes at buffers + i * BOUNCE_FITS, completed with its message. */
+static void expect_bounce_sized(struct bolt_fixture_endpoint *endpoint, char *buffers, size_t i)
+{
+	char *buffer = buffers + i * BOUNCE_FITS;
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+
+	cr_assert_eq(rdm_wait(endpoint, &entry, &error), 0, "receive %zu", i);
+	cr_assert_eq(entry.op_context, buffer, "receive %zu completed out of order", i);
+	cr_assert_eq(entry.len, BOUNCE_FITS);
+	cr_assert(rdm_check(buffer, BOUNCE_FITS, (uint32_t) i), "receive %zu: its data is damaged", i);
+}
+
+static void post_bounce_sized(struct bolt_fixture_endpoint *endpoint, char *buffers, size_t i)
+{
+	char *buffer = buffers + i * BOUNCE_FITS;
+
+	cr_assert_eq(fi_recv(endpoint->ep, buffer, BOUNCE_FITS, NULL, FI_ADDR_UNSPEC, buffer), 0);
+}
+
 static void bounce_sized_receives(const char *profile, const char *tag, bool granted)
 {
 	struct rdm_options options = { .profile = profile };
 	struct bolt_fixture_endpoint endpoint = { 0 };
 	char *buffers = calloc(BOUNCE_FIRST + BOUNCE_LATER, BOUNCE_FITS);
-	struct fi_cq_tagged_entry entry;
-	struct fi_cq_err_entry error;
 	struct bolt_connection *connection;
 	int socket;
 	pid_t peer;
@@ -865,23 +883,16 @@ static void bounce_sized_receives(const char *profile, const char *tag, bool gra
 	setenv("FI_BOLT_RECEIVE_GRANTS", "16", 1);
 	peer = rdm_pair_start(&options, tag, bounce_sized_sender, &options, &endpoint, &socket);
 	cr_assert(peer > 0);
-	for (size_t i = 0; i < BOUNCE_FIRST + BOUNCE_LATER; i++) {
-		char *buffer = buffers + i * BOUNCE_FITS;
-
-		/* The later ones are posted before their messages are sent, and granted then or never. */
-		if (i == BOUNCE_FIRST) {
-			for (size_t later = i; later < BOUNCE_FIRST + BOUNCE_LATER; later++)
-				cr_assert_eq(fi_recv(endpoint.ep, buffers + later * BOUNCE_FITS, BOUNCE_FITS,
-						     NULL, FI_ADDR_UNSPEC, buffers + later * BOUNCE_FITS), 0);
-			cr_assert_eq(rdm_send_value(socket, 1), 0);
-		}
-		if (i < BOUNCE_FIRST)
-			cr_assert_eq(fi_recv(endpoint.ep, buffer, BOUNCE_FITS, NULL, FI_ADDR_UNSPEC, buffer), 0);
-		cr_assert_eq(rdm_wait(&endpoint, &entry, &error), 0, "receive %zu", i);
-		cr_assert_eq(entry.op_context, buffer, "receive %zu completed out of order", i);
-		cr_assert_eq(entry.len, BOUNCE_FITS);
-		cr_assert(rdm_check(buffer, BOUNCE_FITS, (uint32_t) i), "receive %zu: its data is damaged", i);
+	for (size_t i = 0; i < BOUNCE_FIRST; i++) {
+		post_bounce_sized(&endpoint, buffers, i);
+		expect_bounce_sized(&endpoint, buffers, i);
 	}
+	/* The later ones are posted before their messages are sent, and granted then or never. */
+	for (size_t i = BOUNCE_FIRST; i < BOUNCE_FIRST + BOUNCE_LATER; i++)
+		post_bounce_sized(&endpoint, buffers, i);
+	cr_assert_eq(rdm_send_value(socket, 1), 0);
+	for (size_t i = BOUNCE_FIRST; i < BOUNCE_FIRST + BOUNCE_LATER; i++)
+		expect_bounce_sized(&endpoint, buffers, i);
 	connection = connection_to(&endpoint, endpoint.peer);
 	cr_assert_eq(bolt_peer_of(connection)->receives_granted, granted ? BOUNCE_LATER : 0,
 		     "%" PRIu64 " receives granted", bolt_peer_of(connection)->receives_granted);
