@@ -594,37 +594,91 @@ Test(collective, application_receives_apart)
 	cr_assert_eq(collective_run(&options, "coll-apart", test_wildcard, NULL), 0);
 }
 
-/* ---- 64 MiB float32 all-reduce, with the default algorithm choice and segments ---- */
+/* ---- float32 all-reduces of the table's sizes, with its algorithm choice and segments ---- */
 
 #define TEST_LARGE_COUNT ((64u << 20) / sizeof(float))
 
-static int test_large(struct collective_rank *rank, void *argument)
+/* One all-reduce of count floats, every element checked. */
+static int test_allreduce_checked(struct collective_rank *rank, size_t count, bool in_place)
 {
-	bool in_place = argument != NULL;
-	float *input = malloc(TEST_LARGE_COUNT * sizeof(float));
+	float *input = malloc(count * sizeof(float));
 	/* Zeroed: peers write into it from their processes, which valgrind cannot follow. */
-	float *result = in_place ? input : calloc(TEST_LARGE_COUNT, sizeof(float));
+	float *result = in_place ? input : calloc(count, sizeof(float));
 	int context, error = 0, ret = input && result ? 0 : -FI_ENOMEM;
 
-	for (size_t index = 0; !ret && index < TEST_LARGE_COUNT; index++)
+	for (size_t index = 0; !ret && index < count; index++)
 		input[index] = (float) ((index * 7 + (size_t) rank->rank * 3) % 1000);
 	if (!ret)
-		ret = (int) fi_allreduce(rank->endpoint.ep, input, TEST_LARGE_COUNT, NULL, result, NULL,
+		ret = (int) fi_allreduce(rank->endpoint.ep, input, count, NULL, result, NULL,
 					 rank->endpoint.coll_addr, FI_FLOAT, FI_SUM, 0, &context);
 	if (!ret)
 		ret = collective_wait(rank, &context, &error);
-	for (size_t index = 0; !ret && index < TEST_LARGE_COUNT; index++) {
+	for (size_t index = 0; !ret && index < count; index++) {
 		float expected = 0;
 
 		for (int other = 0; other < rank->size; other++)
 			expected += (float) ((index * 7 + (size_t) other * 3) % 1000);
-		if (result[index] != expected)
+		if (result[index] != expected) {
+			fprintf(stderr, "rank %d of %d: all-reduce of %zu%s: element %zu differs\n",
+				rank->rank, rank->size, count, in_place ? " in place" : "", index);
 			ret = -FI_EIO;
+		}
 	}
 	if (!in_place)
 		free(result);
 	free(input);
 	return ret;
+}
+
+/* 64 MiB: the ring in 4 MiB segments. */
+static int test_large(struct collective_rank *rank, void *argument)
+{
+	return test_allreduce_checked(rank, TEST_LARGE_COUNT, argument != NULL);
+}
+
+/*
+ * Middle sizes, where the table takes recursive doubling for three and four
+ * members (the ring and the exchange around it), each a few elements over
+ * to leave the halves uneven, in place and not.
+ */
+static int test_middle(struct collective_rank *rank, void *argument)
+{
+	static const size_t kibibytes[] = { 16, 32, 256, 512 };
+	int ret = 0;
+
+	for (size_t k = 0; !ret && k < sizeof(kibibytes) / sizeof(kibibytes[0]); k++)
+		for (int in_place = 0; !ret && in_place < 2; in_place++)
+			ret = test_allreduce_checked(rank, kibibytes[k] * 1024 / sizeof(float) + 3,
+						     in_place);
+	return ret;
+}
+
+Test(collective_middle, thunderbolt_3)
+{
+	struct collective_options options = { .profile = "thunderbolt", .size = 3 };
+
+	cr_assert_eq(collective_run(&options, "coll-middle", test_middle, NULL), 0);
+}
+
+Test(collective_middle, thunderbolt_4)
+{
+	struct collective_options options = { .profile = "thunderbolt", .size = 4 };
+
+	cr_assert_eq(collective_run(&options, "coll-middle", test_middle, NULL), 0);
+}
+
+Test(collective_middle, rocev2_3)
+{
+	struct collective_options options = { .profile = "rocev2", .size = 3 };
+
+	cr_assert_eq(collective_run(&options, "coll-middle", test_middle, NULL), 0);
+}
+
+Test(collective_middle, rocev2_4)
+{
+	struct collective_options options = { .profile = "rocev2", .size = 4 };
+
+	cr_assert_eq(collective_run(&options, "coll-middle", test_middle, NULL), 0);
 }
 
 Test(collective_large, thunderbolt_4)

@@ -2,10 +2,10 @@
  * test_collective_choice.c: which algorithm runs an operation, as the group
  * tells through fi_control(FI_BOLT_COLLECTIVE_GET_CHOICE): the table's
  * choice by kind, size and members (one exchange for two members, recursive
- * doubling for small all-reduces among four, the ring with its segments and
- * lanes for large ones, the chain for large broadcasts among three or more),
- * and the FI_BOLT_COLLECTIVE_* parameters overriding
- * it. Each operation must also complete. And the yielding progress of
+ * doubling for middle all-reduces among three and four, the ring with its
+ * segments and lanes for large ones, the chain for large broadcasts among
+ * three or more), and the FI_BOLT_COLLECTIVE_* parameters overriding it.
+ * Each operation must also complete. And the yielding progress of
  * FI_BOLT_COLLECTIVE_YIELD=yes still gets every member through.
  */
 #include <stdio.h>
@@ -145,11 +145,15 @@ Test(collective_choice, two_members_on_rc_by_the_table)
 	choice_run(&options, CASES(cases));
 }
 
-/* Three members on UC: the same bands as two, the exchange up to 64 KiB and again from 128 KiB. */
+/*
+ * Three members on UC: bands as with two, the exchange up to 32 KiB, recursive
+ * doubling to 64 KiB, the ring, the exchange again from 128 KiB.
+ */
 Test(collective_choice, three_members_by_the_table)
 {
 	static const struct choice_case cases[] = {
-		{ FI_ALLREDUCE, FLOATS(32 * KIB), false, "direct", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "direct", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(32 * KIB), false, "doubling", 0, 0 },
 		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4 },
 		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "direct", 0, 0 },
 		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4 },
@@ -159,12 +163,46 @@ Test(collective_choice, three_members_by_the_table)
 	choice_run(&options, CASES(cases));
 }
 
+/* Three members on RC: recursive doubling between the exchange and the ring. */
+Test(collective_choice, three_members_on_rc_by_the_table)
+{
+	static const struct choice_case cases[] = {
+		{ FI_ALLREDUCE, FLOATS(128 * KIB), false, "direct", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "doubling", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4 },
+	};
+	struct collective_options options = { .profile = "rocev2", .size = 3 };
+
+	choice_run(&options, CASES(cases));
+}
+
+/*
+ * Four members on UC: one round for small all-reduces, recursive doubling's
+ * two rounds of the whole from 16 KiB (less to send than direct's three),
+ * the ring from 64 KiB, doubling again from 256 KiB, the ring from 1 MiB.
+ */
+Test(collective_choice, four_members_on_uc_by_the_table)
+{
+	static const struct choice_case cases[] = {
+		{ FI_ALLREDUCE, FLOATS(8 * KIB), false, "direct", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "doubling", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4 },
+		{ FI_ALLREDUCE, FLOATS(256 * KIB), true, "doubling", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(1024 * KIB), false, "ring", 256 * KIB, 4 },
+	};
+	struct collective_options options = { .profile = "thunderbolt", .size = 4 };
+
+	choice_run(&options, CASES(cases));
+}
+
 Test(collective_choice, four_members_by_the_table)
 {
 	static const struct choice_case cases[] = {
-		/* Four ranks on two cores: one round beats recursive doubling's two. */
+		/* Four ranks on two cores: one round beats recursive doubling's two while small. */
 		{ FI_ALLREDUCE, 2, false, "direct", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "direct", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(4 * KIB), false, "direct", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(8 * KIB), false, "doubling", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "doubling", 0, 0 },
 		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4 },
 		{ FI_ALLGATHER, 2, false, "direct", 0, 0 },
 		/* Four members: an all-gather goes direct, a reduce-scatter up to 8 MiB in all. */

@@ -73,16 +73,24 @@ struct bolt_collective_rule {
  * asks too, and the exchange wins again up to 256 KiB on UC (1.19 at
  * 128 KiB, 1.00 at 256 KiB) and 512 KiB on RC (1.14 at 128 KiB, 1.05 at
  * 256 KiB), the ring from there (0.80 to 0.88 at 512 KiB). Three members
- * show bands of the same kind: on UC the exchange up to 64 KiB (the ring
+ * show bands of the same kind: on UC the exchange up to 32 KiB (the ring
  * 1.29 at 32 KiB), the ring at 64 KiB (0.88), the exchange from 128 KiB to
  * 512 KiB (1.70 at 128 KiB, 1.21 at 256 KiB, 0.92 at 512 KiB); on RC the ring at
  * 8 KiB (0.94) and from 256 KiB (0.97, 0.83 at 512 KiB), the exchange
  * between (1.10 at 16 KiB, 1.77 at 64 KiB). Four members, all on two
- * cores, do best sending everything in one round too: recursive doubling's
- * time over direct's 1.27 to 2.19 from 8 B to 2 KiB (medians of three paired
- * rounds), the ring's 1.14 to 2.02 from 4 KiB to 32 KiB, 1.05 to 1.61 on RC
- * up to 256 KiB; on UC the ring wins from 64 KiB to 256 KiB (0.83 to 0.95),
- * direct again at 256 KiB (1.26, 1.38), both profiles' ring at 1 MiB (0.65).
+ * cores, do best sending everything in one round while messages are small:
+ * recursive doubling's time over direct's 1.27 to 2.19 from 8 B to 2 KiB
+ * (medians of three paired rounds), the ring's 1.14 to 2.02 from 4 KiB to
+ * 32 KiB. From there each member's two messages of the whole, where direct
+ * sends three, are what counts: doubling over direct 0.75 to 0.93 on RC from
+ * 8 KiB to 256 KiB and 0.76 to 0.87 on UC at 32 and 256 KiB (16 KiB 0.93 and
+ * 1.01, 4 and 8 KiB 0.98 to 1.06; three sets of three paired rounds), over
+ * the ring 0.74 and 0.89 at 512 KiB on UC (on RC 0.94 and 1.05, the ring
+ * kept), the ring from 1 MiB (1.77 to 2.20 at 2 MiB); on UC the ring still
+ * wins from 64 KiB to 256 KiB (doubling 1.07 and 1.14). Three members,
+ * where doubling folds the third member in and out (four steps), take it on
+ * UC at 32 KiB (0.81, 0.83 against the exchange) and on RC at 256 KiB (0.78,
+ * 0.91 against the ring; at 128 KiB 0.89 and 1.10, the exchange kept).
  * A barrier of four likewise: doubling's time over direct's 2.05 [1.85-2.90]
  * on UC, 1.45 [1.32-1.68] on RC (five paired rounds). More members are not
  * measured: recursive doubling's n log2(n) messages against direct's n(n-1)
@@ -96,10 +104,13 @@ struct bolt_collective_rule {
  * three and four members up to 8 MiB (0.73 to 0.85 at 4 MiB; the ring from
  * 16 MiB, 1.04 to 1.20), with two the ring (1.13 to 1.27 at 4 MiB).
  * Recursive doubling and halving lose to direct for all-gathers and
- * reduce-scatters of four at every size (16 B: 36 against 18 us on UC, 44
- * against 33 on RC): with four ranks on two cores a round costs more than
- * the messages it saves. Segments of 256 KiB start the ring's pipeline
- * sooner up to a few MiB, where 4 MiB ones then cost fewer messages.
+ * reduce-scatters of four (16 B: 36 against 18 us on UC, 44 against 33 on
+ * RC; from 32 KiB to 512 KiB on RC they tie at best, 0.93 to 1.17): with
+ * four ranks on two cores a round costs more than the messages it saves,
+ * and each member sends as many bytes as direct has it send, where an
+ * all-reduce's doubling sends the whole twice against direct's three times.
+ * Segments of 256 KiB start the ring's pipeline sooner up to a few MiB,
+ * where 4 MiB ones then cost fewer messages.
  * A broadcast of three or four members takes the chain, in 4 MiB segments,
  * from 64 MiB (chain's time over direct's, medians of three and of five
  * paired rounds: 0.59 to 1.24 there, six of eight below 1; at 16 MiB 0.63
@@ -119,15 +130,20 @@ static const struct bolt_collective_rule bolt_collective_rules[] = {
 	{ ALLREDUCE,               2, 2,    128 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4 },
 	{ ALLREDUCE,               2, 2,    256 * KIB, UC_DEVICE,  &bolt_collective_direct,   0,       0 },
 	{ ALLREDUCE,               2, 2,    512 * KIB, RC_DEVICE,  &bolt_collective_direct,   0,       0 },
-	{ ALLREDUCE,               3, 3,    64 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0 },
+	{ ALLREDUCE,               3, 3,    32 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0 },
+	{ ALLREDUCE,               3, 3,    64 * KIB,  UC_DEVICE,  &bolt_collective_doubling, 0,       0 },
 	{ ALLREDUCE,               3, 3,    128 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4 },
 	{ ALLREDUCE,               3, 3,    512 * KIB, UC_DEVICE,  &bolt_collective_direct,   0,       0 },
 	{ ALLREDUCE,               3, 3,    8 * KIB,   RC_DEVICE,  &bolt_collective_direct,   0,       0 },
 	{ ALLREDUCE,               3, 3,    16 * KIB,  RC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4 },
 	{ ALLREDUCE,               3, 3,    256 * KIB, RC_DEVICE,  &bolt_collective_direct,   0,       0 },
-	{ ALLREDUCE,               4, 4,    64 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0 },
+	{ ALLREDUCE,               3, 3,    512 * KIB, RC_DEVICE,  &bolt_collective_doubling, 0,       0 },
+	{ ALLREDUCE,               4, 4,    16 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0 },
+	{ ALLREDUCE,               4, 4,    64 * KIB,  UC_DEVICE,  &bolt_collective_doubling, 0,       0 },
 	{ ALLREDUCE,               4, 4,    256 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4 },
-	{ ALLREDUCE,               4, 4,    512 * KIB, ANY_DEVICE, &bolt_collective_direct,   0,       0 },
+	{ ALLREDUCE,               4, 4,    1 * MIB,   UC_DEVICE,  &bolt_collective_doubling, 0,       0 },
+	{ ALLREDUCE,               4, 4,    8 * KIB,   RC_DEVICE,  &bolt_collective_direct,   0,       0 },
+	{ ALLREDUCE,               4, 4,    512 * KIB, RC_DEVICE,  &bolt_collective_doubling, 0,       0 },
 	{ ALLREDUCE | BARRIER,     5, ANY_MEMBERS, 4 * KIB, ANY_DEVICE, &bolt_collective_doubling, 0, 0 },
 	{ ALLGATHER,               2, 4,    64 * MIB,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
 	{ REDUCE_SCATTER,          3, 4,    8 * MIB,   ANY_DEVICE, &bolt_collective_direct,   0,       0 },
