@@ -653,33 +653,18 @@ static int test_middle(struct collective_rank *rank, void *argument)
 	return ret;
 }
 
-Test(collective_middle, thunderbolt_3)
+static void test_middle_group(const char *profile, int size)
 {
-	struct collective_options options = { .profile = "thunderbolt", .size = 3 };
+	struct collective_options options = { .profile = profile, .size = size };
 
-	cr_assert_eq(collective_run(&options, "coll-middle", test_middle, NULL), 0);
+	cr_assert_eq(collective_run(&options, "coll-middle", test_middle, NULL), 0,
+		     "middle all-reduces, %d ranks on %s", size, profile);
 }
 
-Test(collective_middle, thunderbolt_4)
-{
-	struct collective_options options = { .profile = "thunderbolt", .size = 4 };
-
-	cr_assert_eq(collective_run(&options, "coll-middle", test_middle, NULL), 0);
-}
-
-Test(collective_middle, rocev2_3)
-{
-	struct collective_options options = { .profile = "rocev2", .size = 3 };
-
-	cr_assert_eq(collective_run(&options, "coll-middle", test_middle, NULL), 0);
-}
-
-Test(collective_middle, rocev2_4)
-{
-	struct collective_options options = { .profile = "rocev2", .size = 4 };
-
-	cr_assert_eq(collective_run(&options, "coll-middle", test_middle, NULL), 0);
-}
+Test(collective_middle, thunderbolt_3) { test_middle_group("thunderbolt", 3); }
+Test(collective_middle, thunderbolt_4) { test_middle_group("thunderbolt", 4); }
+Test(collective_middle, rocev2_3) { test_middle_group("rocev2", 3); }
+Test(collective_middle, rocev2_4) { test_middle_group("rocev2", 4); }
 
 Test(collective_large, thunderbolt_4)
 {
