@@ -84,7 +84,7 @@ struct bolt_collective_rule {
  * 32 KiB. From there each member's two messages of the whole, where direct
  * sends three, are what counts: doubling over direct 0.75 to 0.93 on RC from
  * 8 KiB to 256 KiB and 0.76 to 0.87 on UC at 32 and 256 KiB (16 KiB 0.93 and
- * 1.01, 4 and 8 KiB 0.98 to 1.06; three sets of three paired rounds), over
+ * 1.01, 2 and 8 KiB 0.98 to 1.01; three sets of three paired rounds), over
  * the ring 0.74 and 0.89 at 512 KiB on UC (on RC 0.94 and 1.05, the ring
  * kept), the ring from 1 MiB (1.77 to 2.20 at 2 MiB); on UC the ring still
  * wins from 64 KiB to 256 KiB (doubling 1.07 and 1.14). Three members,
