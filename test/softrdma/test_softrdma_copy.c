@@ -255,7 +255,7 @@ struct sleeper {
 };
 
 static struct sleeper sleeper;
-static char message[4096];
+static char message[2 * SOFTRDMA_COMPLETION_PAYLOAD];
 /* More than a receive completion carries: the data goes through a staging channel. */
 #define SLEEPER_MESSAGE_LENGTH (SOFTRDMA_COMPLETION_PAYLOAD + 64)
 
@@ -266,7 +266,7 @@ static int sleeper_main(void *argument)
 	struct report report = { .status = -1 };
 	struct test_address self, peer;
 	struct test_device device;
-	static char buffer[4096];
+	static char buffer[2 * SOFTRDMA_COMPLETION_PAYLOAD];
 	struct ibv_mr *mr;
 	struct ibv_qp *qp;
 	struct ibv_wc wc;

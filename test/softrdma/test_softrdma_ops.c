@@ -289,12 +289,64 @@ static void check_scatter_gather(const char *tag, uint32_t piece)
 
 Test(ops, scatter_gather_lists)
 {
-	check_scatter_gather("sgl", 1000);
+	check_scatter_gather("sgl", SOFTRDMA_COMPLETION_PAYLOAD / 2);
 }
 
 Test(ops, scatter_gather_lists_of_a_message_its_completion_carries)
 {
 	check_scatter_gather("sgl-small", SOFTRDMA_COMPLETION_PAYLOAD / 4);
+}
+
+/* How many of cq's payload slots are taken (softrdma_layout.h). */
+static int payload_slots_taken(struct ibv_cq *cq)
+{
+	struct softrdma_segment *segment = softrdma_process.segment;
+	const struct softrdma_shared_cq *shared =
+		softrdma_table_slot(segment, &segment->cqs, ((struct softrdma_cq *) cq)->index);
+	int taken = 0;
+
+	for (int slot = 0; slot < SOFTRDMA_PAYLOAD_SLOTS; slot++)
+		taken += __atomic_load_n(&shared->payload_taken[slot], __ATOMIC_ACQUIRE) != 0;
+	return taken;
+}
+
+/*
+ * More small messages than the target's CQ has payload slots, none polled
+ * yet: the slots all fill and the rest are copied. Every message arrives
+ * intact and in order, and once polled every slot is free again.
+ */
+Test(ops, small_messages_past_the_payload_slots_are_copied)
+{
+	enum { MESSAGES = SOFTRDMA_PAYLOAD_SLOTS + 64, LENGTH = 1000 };
+	struct softrdma_config config;
+	struct ibv_wc wc;
+
+	test_config_init(&config, SOFTRDMA_PROFILE_ROCEV2, "single", "payload-slots");
+	cr_assert_eq(test_loopback_open(&loopback, &config, IBV_QPT_RC, MESSAGES * LENGTH, MESSAGES),
+		     0);
+	for (int index = 0; index < MESSAGES; index++) {
+		test_pattern_fill(loopback.buffer_a + index * LENGTH, LENGTH, (uint32_t) index);
+		cr_assert_eq(test_post_recv(loopback.qp_b, loopback.mr_b, index * LENGTH, LENGTH,
+					    (uint64_t) index), 0);
+	}
+	for (int index = 0; index < MESSAGES; index++)
+		cr_assert_eq(test_post_send(loopback.qp_a, IBV_WR_SEND, loopback.mr_a, index * LENGTH,
+					    LENGTH, NULL, 0, 0,
+					    index == MESSAGES - 1 ? IBV_SEND_SIGNALED : 0,
+					    (uint64_t) index), 0);
+	wc = expect_completion(loopback.device.cq);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", softrdma_wc_status_str(wc.status));
+	cr_assert_eq(payload_slots_taken(loopback.cq_b), SOFTRDMA_PAYLOAD_SLOTS);
+	for (int index = 0; index < MESSAGES; index++) {
+		wc = expect_completion(loopback.cq_b);
+		cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", softrdma_wc_status_str(wc.status));
+		cr_assert_eq(wc.wr_id, (uint64_t) index);
+		cr_assert_eq(wc.byte_len, LENGTH);
+		cr_assert(test_pattern_check(loopback.buffer_b + index * LENGTH, LENGTH,
+					     (uint32_t) index), "message %d", index);
+	}
+	cr_assert_eq(payload_slots_taken(loopback.cq_b), 0);
+	close_loopback();
 }
 
 Test(ops, bad_lkey_is_a_local_protection_error_then_flush)
@@ -463,6 +515,9 @@ Test(ops, receiver_not_ready_retried_until_a_receive_comes)
 	cr_assert_eq(wc.wr_id, 1);
 	wc = expect_completion(loopback.device.cq);
 	cr_assert_eq(wc.wr_id, 2);
+	/* The receiver reads its data once it has the receive's completion. */
+	wc = expect_completion(loopback.cq_b);
+	cr_assert_eq(wc.wr_id, 1);
 	cr_assert(test_pattern_check(loopback.buffer_b, 512, 2));
 	close_loopback();
 }

@@ -8,7 +8,7 @@
  * its QP's send queue slots, which only this process counts: under its own
  * lock, against QPs destroyed meanwhile. Polling a receive completion that
  * carries a small SEND's data places that data in the receive's buffers
- * (softrdma_internal.h). poll_cq, which also drives this process's
+ * and gives its payload slot back (softrdma_layout.h). poll_cq, which also drives this process's
  * send queues, is softrdma_poll.c.
  */
 #include <stddef.h>
@@ -100,19 +100,88 @@ int softrdma_destroy_cq(struct ibv_cq *ibv_cq)
 	return 0;
 }
 
+/* The CQ at cq_index, if it is in use: a QP's CQ index is read from shared memory. */
+static struct softrdma_shared_cq *softrdma_cq_in_use_locked(struct softrdma_segment *segment,
+							     int cq_index)
+{
+	struct softrdma_shared_cq *cq;
+
+	if (cq_index < 0 || cq_index >= (int) SOFTRDMA_CQ_SLOTS)
+		return NULL;
+	cq = softrdma_table_slot(segment, &segment->cqs, (uint32_t) cq_index);
+	return cq->slot.in_use ? cq : NULL;
+}
+
+bool softrdma_cq_payload_reserve_locked(struct softrdma_segment *segment, int cq_index,
+					struct softrdma_payload_reservation *reservation)
+{
+	struct softrdma_shared_cq *cq = softrdma_cq_in_use_locked(segment, cq_index);
+
+	reservation->slot = -1;
+	if (!cq)
+		return false;
+	for (uint32_t step = 0; step < SOFTRDMA_PAYLOAD_SLOTS; step++) {
+		uint32_t slot = (cq->payload_next + step) % SOFTRDMA_PAYLOAD_SLOTS;
+
+		/* Acquire: the consumer placed the slot's last data before it gave the slot back. */
+		if (__atomic_load_n(&cq->payload_taken[slot], __ATOMIC_ACQUIRE))
+			continue;
+		cq->payload_taken[slot] = 1;
+		cq->payload_next = slot + 1;
+		reservation->cq_index = cq_index;
+		reservation->cq_generation = cq->slot.generation;
+		reservation->slot = (int32_t) slot;
+		return true;
+	}
+	return false;
+}
+
+/* The reserved slot's CQ, unless it was destroyed (and maybe created again) since. */
+static struct softrdma_shared_cq *
+softrdma_cq_of_reservation_locked(struct softrdma_segment *segment,
+				  const struct softrdma_payload_reservation *reservation)
+{
+	struct softrdma_shared_cq *cq = softrdma_cq_in_use_locked(segment, reservation->cq_index);
+
+	return cq && cq->slot.generation == reservation->cq_generation ? cq : NULL;
+}
+
+struct softrdma_completion_payload *
+softrdma_cq_payload_locked(struct softrdma_segment *segment,
+			   const struct softrdma_payload_reservation *reservation)
+{
+	struct softrdma_shared_cq *cq = softrdma_cq_of_reservation_locked(segment, reservation);
+
+	return cq && reservation->slot >= 0 ? &cq->payloads[reservation->slot] : NULL;
+}
+
+void softrdma_cq_payload_release_locked(struct softrdma_segment *segment,
+					struct softrdma_payload_reservation *reservation)
+{
+	struct softrdma_shared_cq *cq;
+
+	if (reservation->slot < 0)
+		return;
+	cq = softrdma_cq_of_reservation_locked(segment, reservation);
+	if (cq)
+		__atomic_store_n(&cq->payload_taken[reservation->slot], 0, __ATOMIC_RELEASE);
+	reservation->slot = -1;
+}
+
 /*
  * A full CQ loses the completion and stays in error, as a real CQ overrun
- * does; its poller sees -EOVERFLOW once the ring is drained.
+ * does; its poller sees -EOVERFLOW once the ring is drained. A payload
+ * pushed with the completion is the poller's from here on; one that is
+ * not stays its sender's to release.
  */
 int softrdma_cq_push_locked(struct softrdma_segment *segment, int cq_index,
 			    const struct ibv_wc *wc, uint32_t qp_index, bool retires,
-			    uint64_t sequence, const struct softrdma_completion_payload *payload)
+			    uint64_t sequence, struct softrdma_payload_reservation *payload)
 {
-	struct softrdma_shared_cq *cq = softrdma_table_slot(segment, &segment->cqs,
-							    (uint32_t) cq_index);
+	struct softrdma_shared_cq *cq = softrdma_cq_in_use_locked(segment, cq_index);
 	struct softrdma_shared_completion *entry;
 
-	if (!cq->slot.in_use)
+	if (!cq)
 		return -ENOENT;
 	if (cq->produced - cq->consumed_seen >= (uint64_t) cq->capacity)
 		cq->consumed_seen = __atomic_load_n(&cq->consumed, __ATOMIC_ACQUIRE);
@@ -129,10 +198,11 @@ int softrdma_cq_push_locked(struct softrdma_segment *segment, int cq_index,
 	entry->qp_index = qp_index;
 	entry->retires = retires;
 	entry->sequence = sequence;
-	entry->has_payload = payload != NULL;
-	if (payload)
-		memcpy(&cq->payloads[cq->produced % SOFTRDMA_CQ_RING], payload,
-		       offsetof(struct softrdma_completion_payload, data) + payload->length);
+	entry->payload_slot = 0;
+	if (payload && payload->slot >= 0 && softrdma_cq_of_reservation_locked(segment, payload) == cq) {
+		entry->payload_slot = (uint16_t) (payload->slot + 1);
+		payload->slot = -1;
+	}
 	__atomic_store_n(&cq->produced, cq->produced + 1, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -183,8 +253,12 @@ static int softrdma_cq_pop(struct softrdma_shared_cq *cq, int num_entries, struc
 		const struct softrdma_shared_completion *entry = &cq->ring[consumed % SOFTRDMA_CQ_RING];
 
 		wc[count++] = entry->wc;
-		if (entry->has_payload)
-			softrdma_cq_place(&cq->payloads[consumed % SOFTRDMA_CQ_RING]);
+		if (entry->payload_slot && entry->payload_slot <= SOFTRDMA_PAYLOAD_SLOTS) {
+			softrdma_cq_place(&cq->payloads[entry->payload_slot - 1]);
+			/* Release: the next producer writes the slot only after it was placed. */
+			__atomic_store_n(&cq->payload_taken[entry->payload_slot - 1], 0,
+					 __ATOMIC_RELEASE);
+		}
 		if (entry->retires)
 			softrdma_cq_retire(entry);
 		/* The producer may reuse the entry from here on. */

@@ -148,10 +148,23 @@ struct softrdma_shared_mr *softrdma_mr_check_locked(struct softrdma_segment *seg
 void softrdma_mr_release_locked(struct softrdma_segment *segment, uint32_t index);
 
 /* ---- softrdma_cq.c ---- */
-/* payload: a receive completion's data for its poll to place, or NULL. */
+/*
+ * payload: the slot holding a receive completion's data for its poll to
+ * place, or NULL; pushed, the slot is the poll's and payload->slot -1.
+ */
 int softrdma_cq_push_locked(struct softrdma_segment *segment, int cq_index,
 			    const struct ibv_wc *wc, uint32_t qp_index, bool retires,
-			    uint64_t sequence, const struct softrdma_completion_payload *payload);
+			    uint64_t sequence, struct softrdma_payload_reservation *payload);
+/* A free payload slot of the CQ at cq_index, taken; false (slot -1) if there is none. */
+bool softrdma_cq_payload_reserve_locked(struct softrdma_segment *segment, int cq_index,
+					struct softrdma_payload_reservation *reservation);
+/* The reserved slot, or NULL if its CQ is gone. */
+struct softrdma_completion_payload *
+softrdma_cq_payload_locked(struct softrdma_segment *segment,
+			   const struct softrdma_payload_reservation *reservation);
+/* Gives back a reserved slot not pushed; nothing if there is none. */
+void softrdma_cq_payload_release_locked(struct softrdma_segment *segment,
+					struct softrdma_payload_reservation *reservation);
 void softrdma_cq_release_locked(struct softrdma_segment *segment, uint32_t index);
 /* poll_cq's last step (softrdma_poll.c): up to num_entries completions, or -EOVERFLOW. */
 int softrdma_cq_take(struct softrdma_cq *cq, int num_entries, struct ibv_wc *wc);
@@ -171,7 +184,7 @@ void softrdma_qp_send_discard(struct softrdma_qp *qp);
 void softrdma_qp_enter_error_locked(struct softrdma_segment *segment, uint32_t index);
 void softrdma_receive_complete_locked(struct softrdma_segment *segment, uint32_t qp_index,
 				      struct ibv_wc *wc,
-				      const struct softrdma_completion_payload *payload);
+				      struct softrdma_payload_reservation *payload);
 bool softrdma_receive_pop_locked(struct softrdma_shared_qp *shared,
 				 struct softrdma_shared_receive *receive);
 /* A sender takes the head receive; it stays outstanding until finished or given back. */
@@ -180,7 +193,7 @@ bool softrdma_receive_take_locked(struct softrdma_shared_qp *shared,
 /* Both do nothing if the QP (index, qpn) is gone or was reset since the take (epoch). */
 void softrdma_receive_finish_locked(struct softrdma_segment *segment, uint32_t qp_index,
 				    uint32_t qpn, uint32_t epoch, struct ibv_wc *wc,
-				    const struct softrdma_completion_payload *payload);
+				    struct softrdma_payload_reservation *payload);
 void softrdma_receive_give_back_locked(struct softrdma_segment *segment, uint32_t qp_index,
 				       uint32_t qpn, uint32_t epoch,
 				       const struct softrdma_shared_receive *receive);

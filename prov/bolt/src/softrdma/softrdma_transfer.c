@@ -47,6 +47,7 @@ struct softrdma_transfer {
 	pid_t target_pid;
 	bool delivers;          /* data to copy, or an RC target to ask after */
 	bool in_completion;     /* a small SEND: its data rides in the receive completion */
+	struct softrdma_payload_reservation payload; /* and waits in this slot of the target's CQ */
 	bool has_receive;       /* a posted receive of the target was consumed */
 	uint32_t receive_epoch; /* of the target's receive queue when it was taken */
 	struct softrdma_shared_receive receive;
@@ -341,7 +342,9 @@ static enum softrdma_step softrdma_transfer_scatter(struct softrdma_segment *seg
 	}
 	transfer->remote_access = IBV_ACCESS_LOCAL_WRITE;
 	transfer->in_completion = transfer->length &&
-				  transfer->length <= SOFTRDMA_COMPLETION_PAYLOAD;
+				  transfer->length <= SOFTRDMA_COMPLETION_PAYLOAD &&
+				  softrdma_cq_payload_reserve_locked(segment, target->recv_cq,
+								     &transfer->payload);
 	/* RC still asks, outside the lock, whether the target lives (softrdma_internal.h). */
 	transfer->delivers = transfer->length > 0 &&
 			     (!transfer->in_completion ||
@@ -484,12 +487,19 @@ static enum ibv_wc_opcode softrdma_send_wc_opcode(enum ibv_wr_opcode opcode)
 	}
 }
 
-/* A small SEND's data and where the receive puts it, for its receive completion. */
-static void softrdma_transfer_payload(const struct softrdma_transfer *transfer,
-				      struct softrdma_completion_payload *payload)
+/*
+ * A small SEND's data and where the receive puts it, into its slot for the
+ * receive completion; false if the slot's CQ is gone.
+ */
+static bool softrdma_transfer_payload(struct softrdma_segment *segment,
+				      const struct softrdma_transfer *transfer)
 {
+	struct softrdma_completion_payload *payload =
+		softrdma_cq_payload_locked(segment, &transfer->payload);
 	uint64_t offset = 0;
 
+	if (!payload)
+		return false;
 	for (int index = 0; index < transfer->local_count; index++) {
 		memcpy(payload->data + offset, transfer->local[index].iov_base,
 		       transfer->local[index].iov_len);
@@ -501,6 +511,7 @@ static void softrdma_transfer_payload(const struct softrdma_transfer *transfer,
 		payload->place[index].addr = (uintptr_t) transfer->remote[index].iov_base;
 		payload->place[index].length = transfer->remote[index].iov_len;
 	}
+	return true;
 }
 
 static void softrdma_transfer_complete_receive_locked(struct softrdma_segment *segment,
@@ -520,14 +531,12 @@ static void softrdma_transfer_complete_receive_locked(struct softrdma_segment *s
 		.wc_flags = with_imm ? IBV_WC_WITH_IMM : 0,
 		.src_qp = transfer->source->qpn,
 	};
-	bool carries = transfer->in_completion && transfer->receiver_status == IBV_WC_SUCCESS;
-	struct softrdma_completion_payload payload;
+	bool carries = transfer->in_completion && transfer->receiver_status == IBV_WC_SUCCESS &&
+		       softrdma_transfer_payload(segment, transfer);
 
-	if (carries)
-		softrdma_transfer_payload(transfer, &payload);
 	/* The target may have been destroyed or reset while the data was copied. */
 	softrdma_receive_finish_locked(segment, transfer->target_index, transfer->target_qpn,
-				       transfer->receive_epoch, &wc, carries ? &payload : NULL);
+				       transfer->receive_epoch, &wc, carries ? &transfer->payload : NULL);
 }
 
 static void softrdma_transfer_complete_locked(struct softrdma_segment *segment,
@@ -623,6 +632,7 @@ static enum softrdma_step softrdma_transfer_deliver(struct softrdma_segment *seg
 		step = softrdma_transfer_acknowledge_locked(segment, transfer);
 	if (step != SOFTRDMA_STEP_WAIT)
 		softrdma_transfer_complete_locked(segment, transfer);
+	softrdma_cq_payload_release_locked(segment, &transfer->payload);
 	softrdma_unlock(segment);
 	return step;
 }
@@ -639,6 +649,7 @@ enum softrdma_transfer_outcome softrdma_transfer_execute(struct softrdma_qp *qp,
 		.rc = qp->ibv.qp_type == IBV_QPT_RC,
 		.sender_status = IBV_WC_SUCCESS,
 		.receiver_status = IBV_WC_SUCCESS,
+		.payload = { .slot = -1 },
 	};
 	enum softrdma_step step;
 
@@ -651,6 +662,9 @@ enum softrdma_transfer_outcome softrdma_transfer_execute(struct softrdma_qp *qp,
 		step = softrdma_transfer_acknowledge_locked(segment, &transfer);
 	if (step != SOFTRDMA_STEP_WAIT && !transfer.delivers)
 		softrdma_transfer_complete_locked(segment, &transfer);
+	/* A slot not pushed with a completion goes back, unless the delivery below still needs it. */
+	if (step == SOFTRDMA_STEP_WAIT || !transfer.delivers)
+		softrdma_cq_payload_release_locked(segment, &transfer.payload);
 	softrdma_unlock(segment);
 	if (step != SOFTRDMA_STEP_WAIT && transfer.delivers)
 		step = softrdma_transfer_deliver(segment, &transfer, burst);
