@@ -2,15 +2,18 @@
  * test_softrdma_shared.c: the shared segment: its name, reference-counted
  * attach, the first config winning, invalid configs, many processes racing
  * to create it, replacing a segment whose users all died, reaping a dead
- * process's objects, recovery from a lock holder that died, and fork.
+ * process's objects, recovery from a lock holder that died, fork, and the
+ * anchor that tells others a process runs.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "softrdma/softrdma_internal.h"
@@ -329,6 +332,80 @@ Test(shared, a_forked_child_attaches_again)
 	test_device_close(&device);
 	softrdma_detach();
 	cr_assert_not(segment_exists());
+}
+
+static void *attach_in_a_thread(void *argument)
+{
+	(void) argument;
+	return (void *) (intptr_t) softrdma_attach(&config);
+}
+
+/* Attaches from a thread that ends, detaches too if argued, says so and waits to be killed. */
+static int attach_and_wait(struct test_channel *channel, bool detach)
+{
+	pthread_t thread;
+	void *attached;
+	char ready = 1;
+
+	if (pthread_create(&thread, NULL, attach_in_a_thread, NULL) ||
+	    pthread_join(thread, &attached) || attached)
+		return 1;
+	if (detach)
+		softrdma_detach();
+	if (test_channel_send(channel, false, &ready, 1))
+		return 2;
+	for (;;)
+		pause();
+}
+
+static int attach_from_a_thread_and_wait(void *argument)
+{
+	return attach_and_wait(argument, false);
+}
+
+static int attach_detach_and_wait(void *argument)
+{
+	return attach_and_wait(argument, true);
+}
+
+/* A child started with start, once it says it is ready. */
+static pid_t start_child(struct test_channel *channel, int (*start)(void *))
+{
+	char ready;
+	pid_t pid;
+
+	cr_assert_eq(test_channel_open(channel), 0);
+	pid = test_fork(start, channel);
+	cr_assert_eq(test_channel_receive(channel, true, &ready, 1), 0);
+	return pid;
+}
+
+/*
+ * A process's anchor holds while it runs, after the thread that attached it
+ * ended too; not once it was killed (a zombie already), nor once it
+ * detached: RC senders to it then ask the kernel.
+ */
+Test(shared, the_anchor_of_a_process_holds_while_it_runs_attached)
+{
+	struct test_channel channel;
+	pid_t pid;
+
+	test_config_init(&config, SOFTRDMA_PROFILE_ROCEV2, "single", "anchor");
+	cr_assert_eq(softrdma_attach(&config), 0);
+	cr_assert(softrdma_anchor_holds(softrdma_process.segment, getpid()));
+	pid = start_child(&channel, attach_from_a_thread_and_wait);
+	cr_assert(softrdma_anchor_holds(softrdma_process.segment, pid));
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	cr_assert_eq(waitid(P_PID, (id_t) pid, &(siginfo_t) { 0 }, WEXITED | WNOWAIT), 0);
+	cr_assert_not(softrdma_anchor_holds(softrdma_process.segment, pid));
+	cr_assert_eq(test_wait(pid), -1);
+	test_channel_close(&channel);
+	pid = start_child(&channel, attach_detach_and_wait);
+	cr_assert_not(softrdma_anchor_holds(softrdma_process.segment, pid));
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	cr_assert_eq(test_wait(pid), -1);
+	test_channel_close(&channel);
+	softrdma_detach();
 }
 
 Test(shared, a_segment_of_another_layout_is_refused)

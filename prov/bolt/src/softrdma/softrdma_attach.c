@@ -1,9 +1,10 @@
 /*
  * softrdma_attach.c: this process's attachment to the device: the config
  * check, the copy mode, reference-counted attach and detach (the first
- * config wins), the service thread of copy mode shm, starting over in a
- * child of fork, sweeping what dead jobs left before attaching, and leaving
- * at exit a segment the process did not detach from.
+ * config wins), the service thread of copy mode shm, the anchor thread that
+ * tells others this process runs, starting over in a child of fork,
+ * sweeping what dead jobs left before attaching, and leaving at exit a
+ * segment the process did not detach from.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@ static void softrdma_forget_parent(void)
 	if (process->segment)
 		munmap(process->segment, process->segment_size);
 	softrdma_service_forget();
+	softrdma_anchor_forget();
 	softrdma_watch_forget();
 	free(process->devices);
 	process->devices = NULL;
@@ -115,6 +117,7 @@ static int softrdma_attach_first(const struct softrdma_config *config)
 	}
 	process->pid = getpid();
 	process->host = config->host;
+	softrdma_anchor_start();
 	ret = softrdma_host_check(config);
 	if (!ret)
 		ret = softrdma_devices_create();
@@ -122,6 +125,7 @@ static int softrdma_attach_first(const struct softrdma_config *config)
 		ret = softrdma_attach_copy_mode(probe);
 	if (ret) {
 		softrdma_devices_destroy();
+		softrdma_anchor_stop();
 		softrdma_segment_close();
 		return ret;
 	}
@@ -155,6 +159,7 @@ void softrdma_detach(void)
 	if (process->attach_count && !--process->attach_count) {
 		softrdma_service_stop();
 		softrdma_devices_destroy();
+		softrdma_anchor_stop();
 		softrdma_segment_close();
 		softrdma_watch_close_all();
 		process->qps = NULL;
@@ -181,6 +186,7 @@ __attribute__((destructor)) static void softrdma_leave_at_exit(void)
 		return;
 	if (process->attach_count) {
 		softrdma_service_stop();
+		softrdma_anchor_stop();
 		softrdma_segment_leave();
 		process->attach_count = 0;
 	}

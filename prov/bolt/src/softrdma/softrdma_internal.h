@@ -129,6 +129,16 @@ void softrdma_limits_effective(const struct softrdma_config *config,
 /* Frees every MR, QP, CQ and channel pid owns and forgets pid: it died or detached. */
 void softrdma_release_owner_locked(struct softrdma_segment *segment, pid_t pid);
 
+/* ---- softrdma_anchor.c ---- */
+/* Starts the thread that holds this process's anchor; without it, others ask a pidfd. */
+void softrdma_anchor_start(void);
+/* Lets go of the anchor: before the process's entry is forgotten. */
+void softrdma_anchor_stop(void);
+/* A child of fork has no anchor thread. */
+void softrdma_anchor_forget(void);
+/* Whether pid surely runs: its anchor is held. false tells nothing. */
+bool softrdma_anchor_holds(struct softrdma_segment *segment, pid_t pid);
+
 /* ---- softrdma_watch.c ---- */
 /* 1 if pid has exited (zombie or reaped), 0 if it runs, negative if this cannot tell. */
 int softrdma_watch_exited(pid_t pid);

@@ -24,7 +24,7 @@
 
 
 #define SOFTRDMA_MAGIC 0x74666f73746c6f62ULL /* "boltsoft" */
-#define SOFTRDMA_LAYOUT_VERSION 9
+#define SOFTRDMA_LAYOUT_VERSION 10
 
 /* Table sizes: generous, since the file is sparse and pages are touched only when used. */
 #define SOFTRDMA_MAX_PROCESSES 256
@@ -130,9 +130,10 @@ struct softrdma_shared_qp {
  * small message without the host's CPU. The target sees the data once it
  * has the completion, as it would from a device, and keeps the buffers of a
  * receive until then, as it must anyway. An RC sender must see its
- * target's death, zombies included: it asks a pidfd (softrdma_watch.c), or,
- * where there are none, copies after all (UC loses the message to a dead
- * target anyway).
+ * target's death, zombies included: the target's anchor tells it runs
+ * (softrdma_anchor.c); where it cannot, the sender asks a pidfd
+ * (softrdma_watch.c) or, where there are none, copies after all (UC loses
+ * the message to a dead target anyway).
  *
  * Small is up to one frame of the Thunderbolt profile, which holds any of
  * bolt's control messages: that is where a system call per message costs
@@ -279,6 +280,7 @@ struct softrdma_attached_process {
 	uint32_t unused;
 	uint64_t start_time;    /* clock ticks after boot; 0: unknown, the pid alone counts */
 	uint64_t pid_namespace; /* its inode number; 0: unknown */
+	pthread_mutex_t anchor; /* robust: held while the process runs (softrdma_anchor.c) */
 };
 
 /*

@@ -345,10 +345,14 @@ static enum softrdma_step softrdma_transfer_scatter(struct softrdma_segment *seg
 				  transfer->length <= SOFTRDMA_COMPLETION_PAYLOAD &&
 				  softrdma_cq_payload_reserve_locked(segment, target->recv_cq,
 								     &transfer->payload);
-	/* RC still asks, outside the lock, whether the target lives (softrdma_internal.h). */
+	/*
+	 * RC still asks, outside the lock, whether the target lives
+	 * (softrdma_layout.h), unless its anchor tells it does.
+	 */
 	transfer->delivers = transfer->length > 0 &&
 			     (!transfer->in_completion ||
-			      (transfer->rc && transfer->target_pid != softrdma_process.pid));
+			      (transfer->rc && transfer->target_pid != softrdma_process.pid &&
+			       !softrdma_anchor_holds(segment, transfer->target_pid)));
 	return SOFTRDMA_STEP_CONTINUE;
 }
 
