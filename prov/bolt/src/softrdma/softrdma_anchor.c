@@ -4,11 +4,12 @@
  * process's entry in the table of attached processes until it detaches.
  * When that thread ends with its process (exit, a signal, exec), the kernel
  * marks the mutex's owner dead, as it walks the thread's robust list, before
- * the process becomes a zombie. So a sender learns that its target still
- * runs by reading one word of shared memory, where a pidfd costs a system
- * call per message, as much again as the message itself. An anchor that
- * does not hold tells nothing (not started yet, detached, another C
- * library): softrdma_watch.c then asks the pidfd.
+ * the process becomes a zombie. So an RC sender learns that its target
+ * still runs by reading one word of shared memory, where asking the kernel
+ * (a pidfd) costs a system call per message, as much again as a small
+ * message itself. An anchor that does not hold tells nothing (not started
+ * yet, detached, another C library): the sender then copies, which finds
+ * a dead target.
  */
 #include <linux/futex.h>
 #include <signal.h>

@@ -28,7 +28,6 @@ static void softrdma_forget_parent(void)
 		munmap(process->segment, process->segment_size);
 	softrdma_service_forget();
 	softrdma_anchor_forget();
-	softrdma_watch_forget();
 	free(process->devices);
 	process->devices = NULL;
 	process->device_count = 0;
@@ -161,7 +160,6 @@ void softrdma_detach(void)
 		softrdma_devices_destroy();
 		softrdma_anchor_stop();
 		softrdma_segment_close();
-		softrdma_watch_close_all();
 		process->qps = NULL;
 		process->waiting_qps = 0;
 	}

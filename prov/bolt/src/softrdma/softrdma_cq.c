@@ -8,7 +8,7 @@
  * its QP's send queue slots, which only this process counts: under its own
  * lock, against QPs destroyed meanwhile. Polling a receive completion that
  * carries a small SEND's data places that data in the receive's buffers
- * and gives its payload slot back (softrdma_layout.h). poll_cq, which also drives this process's
+ * (softrdma_layout.h). poll_cq, which also drives this process's
  * send queues, is softrdma_poll.c.
  */
 #include <stddef.h>
@@ -112,80 +112,38 @@ static struct softrdma_shared_cq *softrdma_cq_in_use_locked(struct softrdma_segm
 	return cq->slot.in_use ? cq : NULL;
 }
 
-bool softrdma_cq_payload_reserve_locked(struct softrdma_segment *segment, int cq_index,
-					struct softrdma_payload_reservation *reservation)
+/* Whether fewer than limit of cq's completions wait for its consumer. */
+static bool softrdma_cq_behind_less_than_locked(struct softrdma_shared_cq *cq, uint64_t limit)
+{
+	if (cq->produced - cq->consumed_seen >= limit)
+		cq->consumed_seen = __atomic_load_n(&cq->consumed, __ATOMIC_ACQUIRE);
+	return cq->produced - cq->consumed_seen < limit;
+}
+
+bool softrdma_cq_payload_room_locked(struct softrdma_segment *segment, int cq_index)
 {
 	struct softrdma_shared_cq *cq = softrdma_cq_in_use_locked(segment, cq_index);
 
-	reservation->slot = -1;
-	if (!cq)
-		return false;
-	for (uint32_t step = 0; step < SOFTRDMA_PAYLOAD_SLOTS; step++) {
-		uint32_t slot = (cq->payload_next + step) % SOFTRDMA_PAYLOAD_SLOTS;
-
-		/* Acquire: the consumer placed the slot's last data before it gave the slot back. */
-		if (__atomic_load_n(&cq->payload_taken[slot], __ATOMIC_ACQUIRE))
-			continue;
-		cq->payload_taken[slot] = 1;
-		cq->payload_next = slot + 1;
-		reservation->cq_index = cq_index;
-		reservation->cq_generation = cq->slot.generation;
-		reservation->slot = (int32_t) slot;
-		return true;
-	}
-	return false;
-}
-
-/* The reserved slot's CQ, unless it was destroyed (and maybe created again) since. */
-static struct softrdma_shared_cq *
-softrdma_cq_of_reservation_locked(struct softrdma_segment *segment,
-				  const struct softrdma_payload_reservation *reservation)
-{
-	struct softrdma_shared_cq *cq = softrdma_cq_in_use_locked(segment, reservation->cq_index);
-
-	return cq && cq->slot.generation == reservation->cq_generation ? cq : NULL;
-}
-
-struct softrdma_completion_payload *
-softrdma_cq_payload_locked(struct softrdma_segment *segment,
-			   const struct softrdma_payload_reservation *reservation)
-{
-	struct softrdma_shared_cq *cq = softrdma_cq_of_reservation_locked(segment, reservation);
-
-	return cq && reservation->slot >= 0 ? &cq->payloads[reservation->slot] : NULL;
-}
-
-void softrdma_cq_payload_release_locked(struct softrdma_segment *segment,
-					struct softrdma_payload_reservation *reservation)
-{
-	struct softrdma_shared_cq *cq;
-
-	if (reservation->slot < 0)
-		return;
-	cq = softrdma_cq_of_reservation_locked(segment, reservation);
-	if (cq)
-		__atomic_store_n(&cq->payload_taken[reservation->slot], 0, __ATOMIC_RELEASE);
-	reservation->slot = -1;
+	return cq && softrdma_cq_behind_less_than_locked(cq, SOFTRDMA_PAYLOAD_SLOTS);
 }
 
 /*
  * A full CQ loses the completion and stays in error, as a real CQ overrun
- * does; its poller sees -EOVERFLOW once the ring is drained. A payload
- * pushed with the completion is the poller's from here on; one that is
- * not stays its sender's to release.
+ * does; its poller sees -EOVERFLOW once the ring is drained. So does a
+ * payload whose slot still holds one not placed, which its sender's check
+ * of the room (in the same pass under the lock) rules out.
  */
 int softrdma_cq_push_locked(struct softrdma_segment *segment, int cq_index,
 			    const struct ibv_wc *wc, uint32_t qp_index, bool retires,
-			    uint64_t sequence, struct softrdma_payload_reservation *payload)
+			    uint64_t sequence, const struct softrdma_completion_payload *payload)
 {
 	struct softrdma_shared_cq *cq = softrdma_cq_in_use_locked(segment, cq_index);
 	struct softrdma_shared_completion *entry;
 
 	if (!cq)
 		return -ENOENT;
-	if (cq->produced - cq->consumed_seen >= (uint64_t) cq->capacity)
-		cq->consumed_seen = __atomic_load_n(&cq->consumed, __ATOMIC_ACQUIRE);
-	if (cq->produced - cq->consumed_seen >= (uint64_t) cq->capacity) {
+	if (!softrdma_cq_behind_less_than_locked(cq, (uint64_t) cq->capacity) ||
+	    (payload && !softrdma_cq_behind_less_than_locked(cq, SOFTRDMA_PAYLOAD_SLOTS))) {
 		if (!cq->overflowed)
 			FI_WARN(&bolt_prov, FI_LOG_CORE,
 				"software device: CQ of %d entries overrun; completions lost\n",
@@ -198,11 +156,10 @@ int softrdma_cq_push_locked(struct softrdma_segment *segment, int cq_index,
 	entry->qp_index = qp_index;
 	entry->retires = retires;
 	entry->sequence = sequence;
-	entry->payload_slot = 0;
-	if (payload && payload->slot >= 0 && softrdma_cq_of_reservation_locked(segment, payload) == cq) {
-		entry->payload_slot = (uint16_t) (payload->slot + 1);
-		payload->slot = -1;
-	}
+	entry->has_payload = payload != NULL;
+	if (payload)
+		memcpy(&cq->payloads[cq->produced % SOFTRDMA_PAYLOAD_SLOTS], payload,
+		       offsetof(struct softrdma_completion_payload, data) + payload->length);
 	__atomic_store_n(&cq->produced, cq->produced + 1, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -253,12 +210,8 @@ static int softrdma_cq_pop(struct softrdma_shared_cq *cq, int num_entries, struc
 		const struct softrdma_shared_completion *entry = &cq->ring[consumed % SOFTRDMA_CQ_RING];
 
 		wc[count++] = entry->wc;
-		if (entry->payload_slot && entry->payload_slot <= SOFTRDMA_PAYLOAD_SLOTS) {
-			softrdma_cq_place(&cq->payloads[entry->payload_slot - 1]);
-			/* Release: the next producer writes the slot only after it was placed. */
-			__atomic_store_n(&cq->payload_taken[entry->payload_slot - 1], 0,
-					 __ATOMIC_RELEASE);
-		}
+		if (entry->has_payload)
+			softrdma_cq_place(&cq->payloads[consumed % SOFTRDMA_PAYLOAD_SLOTS]);
 		if (entry->retires)
 			softrdma_cq_retire(entry);
 		/* The producer may reuse the entry from here on. */

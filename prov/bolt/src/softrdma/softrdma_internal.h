@@ -139,12 +139,6 @@ void softrdma_anchor_forget(void);
 /* Whether pid surely runs: its anchor is held. false tells nothing. */
 bool softrdma_anchor_holds(struct softrdma_segment *segment, pid_t pid);
 
-/* ---- softrdma_watch.c ---- */
-/* 1 if pid has exited (zombie or reaped), 0 if it runs, negative if this cannot tell. */
-int softrdma_watch_exited(pid_t pid);
-void softrdma_watch_close_all(void);
-void softrdma_watch_forget(void);
-
 /* ---- softrdma_device.c ---- */
 int softrdma_devices_create(void);
 void softrdma_devices_destroy(void);
@@ -158,23 +152,12 @@ struct softrdma_shared_mr *softrdma_mr_check_locked(struct softrdma_segment *seg
 void softrdma_mr_release_locked(struct softrdma_segment *segment, uint32_t index);
 
 /* ---- softrdma_cq.c ---- */
-/*
- * payload: the slot holding a receive completion's data for its poll to
- * place, or NULL; pushed, the slot is the poll's and payload->slot -1.
- */
+/* payload: a receive completion's data for its poll to place, or NULL. */
 int softrdma_cq_push_locked(struct softrdma_segment *segment, int cq_index,
 			    const struct ibv_wc *wc, uint32_t qp_index, bool retires,
-			    uint64_t sequence, struct softrdma_payload_reservation *payload);
-/* A free payload slot of the CQ at cq_index, taken; false (slot -1) if there is none. */
-bool softrdma_cq_payload_reserve_locked(struct softrdma_segment *segment, int cq_index,
-					struct softrdma_payload_reservation *reservation);
-/* The reserved slot, or NULL if its CQ is gone. */
-struct softrdma_completion_payload *
-softrdma_cq_payload_locked(struct softrdma_segment *segment,
-			   const struct softrdma_payload_reservation *reservation);
-/* Gives back a reserved slot not pushed; nothing if there is none. */
-void softrdma_cq_payload_release_locked(struct softrdma_segment *segment,
-					struct softrdma_payload_reservation *reservation);
+			    uint64_t sequence, const struct softrdma_completion_payload *payload);
+/* Whether the next completion pushed to the CQ at cq_index may carry a payload. */
+bool softrdma_cq_payload_room_locked(struct softrdma_segment *segment, int cq_index);
 void softrdma_cq_release_locked(struct softrdma_segment *segment, uint32_t index);
 /* poll_cq's last step (softrdma_poll.c): up to num_entries completions, or -EOVERFLOW. */
 int softrdma_cq_take(struct softrdma_cq *cq, int num_entries, struct ibv_wc *wc);
@@ -194,7 +177,7 @@ void softrdma_qp_send_discard(struct softrdma_qp *qp);
 void softrdma_qp_enter_error_locked(struct softrdma_segment *segment, uint32_t index);
 void softrdma_receive_complete_locked(struct softrdma_segment *segment, uint32_t qp_index,
 				      struct ibv_wc *wc,
-				      struct softrdma_payload_reservation *payload);
+				      const struct softrdma_completion_payload *payload);
 bool softrdma_receive_pop_locked(struct softrdma_shared_qp *shared,
 				 struct softrdma_shared_receive *receive);
 /* A sender takes the head receive; it stays outstanding until finished or given back. */
@@ -203,7 +186,7 @@ bool softrdma_receive_take_locked(struct softrdma_shared_qp *shared,
 /* Both do nothing if the QP (index, qpn) is gone or was reset since the take (epoch). */
 void softrdma_receive_finish_locked(struct softrdma_segment *segment, uint32_t qp_index,
 				    uint32_t qpn, uint32_t epoch, struct ibv_wc *wc,
-				    struct softrdma_payload_reservation *payload);
+				    const struct softrdma_completion_payload *payload);
 void softrdma_receive_give_back_locked(struct softrdma_segment *segment, uint32_t qp_index,
 				       uint32_t qpn, uint32_t epoch,
 				       const struct softrdma_shared_receive *receive);
@@ -219,17 +202,8 @@ enum softrdma_transfer_outcome {
 	SOFTRDMA_TRANSFER_DONE,
 	SOFTRDMA_TRANSFER_WAIT, /* RC retrying: keep it queued */
 };
-/*
- * What one pass over a send queue has seen: WRs processed together go out
- * as one burst, and a target whose memory took a copy of the burst is
- * there for the rest of it, as if it died only once the burst had left.
- */
-struct softrdma_burst {
-	pid_t alive_pid;        /* 0: none seen yet */
-};
 enum softrdma_transfer_outcome softrdma_transfer_execute(struct softrdma_qp *qp,
-							 struct softrdma_send_entry *entry,
-							 struct softrdma_burst *burst);
+							 struct softrdma_send_entry *entry);
 
 /* ---- softrdma_copy.c ---- */
 /* 0 if this process may use cross-memory attach, else -EPERM, -ENOSYS... */

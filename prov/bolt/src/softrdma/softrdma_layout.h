@@ -24,7 +24,7 @@
 
 
 #define SOFTRDMA_MAGIC 0x74666f73746c6f62ULL /* "boltsoft" */
-#define SOFTRDMA_LAYOUT_VERSION 10
+#define SOFTRDMA_LAYOUT_VERSION 11
 
 /* Table sizes: generous, since the file is sparse and pages are touched only when used. */
 #define SOFTRDMA_MAX_PROCESSES 256
@@ -131,18 +131,17 @@ struct softrdma_shared_qp {
  * has the completion, as it would from a device, and keeps the buffers of a
  * receive until then, as it must anyway. An RC sender must see its
  * target's death, zombies included: the target's anchor tells it runs
- * (softrdma_anchor.c); where it cannot, the sender asks a pidfd
- * (softrdma_watch.c) or, where there are none, copies after all (UC loses
- * the message to a dead target anyway).
+ * (softrdma_anchor.c); where it cannot, the sender copies after all, which
+ * finds a dead target (UC loses the message to a dead target anyway).
  *
  * Small is up to one frame of the Thunderbolt profile, which holds any of
  * bolt's control messages: that is where a system call per message costs
- * most, several times the message's own copy. The data waits in one of the
- * target CQ's payload slots, fewer than its completions so that an idle CQ
- * costs little memory; the sender reserves one when it takes the receive
- * (the copy of an RC message happens outside the lock, after a pidfd's
- * answer), and copies instead when all are taken. The target's poll frees
- * the slot once it placed the data.
+ * most, several times the message's own copy. The data waits in the CQ's
+ * payload slot of its completion's index modulo SOFTRDMA_PAYLOAD_SLOTS,
+ * fewer slots than completions, so that an idle CQ costs little memory: a
+ * sender lets a message ride only while the CQ's consumer is fewer than
+ * that many completions behind, checked in the pass under the lock that
+ * pushes the completion, and copies it otherwise.
  */
 #define SOFTRDMA_COMPLETION_PAYLOAD SOFTRDMA_FRAME_BYTES
 #define SOFTRDMA_PAYLOAD_SLOTS 256
@@ -161,19 +160,18 @@ struct softrdma_shared_completion {
 	struct ibv_wc wc;
 	uint32_t qp_index;
 	uint16_t retires;       /* a send completion: retires its QP's WRs up to sequence */
-	uint16_t payload_slot;  /* its payload's slot in the CQ's payloads, plus one; 0: none */
+	uint16_t has_payload;   /* its payload is in the CQ's payloads, at its index modulo
+				 * SOFTRDMA_PAYLOAD_SLOTS */
 	uint64_t sequence;
 };
 
 /* One cache line: a poll that has no payload to place reads only that. */
 _Static_assert(sizeof(struct softrdma_shared_completion) == 64, "a completion is one cache line");
-_Static_assert(SOFTRDMA_PAYLOAD_SLOTS < UINT16_MAX, "a completion names its payload's slot");
 
 /*
  * Producers (under the segment lock) and the consumer (its poll) keep to
  * lines of their own: a producer in another process that read the line the
- * consumer had just written would wait for it at every completion. A payload
- * slot is taken by a producer under the lock and given back by the consumer.
+ * consumer had just written would wait for it at every completion.
  */
 struct softrdma_shared_cq {
 	struct softrdma_slot slot;
@@ -181,19 +179,10 @@ struct softrdma_shared_cq {
 	uint32_t overflowed;
 	uint64_t produced;      /* read without the lock by poll_cq's fast path */
 	uint64_t consumed_seen; /* producers' last look at consumed: they look again only
-				 * when the ring seems full */
-	uint32_t payload_next;  /* the slot the next reservation looks at first */
+				 * when the ring, or the payloads, seem full */
 	uint64_t consumed __attribute__((aligned(64)));         /* the consumer's line */
-	uint8_t payload_taken[SOFTRDMA_PAYLOAD_SLOTS] __attribute__((aligned(64)));
 	struct softrdma_shared_completion ring[SOFTRDMA_CQ_RING] __attribute__((aligned(64)));
 	struct softrdma_completion_payload payloads[SOFTRDMA_PAYLOAD_SLOTS]; /* touched only when used */
-};
-
-/* A payload slot a sender reserved in its target's CQ; slot -1: none. */
-struct softrdma_payload_reservation {
-	int32_t cq_index;
-	uint32_t cq_generation;
-	int32_t slot;
 };
 
 /* A counter one side rings and the other waits on, across processes. */

@@ -110,7 +110,6 @@ static void softrdma_send_enqueue(struct softrdma_qp *qp, const struct ibv_send_
 /* Processes the queue in order, up to a WR that must wait. Send lock held. */
 static void softrdma_send_process(struct softrdma_qp *qp)
 {
-	struct softrdma_burst burst = { 0 };
 	uint64_t now = 0;
 
 	while (qp->pending_count) {
@@ -122,7 +121,7 @@ static void softrdma_send_process(struct softrdma_qp *qp)
 			if (now < entry->next_attempt_ns)
 				break;
 		}
-		if (softrdma_transfer_execute(qp, entry, &burst) == SOFTRDMA_TRANSFER_WAIT)
+		if (softrdma_transfer_execute(qp, entry) == SOFTRDMA_TRANSFER_WAIT)
 			break;
 		qp->pending_head = (qp->pending_head + 1) % qp->send_depth;
 		qp->pending_count--;

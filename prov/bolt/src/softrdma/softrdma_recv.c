@@ -29,7 +29,7 @@ void softrdma_qp_enter_error_locked(struct softrdma_segment *segment, uint32_t i
 /* Completes a receive of the QP at qp_index; an error moves the QP to ERR. */
 void softrdma_receive_complete_locked(struct softrdma_segment *segment, uint32_t qp_index,
 				      struct ibv_wc *wc,
-				      struct softrdma_payload_reservation *payload)
+				      const struct softrdma_completion_payload *payload)
 {
 	struct softrdma_shared_qp *shared = softrdma_table_slot(segment, &segment->qps, qp_index);
 
@@ -88,7 +88,7 @@ static struct softrdma_shared_qp *softrdma_receive_owner_locked(struct softrdma_
 
 void softrdma_receive_finish_locked(struct softrdma_segment *segment, uint32_t qp_index,
 				    uint32_t qpn, uint32_t epoch, struct ibv_wc *wc,
-				    struct softrdma_payload_reservation *payload)
+				    const struct softrdma_completion_payload *payload)
 {
 	struct softrdma_shared_qp *shared = softrdma_receive_owner_locked(segment, qp_index, qpn,
 									  epoch);

@@ -47,7 +47,6 @@ struct softrdma_transfer {
 	pid_t target_pid;
 	bool delivers;          /* data to copy, or an RC target to ask after */
 	bool in_completion;     /* a small SEND: its data rides in the receive completion */
-	struct softrdma_payload_reservation payload; /* and waits in this slot of the target's CQ */
 	bool has_receive;       /* a posted receive of the target was consumed */
 	uint32_t receive_epoch; /* of the target's receive queue when it was taken */
 	struct softrdma_shared_receive receive;
@@ -341,18 +340,16 @@ static enum softrdma_step softrdma_transfer_scatter(struct softrdma_segment *seg
 		left -= take;
 	}
 	transfer->remote_access = IBV_ACCESS_LOCAL_WRITE;
+	/*
+	 * Where the target's anchor cannot tell an RC sender that the target
+	 * runs, the copy does (softrdma_layout.h).
+	 */
 	transfer->in_completion = transfer->length &&
 				  transfer->length <= SOFTRDMA_COMPLETION_PAYLOAD &&
-				  softrdma_cq_payload_reserve_locked(segment, target->recv_cq,
-								     &transfer->payload);
-	/*
-	 * RC still asks, outside the lock, whether the target lives
-	 * (softrdma_layout.h), unless its anchor tells it does.
-	 */
-	transfer->delivers = transfer->length > 0 &&
-			     (!transfer->in_completion ||
-			      (transfer->rc && transfer->target_pid != softrdma_process.pid &&
-			       !softrdma_anchor_holds(segment, transfer->target_pid)));
+				  (!transfer->rc || transfer->target_pid == softrdma_process.pid ||
+				   softrdma_anchor_holds(segment, transfer->target_pid)) &&
+				  softrdma_cq_payload_room_locked(segment, target->recv_cq);
+	transfer->delivers = transfer->length > 0 && !transfer->in_completion;
 	return SOFTRDMA_STEP_CONTINUE;
 }
 
@@ -443,25 +440,6 @@ static int softrdma_transfer_copy(const struct softrdma_transfer *transfer)
 			     transfer->local_count, transfer->remote, transfer->remote_count);
 }
 
-static int softrdma_transfer_move(const struct softrdma_transfer *transfer,
-				  struct softrdma_burst *burst)
-{
-	int exited, ret;
-
-	/* Data in the completion: only whether the target is there to take it. */
-	if (transfer->in_completion) {
-		if (burst->alive_pid == transfer->target_pid)
-			return 0;
-		exited = softrdma_watch_exited(transfer->target_pid);
-		if (exited >= 0)
-			return exited ? -ESRCH : 0;
-	}
-	ret = softrdma_transfer_copy(transfer);
-	if (!ret)
-		burst->alive_pid = transfer->target_pid;
-	return ret;
-}
-
 /*
  * The target took too long: the receive the message took goes back to the
  * head of its queue (a UC responder reuses the WQE of a message it lost; an
@@ -491,19 +469,12 @@ static enum ibv_wc_opcode softrdma_send_wc_opcode(enum ibv_wr_opcode opcode)
 	}
 }
 
-/*
- * A small SEND's data and where the receive puts it, into its slot for the
- * receive completion; false if the slot's CQ is gone.
- */
-static bool softrdma_transfer_payload(struct softrdma_segment *segment,
-				      const struct softrdma_transfer *transfer)
+/* A small SEND's data and where the receive puts it, for its receive completion. */
+static void softrdma_transfer_payload(const struct softrdma_transfer *transfer,
+				      struct softrdma_completion_payload *payload)
 {
-	struct softrdma_completion_payload *payload =
-		softrdma_cq_payload_locked(segment, &transfer->payload);
 	uint64_t offset = 0;
 
-	if (!payload)
-		return false;
 	for (int index = 0; index < transfer->local_count; index++) {
 		memcpy(payload->data + offset, transfer->local[index].iov_base,
 		       transfer->local[index].iov_len);
@@ -515,7 +486,6 @@ static bool softrdma_transfer_payload(struct softrdma_segment *segment,
 		payload->place[index].addr = (uintptr_t) transfer->remote[index].iov_base;
 		payload->place[index].length = transfer->remote[index].iov_len;
 	}
-	return true;
 }
 
 static void softrdma_transfer_complete_receive_locked(struct softrdma_segment *segment,
@@ -535,12 +505,14 @@ static void softrdma_transfer_complete_receive_locked(struct softrdma_segment *s
 		.wc_flags = with_imm ? IBV_WC_WITH_IMM : 0,
 		.src_qp = transfer->source->qpn,
 	};
-	bool carries = transfer->in_completion && transfer->receiver_status == IBV_WC_SUCCESS &&
-		       softrdma_transfer_payload(segment, transfer);
+	bool carries = transfer->in_completion && transfer->receiver_status == IBV_WC_SUCCESS;
+	struct softrdma_completion_payload payload;
 
+	if (carries)
+		softrdma_transfer_payload(transfer, &payload);
 	/* The target may have been destroyed or reset while the data was copied. */
 	softrdma_receive_finish_locked(segment, transfer->target_index, transfer->target_qpn,
-				       transfer->receive_epoch, &wc, carries ? &transfer->payload : NULL);
+				       transfer->receive_epoch, &wc, carries ? &payload : NULL);
 }
 
 static void softrdma_transfer_complete_locked(struct softrdma_segment *segment,
@@ -624,10 +596,9 @@ static enum softrdma_step softrdma_transfer_acknowledge_locked(struct softrdma_s
 
 /* The copy, with no lock held, then the completions; WAIT: RC tries it again later. */
 static enum softrdma_step softrdma_transfer_deliver(struct softrdma_segment *segment,
-						    struct softrdma_transfer *transfer,
-						    struct softrdma_burst *burst)
+						    struct softrdma_transfer *transfer)
 {
-	int copy_result = softrdma_transfer_move(transfer, burst);
+	int copy_result = softrdma_transfer_copy(transfer);
 	enum softrdma_step step;
 
 	softrdma_lock(segment);
@@ -636,14 +607,12 @@ static enum softrdma_step softrdma_transfer_deliver(struct softrdma_segment *seg
 		step = softrdma_transfer_acknowledge_locked(segment, transfer);
 	if (step != SOFTRDMA_STEP_WAIT)
 		softrdma_transfer_complete_locked(segment, transfer);
-	softrdma_cq_payload_release_locked(segment, &transfer->payload);
 	softrdma_unlock(segment);
 	return step;
 }
 
 enum softrdma_transfer_outcome softrdma_transfer_execute(struct softrdma_qp *qp,
-							 struct softrdma_send_entry *entry,
-							 struct softrdma_burst *burst)
+							 struct softrdma_send_entry *entry)
 {
 	struct softrdma_segment *segment = softrdma_process.segment;
 	struct softrdma_transfer transfer = {
@@ -653,7 +622,6 @@ enum softrdma_transfer_outcome softrdma_transfer_execute(struct softrdma_qp *qp,
 		.rc = qp->ibv.qp_type == IBV_QPT_RC,
 		.sender_status = IBV_WC_SUCCESS,
 		.receiver_status = IBV_WC_SUCCESS,
-		.payload = { .slot = -1 },
 	};
 	enum softrdma_step step;
 
@@ -666,11 +634,8 @@ enum softrdma_transfer_outcome softrdma_transfer_execute(struct softrdma_qp *qp,
 		step = softrdma_transfer_acknowledge_locked(segment, &transfer);
 	if (step != SOFTRDMA_STEP_WAIT && !transfer.delivers)
 		softrdma_transfer_complete_locked(segment, &transfer);
-	/* A slot not pushed with a completion goes back, unless the delivery below still needs it. */
-	if (step == SOFTRDMA_STEP_WAIT || !transfer.delivers)
-		softrdma_cq_payload_release_locked(segment, &transfer.payload);
 	softrdma_unlock(segment);
 	if (step != SOFTRDMA_STEP_WAIT && transfer.delivers)
-		step = softrdma_transfer_deliver(segment, &transfer, burst);
+		step = softrdma_transfer_deliver(segment, &transfer);
 	return step == SOFTRDMA_STEP_WAIT ? SOFTRDMA_TRANSFER_WAIT : SOFTRDMA_TRANSFER_DONE;
 }
