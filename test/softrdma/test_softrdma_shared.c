@@ -380,6 +380,17 @@ static pid_t start_child(struct test_channel *channel, int (*start)(void *))
 	return pid;
 }
 
+/* Whether pid's anchor holds, asked as a sender asks: under the segment lock. */
+static bool anchor_holds(pid_t pid)
+{
+	bool holds;
+
+	softrdma_lock(softrdma_process.segment);
+	holds = softrdma_anchor_holds_locked(softrdma_process.segment, pid);
+	softrdma_unlock(softrdma_process.segment);
+	return holds;
+}
+
 /*
  * A process's anchor holds while it runs, after the thread that attached it
  * ended too; not once it was killed (a zombie already), nor once it
@@ -392,16 +403,16 @@ Test(shared, the_anchor_of_a_process_holds_while_it_runs_attached)
 
 	test_config_init(&config, SOFTRDMA_PROFILE_ROCEV2, "single", "anchor");
 	cr_assert_eq(softrdma_attach(&config), 0);
-	cr_assert(softrdma_anchor_holds(softrdma_process.segment, getpid()));
+	cr_assert(anchor_holds(getpid()));
 	pid = start_child(&channel, attach_from_a_thread_and_wait);
-	cr_assert(softrdma_anchor_holds(softrdma_process.segment, pid));
+	cr_assert(anchor_holds(pid));
 	cr_assert_eq(kill(pid, SIGKILL), 0);
 	cr_assert_eq(waitid(P_PID, (id_t) pid, &(siginfo_t) { 0 }, WEXITED | WNOWAIT), 0);
-	cr_assert_not(softrdma_anchor_holds(softrdma_process.segment, pid));
+	cr_assert_not(anchor_holds(pid));
 	cr_assert_eq(test_wait(pid), -1);
 	test_channel_close(&channel);
 	pid = start_child(&channel, attach_detach_and_wait);
-	cr_assert_not(softrdma_anchor_holds(softrdma_process.segment, pid));
+	cr_assert_not(anchor_holds(pid));
 	cr_assert_eq(kill(pid, SIGKILL), 0);
 	cr_assert_eq(test_wait(pid), -1);
 	test_channel_close(&channel);

@@ -54,22 +54,6 @@ static void *softrdma_anchor_main(void *argument)
 	return NULL;
 }
 
-static int softrdma_anchor_init(pthread_mutex_t *anchor)
-{
-	pthread_mutexattr_t attributes;
-	int ret = pthread_mutexattr_init(&attributes);
-
-	if (ret)
-		return ret;
-	ret = pthread_mutexattr_setpshared(&attributes, PTHREAD_PROCESS_SHARED);
-	if (!ret)
-		ret = pthread_mutexattr_setrobust(&attributes, PTHREAD_MUTEX_ROBUST);
-	if (!ret)
-		ret = pthread_mutex_init(anchor, &attributes);
-	pthread_mutexattr_destroy(&attributes);
-	return ret;
-}
-
 void softrdma_anchor_start(void)
 {
 	struct softrdma_process *process = &softrdma_process;
@@ -77,7 +61,7 @@ void softrdma_anchor_start(void)
 	sigset_t all, previous;
 	int ret;
 
-	ret = softrdma_anchor_init(anchor);
+	ret = softrdma_shared_mutex_init(anchor);
 	if (!ret) {
 		softrdma_anchor.stop = false;
 		softrdma_anchor.holding = false;
@@ -89,8 +73,8 @@ void softrdma_anchor_start(void)
 	}
 	if (ret) {
 		FI_WARN(&bolt_prov, FI_LOG_CORE,
-			"software device: no anchor thread (%s): RC senders ask the kernel whether "
-			"this process lives, at each small message\n", strerror(ret));
+			"software device: no anchor thread (%s): RC senders copy their small "
+			"messages to this process\n", strerror(ret));
 		return;
 	}
 	softrdma_anchor.running = true;
@@ -121,54 +105,34 @@ void softrdma_anchor_forget(void)
 
 /*
  * Where pid's entry was last found, by pid: pid << 32 | slot + 1. Any entry
- * read is checked against pid, so a stale one only costs a search.
+ * read is checked against pid, so a stale one only costs a search. Read
+ * and written under the segment lock, as the table is.
  */
 #define SOFTRDMA_ANCHOR_CACHE 64
 static uint64_t softrdma_anchor_cache[SOFTRDMA_ANCHOR_CACHE];
 
-/* Where pid is in the table of attached processes, searched without the lock; -1 if nowhere. */
-static int softrdma_anchor_search(const struct softrdma_segment *segment, pid_t pid)
+static int softrdma_anchor_slot_locked(const struct softrdma_segment *segment, pid_t pid)
 {
-	for (int slot = 0; slot < SOFTRDMA_MAX_PROCESSES; slot++) {
-		if (__atomic_load_n(&segment->processes[slot].pid, __ATOMIC_RELAXED) == pid) {
-			__atomic_store_n(&softrdma_anchor_cache[(uint32_t) pid % SOFTRDMA_ANCHOR_CACHE],
-					 (uint64_t) (uint32_t) pid << 32 | (uint32_t) (slot + 1),
-					 __ATOMIC_RELAXED);
-			return slot;
-		}
-	}
-	return -1;
-}
+	uint64_t *cached = &softrdma_anchor_cache[(uint32_t) pid % SOFTRDMA_ANCHOR_CACHE];
+	int slot = (int) (uint32_t) *cached - 1;
 
-static int softrdma_anchor_slot(const struct softrdma_segment *segment, pid_t pid)
-{
-	uint64_t cached = __atomic_load_n(&softrdma_anchor_cache[(uint32_t) pid % SOFTRDMA_ANCHOR_CACHE],
-					  __ATOMIC_RELAXED);
-	int slot = (int) (uint32_t) cached - 1;
-
-	if ((pid_t) (cached >> 32) == pid && slot >= 0 && slot < SOFTRDMA_MAX_PROCESSES &&
-	    __atomic_load_n(&segment->processes[slot].pid, __ATOMIC_RELAXED) == pid)
+	if ((pid_t) (*cached >> 32) == pid && slot >= 0 && slot < SOFTRDMA_MAX_PROCESSES &&
+	    segment->processes[slot].pid == pid)
 		return slot;
-	return softrdma_anchor_search(segment, pid);
+	slot = softrdma_process_slot_locked(segment, pid);
+	if (slot >= 0)
+		*cached = (uint64_t) (uint32_t) pid << 32 | (uint32_t) (slot + 1);
+	return slot;
 }
 
-bool softrdma_anchor_holds(struct softrdma_segment *segment, pid_t pid)
+bool softrdma_anchor_holds_locked(struct softrdma_segment *segment, pid_t pid)
 {
-#ifdef __GLIBC__
-	int slot = pid > 0 ? softrdma_anchor_slot(segment, pid) : -1;
+	int slot = pid > 0 ? softrdma_anchor_slot_locked(segment, pid) : -1;
 	uint32_t word;
 
 	if (slot < 0)
 		return false;
-	/* glibc keeps the owner's thread id in the mutex's first word, and the kernel its death. */
-	word = (uint32_t) __atomic_load_n(&softrdma_anchor_of(segment, slot)->__data.__lock,
-					  __ATOMIC_ACQUIRE);
-	/* Read after the word: the entry may have gone to another process meanwhile. */
-	return (word & FUTEX_TID_MASK) && !(word & FUTEX_OWNER_DIED) &&
-	       __atomic_load_n(&segment->processes[slot].pid, __ATOMIC_ACQUIRE) == pid;
-#else
-	(void) segment;
-	(void) pid;
-	return false;
-#endif
+	/* The entry stays pid's while the lock is held; its anchor's word may change meanwhile. */
+	word = softrdma_shared_mutex_word(softrdma_anchor_of(segment, slot));
+	return (word & FUTEX_TID_MASK) && !(word & FUTEX_OWNER_DIED);
 }

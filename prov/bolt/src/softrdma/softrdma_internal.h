@@ -130,14 +130,14 @@ void softrdma_limits_effective(const struct softrdma_config *config,
 void softrdma_release_owner_locked(struct softrdma_segment *segment, pid_t pid);
 
 /* ---- softrdma_anchor.c ---- */
-/* Starts the thread that holds this process's anchor; without it, others ask a pidfd. */
+/* Starts the thread that holds this process's anchor; without it, RC senders copy to us. */
 void softrdma_anchor_start(void);
 /* Lets go of the anchor: before the process's entry is forgotten. */
 void softrdma_anchor_stop(void);
 /* A child of fork has no anchor thread. */
 void softrdma_anchor_forget(void);
 /* Whether pid surely runs: its anchor is held. false tells nothing. */
-bool softrdma_anchor_holds(struct softrdma_segment *segment, pid_t pid);
+bool softrdma_anchor_holds_locked(struct softrdma_segment *segment, pid_t pid);
 
 /* ---- softrdma_device.c ---- */
 int softrdma_devices_create(void);

@@ -119,19 +119,40 @@ static int softrdma_lock_recover(struct softrdma_segment *segment, int ret)
 	return 0;
 }
 
+int softrdma_shared_mutex_init(pthread_mutex_t *mutex)
+{
+	pthread_mutexattr_t attributes;
+	int ret = pthread_mutexattr_init(&attributes);
+
+	if (ret)
+		return ret;
+	ret = pthread_mutexattr_setpshared(&attributes, PTHREAD_PROCESS_SHARED);
+	if (!ret)
+		ret = pthread_mutexattr_setrobust(&attributes, PTHREAD_MUTEX_ROBUST);
+	if (!ret)
+		ret = pthread_mutex_init(mutex, &attributes);
+	pthread_mutexattr_destroy(&attributes);
+	return ret;
+}
+
+uint32_t softrdma_shared_mutex_word(pthread_mutex_t *mutex)
+{
+#ifdef __GLIBC__
+	return (uint32_t) __atomic_load_n(&mutex->__data.__lock, __ATOMIC_ACQUIRE);
+#else
+	(void) mutex;
+	return 0;
+#endif
+}
+
 /*
  * Whether the lock looks held, by reading it only: spinners that each try
- * the lock write its cache line, and slow its holder (glibc keeps the
- * owner's thread id in the mutex's first word; elsewhere, just try).
+ * the lock write its cache line, and slow its holder (elsewhere than glibc,
+ * just try).
  */
 static bool softrdma_lock_looks_held(struct softrdma_segment *segment)
 {
-#ifdef __GLIBC__
-	return __atomic_load_n(&segment->lock.__data.__lock, __ATOMIC_RELAXED) != 0;
-#else
-	(void) segment;
-	return false;
-#endif
+	return softrdma_shared_mutex_word(&segment->lock) != 0;
 }
 
 void softrdma_lock(struct softrdma_segment *segment)
@@ -188,18 +209,8 @@ static int softrdma_segment_initialize(struct softrdma_segment *segment,
 				       const struct softrdma_layout *layout,
 				       const struct softrdma_config *config, int hosts, int cables)
 {
-	pthread_mutexattr_t attributes;
-	int ret;
+	int ret = softrdma_shared_mutex_init(&segment->lock);
 
-	ret = pthread_mutexattr_init(&attributes);
-	if (ret)
-		return -ret;
-	ret = pthread_mutexattr_setpshared(&attributes, PTHREAD_PROCESS_SHARED);
-	if (!ret)
-		ret = pthread_mutexattr_setrobust(&attributes, PTHREAD_MUTEX_ROBUST);
-	if (!ret)
-		ret = pthread_mutex_init(&segment->lock, &attributes);
-	pthread_mutexattr_destroy(&attributes);
 	if (ret)
 		return -ret;
 	segment->magic = SOFTRDMA_MAGIC;

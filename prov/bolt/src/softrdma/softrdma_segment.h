@@ -59,6 +59,13 @@ typedef void (*softrdma_linux_visit)(const char *name, void *argument);
 int softrdma_linux_shm_list(const char *prefix, softrdma_linux_visit visit, void *argument);
 
 /* ---- softrdma_segment.c ---- */
+/* A robust, process-shared mutex (the segment's lock, a process's anchor); 0 or an errno. */
+int softrdma_shared_mutex_init(pthread_mutex_t *mutex);
+/*
+ * The mutex's word, read only: glibc keeps its owner's thread id there, and
+ * the kernel FUTEX_OWNER_DIED once that owner died; 0 with other libraries.
+ */
+uint32_t softrdma_shared_mutex_word(pthread_mutex_t *mutex);
 void softrdma_lock(struct softrdma_segment *segment);
 /* The lock if it is free (or its holder died), without waiting: true if taken. */
 bool softrdma_trylock(struct softrdma_segment *segment);

@@ -347,7 +347,7 @@ static enum softrdma_step softrdma_transfer_scatter(struct softrdma_segment *seg
 	transfer->in_completion = transfer->length &&
 				  transfer->length <= SOFTRDMA_COMPLETION_PAYLOAD &&
 				  (!transfer->rc || transfer->target_pid == softrdma_process.pid ||
-				   softrdma_anchor_holds(segment, transfer->target_pid)) &&
+				   softrdma_anchor_holds_locked(segment, transfer->target_pid)) &&
 				  softrdma_cq_payload_room_locked(segment, target->recv_cq);
 	transfer->delivers = transfer->length > 0 && !transfer->in_completion;
 	return SOFTRDMA_STEP_CONTINUE;
