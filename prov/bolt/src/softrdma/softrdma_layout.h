@@ -124,24 +124,19 @@ struct softrdma_shared_qp {
 };
 
 /*
- * A small SEND's data rides in its receive completion, and the target's poll
+ * A small SEND (up to one Thunderbolt frame, which holds any of bolt's
+ * control messages) rides in its receive completion, and the target's poll
  * places it in the receive's buffers, its own memory: the sender makes no
- * system call (cross-memory attach) for it, much as a real device places a
- * small message without the host's CPU. The target sees the data once it
- * has the completion, as it would from a device, and keeps the buffers of a
- * receive until then, as it must anyway. An RC sender must see its
- * target's death, zombies included: the target's anchor tells it runs
- * (softrdma_anchor.c); where it cannot, the sender copies after all, which
+ * system call (cross-memory attach) for it, as a device places a small
+ * message without the host's CPU. The target sees the data once it has the
+ * completion, and keeps the receive's buffers until then, as it must anyway.
+ * The data waits in the CQ's payload slot of its completion's index modulo
+ * SOFTRDMA_PAYLOAD_SLOTS (fewer than the completions: an idle CQ costs little
+ * memory); a sender lets it ride only while the CQ's consumer is fewer than
+ * that many behind, checked in the pass under the lock that pushes the
+ * completion. An RC sender must see its target's death, zombies included:
+ * the target's anchor tells it runs (softrdma_anchor.c); else it copies, which
  * finds a dead target (UC loses the message to a dead target anyway).
- *
- * Small is up to one frame of the Thunderbolt profile, which holds any of
- * bolt's control messages: that is where a system call per message costs
- * most, several times the message's own copy. The data waits in the CQ's
- * payload slot of its completion's index modulo SOFTRDMA_PAYLOAD_SLOTS,
- * fewer slots than completions, so that an idle CQ costs little memory: a
- * sender lets a message ride only while the CQ's consumer is fewer than
- * that many completions behind, checked in the pass under the lock that
- * pushes the completion, and copies it otherwise.
  */
 #define SOFTRDMA_COMPLETION_PAYLOAD SOFTRDMA_FRAME_BYTES
 #define SOFTRDMA_PAYLOAD_SLOTS 256
