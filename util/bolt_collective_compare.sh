@@ -7,8 +7,9 @@
 #   ompi_bolt     the same over bolt's point-to-point: Open MPI's ofi MTL
 #                 (--mca pml cm --mca mtl ofi, provider bolt), as test/consumers/mpi.sh runs it
 # for all-reduce, all-gather, reduce-scatter and broadcast (float, sum) from 8 B
-# to 64 MiB, with bolt's 8 B fi_send latency (util/bolt_bench) and the memory
-# ceiling (util/softrdma_bench --memcpy-processes N). Then one line per target:
+# to 64 MiB, with bolt's 8 B fi_send latency (util/bolt_bench), the memory
+# ceiling (util/softrdma_bench --memcpy-processes N) and the device's (the same
+# with --write-processes N, what it moves between processes). Then one line per target:
 #   every size, collective, rank count: bolt's time <= Open MPI shm's; with 2
 #   ranks, sizes where Open MPI shm takes less than the device alone needs
 #   for what the collective must move (softrdma_bench --floor: one message of
@@ -174,9 +175,13 @@ while [ "$round" -le "$rounds" ]; do
 		for ranks in $ranks_words; do
 			# The ceiling just before bolt's run, whose all-reduce comes first:
 			# the share pairs figures seconds apart, not one of another profile's.
-			"$build/util/softrdma_bench" --memcpy-processes "$ranks" >"$outputs/memory" 2>&1
-			awk -v round="$round" -v profile="$profile" '$1 == "memcpy_processes" {
-				print round, "memory", profile, $2, "copy", 0, 0, $4, 0 }' \
+			# And what the device moves for as many processes writing at once.
+			{ "$build/util/softrdma_bench" --memcpy-processes "$ranks" &&
+			  "$build/util/softrdma_bench" "$profile" --write-processes "$ranks"; } \
+				>"$outputs/memory" 2>&1
+			awk -v round="$round" -v profile="$profile" '
+				$1 == "memcpy_processes" { print round, "memory", profile, $2, "copy", 0, 0, $4, 0 }
+				$1 == "write_processes" { print round, "device", profile, $2, "write", 0, 0, $4, 0 }' \
 				"$outputs/memory" >>"$outputs/rows"
 			echo "## bolt: bolt_collective_bench -n $ranks ($profile)"
 			bench "$round" bolt "$profile" "$ranks" "$build/util/bolt_collective_bench" -n "$ranks"
@@ -309,21 +314,34 @@ END {
 	# bandwidth-optimal all-reduce has each of n ranks copy 2(n-1)/n of the
 	# data and reduce (n-1)/n of it (two reads and a write: 1.5 copies), so all
 	# ranks together copy 3.5 (n-1) times the data; at the rate n processes
-	# copy at once, busbw can be no more than 4 x that rate / (7 n).
+	# copy at once, busbw can be no more than 4 x that rate / (7 n). Beside it
+	# the ceiling of the device itself: the 2 (n-1) copies that cross between ranks go
+	# at the rate n processes write through the device at once (W), only the
+	# reductions 1.5 (n-1) at the memcpy rate (M): busbw <= (2/n) / (2/W + 1.5/M).
 	for (profile in profiles_seen) {
 		for (ranks = 2; ranks <= 4; ranks += 2) {
 			bolt_key = "bolt " profile " " ranks " allreduce 67108864 busbw"
 			memory_key = "memory " profile " " ranks " copy 0 busbw"
+			device_key = "device " profile " " ranks " write 0 busbw"
 			# Rows saved before the ceiling was measured per profile name none.
 			if (!((memory_key, 1) in by_round))
 				memory_key = "memory - " ranks " copy 0 busbw"
 			shares = ""
-			for (round = 1; round <= rounds; round++)
-				if ((bolt_key, round) in by_round && (memory_key, round) in by_round &&
-				    by_round[memory_key, round] > 0) {
-					ceiling = 4 * by_round[memory_key, round] / (7 * ranks)
-					shares = shares " " by_round[bolt_key, round] / ceiling
-				}
+			device_shares = ""
+			device_ceilings = ""
+			for (round = 1; round <= rounds; round++) {
+				if (!((bolt_key, round) in by_round) || !((memory_key, round) in by_round) ||
+				    by_round[memory_key, round] <= 0)
+					continue
+				ceiling = 4 * by_round[memory_key, round] / (7 * ranks)
+				shares = shares " " by_round[bolt_key, round] / ceiling
+				if (!((device_key, round) in by_round) || by_round[device_key, round] <= 0)
+					continue
+				write = by_round[device_key, round]
+				ceiling = (2 / ranks) / (2 / write + 1.5 / by_round[memory_key, round])
+				device_ceilings = device_ceilings " " ceiling
+				device_shares = device_shares " " by_round[bolt_key, round] / ceiling
+			}
 			if (shares == "") {
 				if ((memory_key, 1) in by_round || (bolt_key, 1) in by_round)
 					printf("%s, %d ranks, 64 MiB all-reduce busbw >= 85%% of the memory " \
@@ -338,6 +356,14 @@ END {
 			       median_of(busbws[bolt_key], bolt_key), range(bolt_key),
 			       4 * memory / (7 * ranks), ranks, memory, range(memory_key), 100 * share,
 			       100 * low["share"], 100 * high["share"], share >= 0.85 ? "MET" : "NOT MET")
+			if (device_shares == "")
+				continue
+			share = median_of(device_shares, "device_share")
+			printf("  the ceiling of the device itself there: %.2f%s GB/s (%d processes write %.2f%s GB/s " \
+			       "in all through it), busbw %.0f%% [%.0f-%.0f%%] of it\n",
+			       median_of(device_ceilings, "device_ceiling"), range("device_ceiling"), ranks,
+			       median_of(busbws[device_key], device_key), range(device_key), 100 * share,
+			       100 * low["device_share"], 100 * high["device_share"])
 		}
 	}
 	printf("data check: %d wrong elements in all\n", wrong)

@@ -20,6 +20,12 @@
  * processes copying 64 MiB at once, in all: the ceiling of anything N local
  * ranks do by copying, collectives included (every byte the software device
  * moves is a copy).
+ *
+ * softrdma_bench [PROFILE] --write-processes N: what the device gives N
+ * processes RDMA-writing 64 MiB at once, each into a process of its own, in
+ * all: the ceiling of what N local ranks move through the device. Its
+ * writes are the kernel's cross-memory copies, slower than a memcpy (the
+ * bandwidth table's ratio), and a collective's transfers can go no faster.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -28,6 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_buffer.h"
 #include "softrdma/softrdma.h"
 #include "softrdma_peer.h"
 
@@ -90,7 +97,8 @@ static int bench_create_objects(struct bench_side *side, enum ibv_qp_type type)
 			 .max_recv_sge = 1 },
 	};
 
-	side->end.buffer = malloc(BENCH_MAX_SIZE);
+	/* The collective benchmarks' kind of memory: what the ceilings are for. */
+	side->end.buffer = bench_buffer_allocate(BENCH_MAX_SIZE);
 	if (!side->end.buffer)
 		return bench_fail("malloc", ENOMEM);
 	/*
@@ -242,7 +250,7 @@ static double bench_memcpy_time(char *destination, const char *source, uint32_t 
 
 static int bench_bandwidth(struct bench_side *side)
 {
-	char *destination = malloc(BENCH_MAX_SIZE);
+	char *destination = bench_buffer_allocate(BENCH_MAX_SIZE);
 
 	if (!destination)
 		return bench_fail("malloc", ENOMEM);
@@ -497,10 +505,10 @@ static void bench_header(const struct softrdma_config *config, struct bench_side
 
 	softrdma_profile_limits(config->profile, &limits);
 	printf("# softrdma_bench: profile %s, device %s, topology %s, %s QP, path MTU %d, "
-	       "2 processes (fork), single copy by process_vm_writev\n",
+	       "2 processes (fork), single copy by process_vm_writev, %s\n",
 	       softrdma_profile_name(config->profile), side->end.device.context->device->name,
 	       config->topology, side->end.qp->qp_type == IBV_QPT_RC ? "RC" : "UC",
-	       limits.path_mtu_bytes);
+	       limits.path_mtu_bytes, bench_buffer_pages());
 }
 
 /* Every table, or with floor_only only the floor's. */
@@ -523,83 +531,180 @@ static int bench_initiator(const struct softrdma_config *config, enum ibv_qp_typ
 	return ret;
 }
 
-/* Each of processes children copies BENCH_MAX_SIZE bytes, all at once after a start signal. */
-static int bench_memcpy_processes(int processes)
-{
-	const uint32_t iterations = 16;
-	int start[2], results[2], ret = 0;
-	double slowest = 0;
+/* Repeats of BENCH_MAX_SIZE bytes each process of --memcpy-processes or --write-processes moves. */
+#define BENCH_PROCESS_ITERATIONS 16
 
-	if (processes < 1 || pipe(start) || pipe(results))
-		return bench_fail("--memcpy-processes", processes < 1 ? EINVAL : errno);
-	for (int child = 0; child < processes; child++) {
+/*
+ * What a child of bench_processes does: sets up, says so on ready, waits
+ * for the start byte on start, then returns the seconds its copies took
+ * (negative if anything failed).
+ */
+typedef double (*bench_child)(const struct softrdma_config *config, int ready, int start);
+
+/* Once set up: ready, then the start that every process gets at once. */
+static int bench_child_start(int ready, int start)
+{
+	char go;
+
+	return bench_write_all(ready, "r", 1) || bench_read_all(start, &go, 1) ? -1 : 0;
+}
+
+/*
+ * Runs child in processes processes, started together once all are set up
+ * (the setting up of one would otherwise overlap the others' copies); the
+ * slowest one's seconds, or negative on failure.
+ */
+static double bench_processes(int processes, bench_child child, const struct softrdma_config *config)
+{
+	int ready[2], start[2], results[2], ret = 0;
+	double slowest = 0;
+	char byte;
+
+	if (processes < 1 || pipe(ready) || pipe(start) || pipe(results))
+		return bench_fail("starting processes", processes < 1 ? EINVAL : errno);
+	for (int index = 0; index < processes; index++) {
 		pid_t pid = fork();
 
 		if (pid < 0)
 			return bench_fail("fork", errno);
 		if (pid == 0) {
-			char *source = malloc(BENCH_MAX_SIZE), *destination = malloc(BENCH_MAX_SIZE);
-			double seconds = -1;
-			char go;
+			double seconds = child(config, ready[1], start[0]);
 
-			if (source && destination) {
-				memset(source, 1, BENCH_MAX_SIZE);
-				memset(destination, 2, BENCH_MAX_SIZE);
-				if (bench_read_all(start[0], &go, 1) == 0)
-					seconds = bench_memcpy_time(destination, source, BENCH_MAX_SIZE,
-								    iterations);
-			}
 			_exit(bench_write_all(results[1], &seconds, sizeof(seconds)) ? 1 : 0);
 		}
 	}
+	close(ready[1]);
 	close(start[0]);
 	close(results[1]);
-	for (int child = 0; child < processes && !ret; child++)
+	for (int index = 0; index < processes && !ret; index++)
+		ret = bench_read_all(ready[0], &byte, 1);
+	for (int index = 0; index < processes && !ret; index++)
 		ret = bench_write_all(start[1], "g", 1);
-	for (int child = 0; child < processes && !ret; child++) {
+	for (int index = 0; index < processes && !ret; index++) {
 		double seconds;
 
 		ret = bench_read_all(results[0], &seconds, sizeof(seconds));
 		if (!ret && seconds <= 0)
-			ret = bench_fail("memcpy in a child", ENOMEM);
+			ret = bench_fail("a child's copies", EIO);
 		if (!ret && seconds > slowest)
 			slowest = seconds;
 	}
+	close(ready[0]);
 	close(start[1]);
 	close(results[0]);
 	while (wait(NULL) > 0)
 		;
-	if (ret)
+	return ret ? -1 : slowest;
+}
+
+/* A child of --memcpy-processes: copies BENCH_MAX_SIZE bytes within itself. */
+static double bench_memcpy_child(const struct softrdma_config *config, int ready, int start)
+{
+	char *source = bench_buffer_allocate(BENCH_MAX_SIZE);
+	char *destination = bench_buffer_allocate(BENCH_MAX_SIZE);
+	double seconds = -1;
+
+	(void) config;
+	if (source && destination) {
+		memset(source, 1, BENCH_MAX_SIZE);
+		memset(destination, 2, BENCH_MAX_SIZE);
+		if (!bench_child_start(ready, start))
+			seconds = bench_memcpy_time(destination, source, BENCH_MAX_SIZE,
+						    BENCH_PROCESS_ITERATIONS);
+	}
+	free(destination);
+	free(source);
+	return seconds;
+}
+
+static enum ibv_qp_type bench_qp_type(const struct softrdma_config *config)
+{
+	return config->profile == SOFTRDMA_PROFILE_THUNDERBOLT ? IBV_QPT_UC : IBV_QPT_RC;
+}
+
+/*
+ * A child of --write-processes: RDMA-writes BENCH_MAX_SIZE bytes into a
+ * target process of its own on the device, as a collective's ranks write
+ * into each other; the target only waits, as a NIC's host would.
+ */
+static double bench_write_child(const struct softrdma_config *config, int ready, int start)
+{
+	struct bench_request done = { 0, 0, 0 };
+	struct bench_side side = { 0 };
+	int down[2], up[2], status;
+	double seconds = -1;
+	pid_t target;
+
+	if (pipe(down) || pipe(up))
+		return bench_fail("pipe", errno);
+	target = fork();
+	if (target < 0)
+		return bench_fail("fork", errno);
+	if (target == 0)
+		_exit(bench_target(config, bench_qp_type(config), up[1], down[0]));
+	side.to_peer = down[1];
+	side.from_peer = up[0];
+	if (!bench_side_open(&side, config, bench_qp_type(config)) &&
+	    !bench_child_start(ready, start) &&
+	    bench_write_time(&side, BENCH_MAX_SIZE, BENCH_PROCESS_ITERATIONS, &seconds))
+		seconds = -1;
+	if (bench_write_all(side.to_peer, &done, sizeof(done)))
+		seconds = -1;
+	test_side_close(&side.end);
+	close(down[1]);
+	if (waitpid(target, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+		seconds = -1;
+	return seconds;
+}
+
+/* --memcpy-processes N (write: false) or PROFILE --write-processes N (write: true). */
+static int bench_processes_table(int processes, bool write, const struct softrdma_config *config)
+{
+	double slowest = bench_processes(processes, write ? bench_write_child : bench_memcpy_child,
+					 config);
+
+	if (slowest <= 0)
 		return -1;
-	printf("# %d processes copying %u MiB each at once (memcpy), GB/s = 1e9 B/s\n", processes,
-	       BENCH_MAX_SIZE >> 20);
-	printf("memcpy_processes %d in_all_GB/s %.2f\n", processes,
-	       (double) processes * iterations * BENCH_MAX_SIZE / slowest / 1e9);
+	printf("# %d processes %s %u MiB each at once (%s), %s, GB/s = 1e9 B/s\n", processes,
+	       write ? "writing" : "copying", BENCH_MAX_SIZE >> 20,
+	       write ? "RDMA writes through the device, into a process each" : "memcpy",
+	       bench_buffer_pages());
+	printf("%s %d in_all_GB/s %.2f\n", write ? "write_processes" : "memcpy_processes",
+	       processes, (double) processes * BENCH_PROCESS_ITERATIONS * BENCH_MAX_SIZE / slowest / 1e9);
 	return 0;
 }
 
 static int bench_usage(const char *program)
 {
-	fprintf(stderr, "usage: %s [thunderbolt|rocev2] [--floor] | --memcpy-processes N\n", program);
+	fprintf(stderr, "usage: %s [thunderbolt|rocev2] [--floor | --write-processes N] | "
+		"--memcpy-processes N\n", program);
 	return -1;
 }
 
-/* [PROFILE] [--floor]: the profile, else $FI_BOLT_SOFT, else rocev2. */
-static int bench_config(int argc, char **argv, struct softrdma_config *config, bool *floor_only)
+/*
+ * [PROFILE] [--floor | --write-processes N]: the profile, else $FI_BOLT_SOFT,
+ * else rocev2; write_processes 0 unless asked.
+ */
+static int bench_config(int argc, char **argv, struct softrdma_config *config, bool *floor_only,
+			int *write_processes)
 {
 	const char *profile = getenv("FI_BOLT_SOFT");
 
 	*floor_only = false;
+	*write_processes = 0;
 	for (int index = 1; index < argc; index++) {
 		if (!strcmp(argv[index], "--floor"))
 			*floor_only = true;
+		else if (!strcmp(argv[index], "--write-processes") && index + 1 < argc)
+			*write_processes = atoi(argv[++index]);
 		else if (index == 1)
 			profile = argv[index];
 		else
 			return bench_usage(argv[0]);
 	}
 	memset(config, 0, sizeof(*config));
-	if (softrdma_profile_parse(profile && *profile ? profile : "rocev2", &config->profile))
+	if (softrdma_profile_parse(profile && *profile ? profile : "rocev2", &config->profile) ||
+	    (*floor_only && *write_processes) || *write_processes < 0)
 		return bench_usage(argv[0]);
 	snprintf(config->topology, sizeof(config->topology), "single");
 	snprintf(config->namespace_name, sizeof(config->namespace_name), "bench-%d",
@@ -612,14 +717,17 @@ int main(int argc, char **argv)
 	struct softrdma_config config;
 	enum ibv_qp_type type;
 	int down[2], up[2], status, ret;
+	int write_processes;
 	bool floor_only;
 	pid_t target;
 
 	if (argc == 3 && !strcmp(argv[1], "--memcpy-processes"))
-		return bench_memcpy_processes(atoi(argv[2])) ? 1 : 0;
-	if (bench_config(argc, argv, &config, &floor_only))
+		return bench_processes_table(atoi(argv[2]), false, NULL) ? 1 : 0;
+	if (bench_config(argc, argv, &config, &floor_only, &write_processes))
 		return 2;
-	type = config.profile == SOFTRDMA_PROFILE_THUNDERBOLT ? IBV_QPT_UC : IBV_QPT_RC;
+	if (write_processes)
+		return bench_processes_table(write_processes, true, &config) ? 1 : 0;
+	type = bench_qp_type(&config);
 	if (pipe(down) || pipe(up))
 		return bench_fail("pipe", errno) ? 1 : 0;
 	target = fork();
