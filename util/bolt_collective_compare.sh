@@ -10,11 +10,13 @@
 # to 64 MiB, with bolt's 8 B fi_send latency (util/bolt_bench), the memory
 # ceiling (util/softrdma_bench --memcpy-processes N) and the device's (the same
 # with --write-processes N, what it moves between processes). Then one line per target:
-#   every size, collective, rank count: bolt's time <= Open MPI shm's; with 2
-#   ranks, sizes where Open MPI shm takes less than the device alone needs
-#   for what the collective must move (softrdma_bench --floor: one message of
+#   every size, collective, rank count: bolt's time <= Open MPI shm's; sizes
+#   where Open MPI shm takes less than the device alone needs for what the
+#   collective must move (softrdma_bench --floor: with 2 ranks one message of
 #   a broadcast, the exchange of an all-reduce's whole or of half an
-#   all-gather's or reduce-scatter's) are named apart, as out of its reach;
+#   all-gather's or reduce-scatter's; with more, a broadcast's root's message
+#   to each other rank at the device's message rate) are named apart, as out
+#   of its reach;
 #   2 ranks, 8 B all-reduce: bolt's time <= bolt's 8 B fi_send latency + 1 us;
 #   64 MiB all-reduce, 2 and 4 ranks: busbw >= 85 % of the memory ceiling.
 # Everything runs --rounds N times in turn (default 5), and each target is
@@ -160,18 +162,15 @@ while [ "$round" -le "$rounds" ]; do
 		awk -v round="$round" -v profile="$profile" '/latency_us/ { table = 1; next }
 			table && $1 == 8 && NF == 4 { print round, "p2p", profile, 2, "send", 8, $3, 0, $4 }' \
 			"$outputs/p2p" >>"$outputs/rows"
-		case " $ranks_words " in
-		*" 2 "*)
-			echo "## the device's floor under 2 ranks: softrdma_bench $profile --floor"
-			"$build/util/softrdma_bench" "$profile" --floor >"$outputs/floor" 2>&1 ||
-				{ failures=$((failures + 1)); echo "# FAILED: softrdma_bench --floor"; }
-			cat "$outputs/floor"
-			awk -v round="$round" -v profile="$profile" '$1 == "floor" && NF == 4 {
-				print round, "floor", profile, 2, "one_way", $2, $3, 0, 0
-				print round, "floor", profile, 2, "exchange", $2, $4, 0, 0 }' \
-				"$outputs/floor" >>"$outputs/rows"
-			;;
-		esac
+		echo "## the device's floor: softrdma_bench $profile --floor"
+		"$build/util/softrdma_bench" "$profile" --floor >"$outputs/floor" 2>&1 ||
+			{ failures=$((failures + 1)); echo "# FAILED: softrdma_bench --floor"; }
+		cat "$outputs/floor"
+		awk -v round="$round" -v profile="$profile" '$1 == "floor" && NF == 5 {
+			print round, "floor", profile, 2, "one_way", $2, $3, 0, 0
+			print round, "floor", profile, 2, "exchange", $2, $4, 0, 0
+			print round, "floor", profile, 2, "rate", $2, $5, 0, 0 }' \
+			"$outputs/floor" >>"$outputs/rows"
 		for ranks in $ranks_words; do
 			# The ceiling just before bolt's run, whose all-reduce comes first:
 			# the share pairs figures seconds apart, not one of another profile's.
@@ -201,15 +200,41 @@ if [ -n "$save_rows" ]; then
 	cp "$outputs/rows" "$save_rows" && echo "# every figure: $save_rows (--from-rows judges it again)"
 fi
 awk -v rounds="$rounds" -v plot="$plot" -v table="$outputs/table" "$(cat "$here/bolt_rounds.awk")"'
-# The key of what the device alone takes for what a 2-rank collective must
-# move: a broadcast, one message of the whole; an all-reduce, the exchange of
-# the whole; an all-gather or a reduce-scatter, the exchange of half.
-function floor_key(profile, collective, size) {
+# The key of what the device alone takes for what a collective must move,
+# "" where it is not measured. With 2 ranks: a broadcast, one message of the
+# whole; an all-reduce, the exchange of the whole; an all-gather or a
+# reduce-scatter, the exchange of half. With more, a broadcast: its root
+# sends ranks - 1 messages of the whole, each at least one of many queued
+# (broadcast_floors fills these keys from the rate rows).
+function floor_key(profile, ranks, collective, size) {
+	if (collective == "broadcast" && ranks > 2)
+		return "floor " profile " " ranks " broadcast " size " time"
+	if (ranks != 2)
+		return ""
 	if (collective == "broadcast")
 		return "floor " profile " 2 one_way " size " time"
 	if (collective == "allreduce")
 		return "floor " profile " 2 exchange " size " time"
 	return "floor " profile " 2 exchange " size / 2 " time"
+}
+# For each broadcast case of more than 2 ranks, each size and round: ranks - 1
+# times the rate of that round.
+function broadcast_floors(    c, part, count, list, i, key, rate_key, round) {
+	for (c = 1; c <= case_count; c++) {
+		split(cases[c], part, " ")
+		if (part[3] != "broadcast" || part[2] <= 2)
+			continue
+		count = split(sizes[cases[c]], list, " ")
+		for (i = 1; i <= count; i++) {
+			key = floor_key(part[1], part[2], "broadcast", list[i])
+			rate_key = "floor " part[1] " 2 rate " list[i] " time"
+			for (round = 1; round <= rounds; round++)
+				if ((rate_key, round) in by_round) {
+					by_round[key, round] = (part[2] - 1) * by_round[rate_key, round]
+					times[key] = times[key] " " by_round[key, round]
+				}
+		}
+	}
 }
 function human(size) {
 	if (size >= 1048576) return size / 1048576 "M"
@@ -238,6 +263,7 @@ function human(size) {
 END {
 	print "# targets (" rounds " rounds: figures are medians [range]; each verdict is on the " \
 	      "median over the rounds of a comparison within one round)"
+	broadcast_floors()
 	# Target 1: bolt no slower than Open MPI over shared memory, at every size.
 	for (c = 1; c <= case_count; c++) {
 		split(cases[c], part, " ")
@@ -265,7 +291,7 @@ END {
 				continue
 			}
 			# Out of reach where Open MPI shm takes less than the device alone.
-			floor = ranks == 2 ? floor_key(profile, collective, size) : ""
+			floor = floor_key(profile, ranks, collective, size)
 			below = floor != "" ? paired(shm_key, floor, 1) : ""
 			if (below != "" && median_of(below, "below") < 1)
 				unreachable = unreachable sprintf(" %s: %.2f vs %.2f%s us, device %.2f%s;",
@@ -284,7 +310,8 @@ END {
 			  "NOT MET, only where the device cannot;"
 		if (unreachable != "")
 			verdict = verdict " Open MPI shm faster than the device alone (its one message " \
-				  "or exchange, softrdma_bench --floor) at" unreachable
+				  "or exchange; for a broadcast of more ranks, a message from its root to each " \
+				  "at the device rate; softrdma_bench --floor) at" unreachable
 		printf("%s, %d ranks, %s: bolt <= Open MPI shm at %d of %d sizes: %s" \
 		       " (bolt <= Open MPI over bolt at %d of %d)\n", profile, ranks, collective, met,
 		       compared, verdict, over_bolt, over_bolt_compared)
@@ -300,7 +327,7 @@ END {
 		}
 		difference = median_of(differences, "difference")
 		# Beside it, what the device alone adds to its one message for the exchange.
-		device = paired(floor_key(profile, "allreduce", 8), floor_key(profile, "broadcast", 8), 0)
+		device = paired(floor_key(profile, 2, "allreduce", 8), floor_key(profile, 2, "broadcast", 8), 0)
 		device = device == "" ? "" : sprintf(" (the device alone: its exchange %.2f%s us over " \
 						      "its one message)", median_of(device, "device"),
 						      range("device"))

@@ -12,9 +12,9 @@
  * exchange, both sides sending at once and each waiting for the other's
  * message: what a two-member all-reduce of small messages costs on the device.
  *
- * softrdma_bench [PROFILE] --floor: only the one-way and exchange figures,
- * as rows for a script, from 4 B to 1 MiB: what a two-member collective
- * cannot beat on this device (bolt_collective_compare.sh).
+ * softrdma_bench [PROFILE] --floor: only the one-way, exchange and rate
+ * figures, as rows for a script, from 4 B to 1 MiB: what a collective cannot
+ * beat on this device (bolt_collective_compare.sh).
  *
  * softrdma_bench --memcpy-processes N: what the machine's memory gives N
  * processes copying 64 MiB at once, in all: the ceiling of anything N local
@@ -391,24 +391,29 @@ static int bench_tables(struct bench_side *side)
 }
 
 /*
- * --floor: what a two-member collective cannot beat on this device, by
- * message size, a row each: "floor SIZE ONE_WAY_US EXCHANGE_US". A
+ * --floor: what a collective cannot beat on this device, by message size, a
+ * row each: "floor SIZE ONE_WAY_US EXCHANGE_US RATE_US". A two-member
  * broadcast's one message costs at least the one way; an all-reduce, an
  * all-gather or a reduce-scatter, whose every member needs data from the
- * other, at least the exchange of the bytes each sends.
+ * other, at least the exchange of the bytes each sends; a broadcast's root
+ * sends a message to each other member, each at least what one costs when
+ * many are queued (the rate).
  */
 static int bench_floor(struct bench_side *side)
 {
-	printf("# the device's floor: one message (half a ping-pong) and one exchange, in us\n");
-	printf("# floor %10s %12s %12s\n", "size", "one_way_us", "exchange_us");
+	printf("# the device's floor: one message (half a ping-pong), one exchange, and one message "
+	       "of many queued (the rate), in us\n");
+	printf("# floor %10s %12s %12s %12s\n", "size", "one_way_us", "exchange_us", "rate_us");
 	for (uint32_t size = 4; size <= BENCH_FLOOR_MAX_SIZE; size *= 2) {
 		uint32_t iterations = bench_message_iterations(size);
-		double one_way, exchange;
+		double one_way, exchange, rate;
 
 		if (bench_figure(side, size, iterations, BENCH_PING, &one_way) ||
-		    bench_figure(side, size, iterations, BENCH_EXCHANGE, &exchange))
+		    bench_figure(side, size, iterations, BENCH_EXCHANGE, &exchange) ||
+		    bench_figure(side, size, bench_mode_iterations(iterations, BENCH_RATE), BENCH_RATE,
+				 &rate))
 			return -1;
-		printf("floor %12u %12.3f %12.3f\n", size, one_way, exchange);
+		printf("floor %12u %12.3f %12.3f %12.3f\n", size, one_way, exchange, rate);
 		fflush(stdout);
 	}
 	return 0;
