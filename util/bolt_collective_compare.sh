@@ -14,9 +14,9 @@
 #   where Open MPI shm takes less than the device alone needs for what the
 #   collective must move (softrdma_bench --floor: with 2 ranks one message of
 #   a broadcast, the exchange of an all-reduce's whole or of half an
-#   all-gather's or reduce-scatter's; with more, a broadcast's root's message
-#   to each other rank at the device's message rate) are named apart, as out
-#   of its reach;
+#   all-gather's or reduce-scatter's; with more, a broadcast's message to
+#   each rank but the root at the device's message rate, over the cores) are
+#   named apart, as out of its reach;
 #   2 ranks, 8 B all-reduce: bolt's time <= bolt's 8 B fi_send latency + 1 us;
 #   64 MiB all-reduce, 2 and 4 ranks: busbw >= 85 % of the memory ceiling.
 # Everything runs --rounds N times in turn (default 5), and each target is
@@ -166,10 +166,12 @@ while [ "$round" -le "$rounds" ]; do
 		"$build/util/softrdma_bench" "$profile" --floor >"$outputs/floor" 2>&1 ||
 			{ failures=$((failures + 1)); echo "# FAILED: softrdma_bench --floor"; }
 		cat "$outputs/floor"
-		awk -v round="$round" -v profile="$profile" '$1 == "floor" && NF == 5 {
-			print round, "floor", profile, 2, "one_way", $2, $3, 0, 0
-			print round, "floor", profile, 2, "exchange", $2, $4, 0, 0
-			print round, "floor", profile, 2, "rate", $2, $5, 0, 0 }' \
+		awk -v round="$round" -v profile="$profile" -v cores="$(nproc)" '
+			NR == 1 { print round, "floor", profile, 0, "cores", 0, cores, 0, 0 }
+			$1 == "floor" && NF == 5 {
+				print round, "floor", profile, 2, "one_way", $2, $3, 0, 0
+				print round, "floor", profile, 2, "exchange", $2, $4, 0, 0
+				print round, "floor", profile, 2, "rate", $2, $5, 0, 0 }' \
 			"$outputs/floor" >>"$outputs/rows"
 		for ranks in $ranks_words; do
 			# The ceiling just before bolt's run, whose all-reduce comes first:
@@ -199,12 +201,15 @@ touch "$outputs/rows"
 if [ -n "$save_rows" ]; then
 	cp "$outputs/rows" "$save_rows" && echo "# every figure: $save_rows (--from-rows judges it again)"
 fi
-awk -v rounds="$rounds" -v plot="$plot" -v table="$outputs/table" "$(cat "$here/bolt_rounds.awk")"'
+awk -v rounds="$rounds" -v plot="$plot" -v table="$outputs/table" -v machine_cores="$(nproc)" \
+	"$(cat "$here/bolt_rounds.awk")"'
 # The key of what the device alone takes for what a collective must move,
 # "" where it is not measured. With 2 ranks: a broadcast, one message of the
 # whole; an all-reduce, the exchange of the whole; an all-gather or a
-# reduce-scatter, the exchange of half. With more, a broadcast: its root
-# sends ranks - 1 messages of the whole, each at least one of many queued
+# reduce-scatter, the exchange of half. With more, a broadcast: its ranks - 1
+# messages of the whole, one to each rank but the root, each costing its
+# sender and receiver together at least one of many queued (the rate, where
+# the two run on a core each), shared by at most as many cores as ranks
 # (broadcast_floors fills these keys from the rate rows).
 function floor_key(profile, ranks, collective, size) {
 	if (collective == "broadcast" && ranks > 2)
@@ -218,8 +223,8 @@ function floor_key(profile, ranks, collective, size) {
 	return "floor " profile " 2 exchange " size / 2 " time"
 }
 # For each broadcast case of more than 2 ranks, each size and round: ranks - 1
-# times the rate of that round.
-function broadcast_floors(    c, part, count, list, i, key, rate_key, round) {
+# times the rate of that round, over the cores the ranks had.
+function broadcast_floors(    c, part, count, list, i, key, rate_key, round, cores) {
 	for (c = 1; c <= case_count; c++) {
 		split(cases[c], part, " ")
 		if (part[3] != "broadcast" || part[2] <= 2)
@@ -228,11 +233,16 @@ function broadcast_floors(    c, part, count, list, i, key, rate_key, round) {
 		for (i = 1; i <= count; i++) {
 			key = floor_key(part[1], part[2], "broadcast", list[i])
 			rate_key = "floor " part[1] " 2 rate " list[i] " time"
-			for (round = 1; round <= rounds; round++)
-				if ((rate_key, round) in by_round) {
-					by_round[key, round] = (part[2] - 1) * by_round[rate_key, round]
-					times[key] = times[key] " " by_round[key, round]
-				}
+			for (round = 1; round <= rounds; round++) {
+				if (!((rate_key, round) in by_round))
+					continue
+				cores = by_round["floor " part[1] " 0 cores 0 time", round]
+				# Rows saved before they kept the cores: the cores of this machine.
+				cores = cores >= 1 ? cores : machine_cores
+				cores = cores > part[2] ? part[2] : cores
+				by_round[key, round] = (part[2] - 1) * by_round[rate_key, round] / cores
+				times[key] = times[key] " " by_round[key, round]
+			}
 		}
 	}
 }
@@ -310,8 +320,8 @@ END {
 			  "NOT MET, only where the device cannot;"
 		if (unreachable != "")
 			verdict = verdict " Open MPI shm faster than the device alone (its one message " \
-				  "or exchange; for a broadcast of more ranks, a message from its root to each " \
-				  "at the device rate; softrdma_bench --floor) at" unreachable
+				  "or exchange; for a broadcast of more ranks, a message to each rank but the " \
+				  "root at the device rate over the cores; softrdma_bench --floor) at" unreachable
 		printf("%s, %d ranks, %s: bolt <= Open MPI shm at %d of %d sizes: %s" \
 		       " (bolt <= Open MPI over bolt at %d of %d)\n", profile, ranks, collective, met,
 		       compared, verdict, over_bolt, over_bolt_compared)
@@ -342,9 +352,10 @@ END {
 	# data and reduce (n-1)/n of it (two reads and a write: 1.5 copies), so all
 	# ranks together copy 3.5 (n-1) times the data; at the rate n processes
 	# copy at once, busbw can be no more than 4 x that rate / (7 n). Beside it
-	# the ceiling of the device itself: the 2 (n-1) copies that cross between ranks go
-	# at the rate n processes write through the device at once (W), only the
-	# reductions 1.5 (n-1) at the memcpy rate (M): busbw <= (2/n) / (2/W + 1.5/M).
+	# the ceiling of the device itself: the 2 (n-1) copies that cross between
+	# ranks go at the rate n processes write through the device at once (W),
+	# only the reductions 1.5 (n-1) at the memcpy rate (M):
+	# busbw <= (2/n) / (2/W + 1.5/M).
 	for (profile in profiles_seen) {
 		for (ranks = 2; ranks <= 4; ranks += 2) {
 			bolt_key = "bolt " profile " " ranks " allreduce 67108864 busbw"
