@@ -118,6 +118,9 @@ Test(collective_choice, two_members_by_the_table)
 		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4 },
 		{ FI_ALLREDUCE, FLOATS(128 * KIB), false, "direct", 0, 0 },
 		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "ring", 256 * KIB, 4 },
+		/* Larger segments from 2 MiB, where each one's rendezvous costs more than it saves. */
+		{ FI_ALLREDUCE, FLOATS(4096 * KIB), false, "ring", 2048 * KIB, 4 },
+		{ FI_ALLREDUCE, FLOATS(8192 * KIB), false, "ring", 4096 * KIB, 4 },
 		{ FI_ALLGATHER, 2, false, "direct", 0, 0 },
 		/* Two members: an all-gather goes direct, a reduce-scatter takes the ring. */
 		{ FI_ALLGATHER, FLOATS(32 * KIB), false, "direct", 0, 0 },

@@ -109,8 +109,13 @@ struct bolt_collective_rule {
  * four ranks on two cores a round costs more than the messages it saves,
  * and each member sends as many bytes as direct has it send, where an
  * all-reduce's doubling sends the whole twice against direct's three times.
- * Segments of 256 KiB start the ring's pipeline sooner up to a few MiB,
- * where 4 MiB ones then cost fewer messages.
+ * Segments of 256 KiB start the ring's pipeline sooner below 2 MiB; from
+ * there each segment's rendezvous costs more than starting sooner saves:
+ * 2 MiB segments take 0.56 to 0.64 of 256 KiB ones' time for a 4 MiB
+ * all-reduce of two members, 0.64 to 0.70 of three, 0.74 to 0.78 of four,
+ * 0.87 to 0.88 for a reduce-scatter of two (medians of three paired rounds
+ * on both devices; at 1 MiB 0.86 to 1.06, the 256 KiB kept), and from 8 MiB
+ * 4 MiB ones (2 MiB: 1.06 to 1.08 at 16 MiB with two members).
  * A broadcast of three or four members takes the chain, in 4 MiB segments,
  * from 64 MiB (chain's time over direct's, medians of three and of five
  * paired rounds: 0.59 to 1.24 there, six of eight below 1; at 16 MiB 0.63
@@ -148,7 +153,8 @@ static const struct bolt_collective_rule bolt_collective_rules[] = {
 	{ ALLGATHER,               2, 4,    64 * MIB,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
 	{ REDUCE_SCATTER,          3, 4,    8 * MIB,   ANY_DEVICE, &bolt_collective_direct,   0,       0 },
 	{ ALLGATHER | REDUCE_SCATTER, 2, ANY_MEMBERS, 8 * KIB, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
-	{ RING_KINDS,              2, ANY_MEMBERS, 8 * MIB, ANY_DEVICE, &bolt_collective_ring, 256 * KIB, 4 },
+	{ RING_KINDS,              2, ANY_MEMBERS, 2 * MIB, ANY_DEVICE, &bolt_collective_ring, 256 * KIB, 4 },
+	{ RING_KINDS,              2, ANY_MEMBERS, 8 * MIB, ANY_DEVICE, &bolt_collective_ring, 2 * MIB, 4 },
 	{ RING_KINDS,              2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_ring, 4 * MIB, 4 },
 	/* What FI_BOLT_COLLECTIVE_RING_THRESHOLD leaves where it asks for a pipeline. */
 	{ BROADCAST,               2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_chain, 4 * MIB, 0 },
