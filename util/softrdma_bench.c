@@ -628,16 +628,13 @@ static enum ibv_qp_type bench_qp_type(const struct softrdma_config *config)
 }
 
 /*
- * A child of --write-processes: RDMA-writes BENCH_MAX_SIZE bytes into a
- * target process of its own on the device, as a collective's ranks write
- * into each other; the target only waits, as a NIC's host would.
+ * Forks the target of a pair (bench_target), its side channel to_target
+ * and from_target here; the target's pid, or -1.
  */
-static double bench_write_child(const struct softrdma_config *config, int ready, int start)
+static pid_t bench_target_start(const struct softrdma_config *config, int *to_target,
+				int *from_target)
 {
-	struct bench_request done = { 0, 0, 0 };
-	struct bench_side side = { 0 };
-	int down[2], up[2], status;
-	double seconds = -1;
+	int down[2], up[2];
 	pid_t target;
 
 	if (pipe(down) || pipe(up))
@@ -647,8 +644,36 @@ static double bench_write_child(const struct softrdma_config *config, int ready,
 		return bench_fail("fork", errno);
 	if (target == 0)
 		_exit(bench_target(config, bench_qp_type(config), up[1], down[0]));
-	side.to_peer = down[1];
-	side.from_peer = up[0];
+	*to_target = down[1];
+	*from_target = up[0];
+	return target;
+}
+
+/* Closes the channel to the target, then waits for it: 0 if it ended well. */
+static int bench_target_finish(pid_t target, int to_target)
+{
+	int status;
+
+	close(to_target);
+	if (waitpid(target, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+		return -1;
+	return 0;
+}
+
+/*
+ * A child of --write-processes: RDMA-writes BENCH_MAX_SIZE bytes into a
+ * target process of its own on the device, as a collective's ranks write
+ * into each other; the target only waits, as a NIC's host would.
+ */
+static double bench_write_child(const struct softrdma_config *config, int ready, int start)
+{
+	struct bench_request done = { 0, 0, 0 };
+	struct bench_side side = { 0 };
+	double seconds = -1;
+	pid_t target = bench_target_start(config, &side.to_peer, &side.from_peer);
+
+	if (target < 0)
+		return -1;
 	if (!bench_side_open(&side, config, bench_qp_type(config)) &&
 	    !bench_child_start(ready, start) &&
 	    bench_write_time(&side, BENCH_MAX_SIZE, BENCH_PROCESS_ITERATIONS, &seconds))
@@ -656,8 +681,7 @@ static double bench_write_child(const struct softrdma_config *config, int ready,
 	if (bench_write_all(side.to_peer, &done, sizeof(done)))
 		seconds = -1;
 	test_side_close(&side.end);
-	close(down[1]);
-	if (waitpid(target, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+	if (bench_target_finish(target, side.to_peer))
 		seconds = -1;
 	return seconds;
 }
@@ -720,8 +744,7 @@ static int bench_config(int argc, char **argv, struct softrdma_config *config, b
 int main(int argc, char **argv)
 {
 	struct softrdma_config config;
-	enum ibv_qp_type type;
-	int down[2], up[2], status, ret;
+	int to_target, from_target, ret;
 	int write_processes;
 	bool floor_only;
 	pid_t target;
@@ -732,17 +755,11 @@ int main(int argc, char **argv)
 		return 2;
 	if (write_processes)
 		return bench_processes_table(write_processes, true, &config) ? 1 : 0;
-	type = bench_qp_type(&config);
-	if (pipe(down) || pipe(up))
-		return bench_fail("pipe", errno) ? 1 : 0;
-	target = fork();
+	target = bench_target_start(&config, &to_target, &from_target);
 	if (target < 0)
-		return bench_fail("fork", errno) ? 1 : 0;
-	if (target == 0)
-		_exit(bench_target(&config, type, up[1], down[0]));
-	ret = bench_initiator(&config, type, floor_only, down[1], up[0]);
-	close(down[1]);
-	if (waitpid(target, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+		return 1;
+	ret = bench_initiator(&config, bench_qp_type(&config), floor_only, to_target, from_target);
+	if (bench_target_finish(target, to_target))
 		ret = -1;
 	return ret ? 1 : 0;
 }
