@@ -8,8 +8,9 @@
 #                 (--mca pml cm --mca mtl ofi, provider bolt), as test/consumers/mpi.sh runs it
 # for all-reduce, all-gather, reduce-scatter and broadcast (float, sum) from 8 B
 # to 64 MiB, with bolt's 8 B fi_send latency (util/bolt_bench), the memory
-# ceiling (util/softrdma_bench --memcpy-processes N) and the device's (the same
-# with --write-processes N, what it moves between processes). Then one line per target:
+# ceiling (util/softrdma_bench --memcpy-processes N) and the device's (the
+# same with --write-processes N, what it moves between processes). Then one
+# line per target:
 #   every size, collective, rank count: bolt's time <= Open MPI shm's; sizes
 #   where Open MPI shm takes less than the device alone needs for what the
 #   collective must move (softrdma_bench --floor: with 2 ranks one message of
@@ -246,6 +247,12 @@ function broadcast_floors(    c, part, count, list, i, key, rate_key, round, cor
 		}
 	}
 }
+# The busbw ceiling of an all-reduce of ranks ranks when the 2 (ranks - 1)
+# copies that cross between ranks go at rate cross (GB/s, all processes) and
+# the reductions, 1.5 (ranks - 1) copies, at rate copy (target 3 says why).
+function busbw_ceiling(ranks, cross, copy) {
+	return (2 / ranks) / (2 / cross + 1.5 / copy)
+}
 function human(size) {
 	if (size >= 1048576) return size / 1048576 "M"
 	if (size >= 1024) return size / 1024 "K"
@@ -371,12 +378,12 @@ END {
 				if (!((bolt_key, round) in by_round) || !((memory_key, round) in by_round) ||
 				    by_round[memory_key, round] <= 0)
 					continue
-				ceiling = 4 * by_round[memory_key, round] / (7 * ranks)
+				copy = by_round[memory_key, round]
+				ceiling = busbw_ceiling(ranks, copy, copy)
 				shares = shares " " by_round[bolt_key, round] / ceiling
 				if (!((device_key, round) in by_round) || by_round[device_key, round] <= 0)
 					continue
-				write = by_round[device_key, round]
-				ceiling = (2 / ranks) / (2 / write + 1.5 / by_round[memory_key, round])
+				ceiling = busbw_ceiling(ranks, by_round[device_key, round], copy)
 				device_ceilings = device_ceilings " " ceiling
 				device_shares = device_shares " " by_round[bolt_key, round] / ceiling
 			}
@@ -392,7 +399,7 @@ END {
 			       "busbw %.2f%s GB/s, ceiling %.2f GB/s (%d processes copy %.2f%s GB/s " \
 			       "in all), %.0f%% [%.0f-%.0f%%]: %s\n", profile, ranks,
 			       median_of(busbws[bolt_key], bolt_key), range(bolt_key),
-			       4 * memory / (7 * ranks), ranks, memory, range(memory_key), 100 * share,
+			       busbw_ceiling(ranks, memory, memory), ranks, memory, range(memory_key), 100 * share,
 			       100 * low["share"], 100 * high["share"], share >= 0.85 ? "MET" : "NOT MET")
 			if (device_shares == "")
 				continue
