@@ -147,6 +147,7 @@ static void collective_environment(const struct collective_options *options, con
 	collective_setenv("FI_BOLT_COLLECTIVE_DOUBLING_MEMBERS", options->doubling_members);
 	collective_setenv("FI_BOLT_COLLECTIVE_LANES", options->lanes);
 	collective_setenv("FI_BOLT_COLLECTIVE_YIELD", options->yield);
+	collective_setenv("FI_BOLT_COLLECTIVE_RENDEZVOUS_THRESHOLD", options->rendezvous_threshold);
 	collective_setenv("FI_BOLT_UNEXPECTED_LIMIT", options->unexpected_limit);
 }
 

@@ -39,6 +39,7 @@ struct collective_options {
 	const char *doubling_members;   /* FI_BOLT_COLLECTIVE_DOUBLING_MEMBERS, NULL: default */
 	const char *lanes;              /* FI_BOLT_COLLECTIVE_LANES, NULL: default */
 	const char *yield;              /* FI_BOLT_COLLECTIVE_YIELD, NULL: default */
+	const char *rendezvous_threshold;       /* FI_BOLT_COLLECTIVE_RENDEZVOUS_THRESHOLD, NULL: default */
 	const char *unexpected_limit;   /* FI_BOLT_UNEXPECTED_LIMIT, NULL: default */
 	bool no_join;                   /* the body joins by itself */
 	bool last_rank_dies;            /* the last rank's body kills it (collective_die) */

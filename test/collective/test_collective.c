@@ -19,8 +19,9 @@
 
 #include <rdma/fi_tagged.h>
 
-#include "bolt.h"
+#include "bolt_endpoint.h"
 #include "collective_fixture.h"
+#include "rails/bolt_mr_cache.h"
 #include "rdm_fixture.h"
 
 #define TEST_SEGMENT_SIZE 256           /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE for the matrix */
@@ -592,6 +593,71 @@ Test(collective, application_receives_apart)
 	struct collective_options options = { .profile = "rocev2", .size = 3 };
 
 	cr_assert_eq(collective_run(&options, "coll-apart", test_wildcard, NULL), 0);
+}
+
+/* ---- Which messages ask a rendezvous (FI_BOLT_COLLECTIVE_RENDEZVOUS_THRESHOLD) ---- */
+
+#define TEST_RENDEZVOUS_COUNT (16384 / sizeof(float))     /* each rank's block: a 16 KiB message */
+
+/* Registrations this rank's domain has made or reused: one per rendezvous end, none for segments. */
+static uint64_t test_registrations(struct collective_rank *rank)
+{
+	struct bolt_domain *domain = bolt_container_of(rank->endpoint.domain, struct bolt_domain,
+							domain_fid);
+	struct bolt_mr_cache_stats stats;
+
+	bolt_mr_cache_stats(domain->primary.mr_cache, &stats);
+	return stats.hits + stats.misses;
+}
+
+/*
+ * An all-gather of 16 KiB blocks, each rank's block one message to the other
+ * (point-to-point's rendezvous starts at 16 KiB): intact, and by rendezvous
+ * only where argument says so.
+ */
+static int test_rendezvous_threshold(struct collective_rank *rank, void *argument)
+{
+	bool rendezvous = argument != NULL;
+	float *input = malloc(TEST_RENDEZVOUS_COUNT * sizeof(float));
+	float *result = calloc(TEST_RENDEZVOUS_COUNT * (size_t) rank->size, sizeof(float));
+	int context, error = 0, ret = input && result ? 0 : -FI_ENOMEM;
+	uint64_t before = test_registrations(rank);
+
+	for (size_t index = 0; !ret && index < TEST_RENDEZVOUS_COUNT; index++)
+		input[index] = (float) (rank->rank * 100000 + (int) index);
+	if (!ret)
+		ret = (int) fi_allgather(rank->endpoint.ep, input, TEST_RENDEZVOUS_COUNT, NULL, result,
+					 NULL, rank->endpoint.coll_addr, FI_FLOAT, 0, &context);
+	if (!ret)
+		ret = collective_wait(rank, &context, &error);
+	for (size_t index = 0; !ret && index < TEST_RENDEZVOUS_COUNT * (size_t) rank->size; index++)
+		if (result[index] != (float) ((int) (index / TEST_RENDEZVOUS_COUNT) * 100000 +
+					      (int) (index % TEST_RENDEZVOUS_COUNT)))
+			ret = -FI_EIO;
+	if (!ret && (test_registrations(rank) > before) != rendezvous) {
+		fprintf(stderr, "rank %d: 16 KiB messages %s a rendezvous\n", rank->rank,
+			rendezvous ? "did not ask" : "asked");
+		ret = -FI_EOTHER;
+	}
+	free(result);
+	free(input);
+	return ret;
+}
+
+/* By default a collective's 16 KiB messages go in segments: it waits on each one. */
+Test(collective, messages_below_the_threshold_in_segments)
+{
+	struct collective_options options = { .profile = "rocev2", .size = 2 };
+
+	cr_assert_eq(collective_run(&options, "coll-rdv", test_rendezvous_threshold, NULL), 0);
+}
+
+Test(collective, messages_from_the_threshold_by_rendezvous)
+{
+	struct collective_options options = { .profile = "rocev2", .size = 2,
+					       .rendezvous_threshold = "16384" };
+
+	cr_assert_eq(collective_run(&options, "coll-rdv", test_rendezvous_threshold, &options), 0);
 }
 
 /* ---- float32 all-reduces of the table's sizes, with its algorithm choice and segments ---- */

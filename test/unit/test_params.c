@@ -18,7 +18,7 @@ static void clear_environment(void)
 		"FI_BOLT_SIDE_CHANNEL_ADDRESS",
 		"FI_BOLT_RENDEZVOUS_THRESHOLD", "FI_BOLT_STRIPE_PORTS", "FI_BOLT_RAIL_PROBE_TIMEOUT",
 		"FI_BOLT_STRIPE_THRESHOLD", "FI_BOLT_BOUNCE_SIZE", "FI_BOLT_UNEXPECTED_LIMIT",
-		"FI_BOLT_RECEIVE_GRANTS",
+		"FI_BOLT_RECEIVE_GRANTS", "FI_BOLT_COLLECTIVE_RENDEZVOUS_THRESHOLD",
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -42,6 +42,7 @@ Test(params, defaults)
 	cr_expect_eq(params.soft_send_only, false);
 	cr_expect_eq(params.soft_seed, 1);
 	cr_expect_eq(params.rendezvous_threshold, 16384);
+	cr_expect_eq(params.collective_rendezvous_threshold, 32768);
 	cr_expect_eq(params.bounce_size, 32768);
 	cr_expect_eq(params.unexpected_limit, 8 << 20);
 	cr_expect_eq(params.receive_grants, 32);
@@ -66,6 +67,7 @@ Test(params, values_are_read)
 	setenv("FI_BOLT_BOUNCE_SIZE", "0", 1);
 	setenv("FI_BOLT_UNEXPECTED_LIMIT", "0", 1);
 	setenv("FI_BOLT_RECEIVE_GRANTS", "0", 1);
+	setenv("FI_BOLT_COLLECTIVE_RENDEZVOUS_THRESHOLD", "4096", 1);
 	cr_assert_eq(bolt_params_read(&params), 0);
 	cr_expect_str_eq(params.soft_profile, "thunderbolt");
 	cr_expect_eq(params.gid_index, 1);
@@ -79,6 +81,7 @@ Test(params, values_are_read)
 	cr_expect_eq(params.bounce_size, 0);
 	cr_expect_eq(params.unexpected_limit, 0);
 	cr_expect_eq(params.receive_grants, 0);
+	cr_expect_eq(params.collective_rendezvous_threshold, 4096);
 }
 
 Test(params, rocev2_profile_is_accepted)
@@ -115,6 +118,7 @@ Test(params, invalid_values_are_rejected)
 		{ "FI_BOLT_UNEXPECTED_LIMIT", "1073741825" },  /* more than 1 GiB */
 		{ "FI_BOLT_RECEIVE_GRANTS", "-1" },
 		{ "FI_BOLT_RECEIVE_GRANTS", "33" },            /* more than a peer keeps */
+		{ "FI_BOLT_COLLECTIVE_RENDEZVOUS_THRESHOLD", "4095" },  /* less than one segment */
 		{ "FI_BOLT_SOFT_TOPOLOGY",
 		  "a-topology-name-that-is-far-longer-than-the-sixty-three-characters-allowed" },
 	};

@@ -176,6 +176,11 @@ static const struct bolt_param bolt_param_table[] = {
 	BOLT_INT_PARAM("collective_lanes", collective_lanes, -1, 256,
 		"Overrides the table of collective algorithms: segments each ring member keeps in "
 		"flight at once (default: -1, as the table says)"),
+	BOLT_INT_PARAM("collective_rendezvous_threshold", collective_rendezvous_threshold, 4096,
+		1 << 30,
+		"FI_BOLT_RENDEZVOUS_THRESHOLD for the messages of collectives, which wait on each "
+		"message: those of at least this many bytes are written by RDMA after a request "
+		"and its answer, smaller ones go in segments (default: 32768)"),
 	BOLT_STRING_PARAM("collective_yield", collective_yield,
 		"Whether a collective's progress that found nothing to do gives the CPU away "
 		"(sched_yield), as Open MPI does when ranks outnumber cores: yes, no, or auto, "
@@ -215,6 +220,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.collective_doubling_members = -1,
 	.collective_segment_size = -1,
 	.collective_lanes = -1,
+	.collective_rendezvous_threshold = BOLT_COLLECTIVE_RENDEZVOUS_THRESHOLD,
 	.collective_yield = "auto",
 	.share_queue_pairs = true,
 };

@@ -4,7 +4,9 @@
  * rendezvous by RDMA write for large ones), in the collective tag space
  * (bolt_collective.h), and their completions come back to the collective
  * through the completion functions they carry instead of the application's
- * CQ.
+ * CQ. Their rendezvous starts higher than point-to-point's
+ * (FI_BOLT_COLLECTIVE_RENDEZVOUS_THRESHOLD): a collective waits on each
+ * message, where a stream of them would hide the request and answer.
  */
 #include <stdlib.h>
 
@@ -54,6 +56,8 @@ int bolt_collective_send(struct bolt_collective_operation *operation, int lane, 
 	transmit->iov_count = 1;
 	transmit->length = length;
 	transmit->tag = bolt_collective_tag(operation, lane, group->rank);
+	transmit->rendezvous_threshold =
+		(size_t) group->endpoint->domain->fabric->params.collective_rendezvous_threshold;
 	operation->sends.pending++;
 	bolt_transmit_start(transmit);
 	return 0;

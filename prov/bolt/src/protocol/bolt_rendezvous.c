@@ -27,12 +27,13 @@
 bool bolt_rendezvous_wanted(const struct bolt_transmit *transmit)
 {
 	const struct bolt_domain *domain = transmit->connection->manager->domain;
+	size_t threshold = transmit->rendezvous_threshold ? transmit->rendezvous_threshold :
+			   (size_t) domain->fabric->params.rendezvous_threshold;
 
 	return bolt_rail_port_data_writes(domain, &domain->primary) &&
 	       (transmit->op == BOLT_WIRE_MESSAGE || transmit->op == BOLT_WIRE_WRITE) &&
 	       !transmit->internal &&
-	       !transmit->inject_copy && transmit->iov_count == 1 &&
-	       transmit->length >= (size_t) domain->fabric->params.rendezvous_threshold;
+	       !transmit->inject_copy && transmit->iov_count == 1 && transmit->length >= threshold;
 }
 
 /*

@@ -73,6 +73,7 @@ struct bolt_transmit {
 	enum bolt_rendezvous_phase phase;       /* RENDEZVOUS, GRANTED_RECEIVE */
 	struct bolt_registration registration;      /* its buffer, while written from */
 	bool covered;                   /* the buffer lies in an open MR: its registration may stay */
+	size_t rendezvous_threshold;    /* 0: FI_BOLT_RENDEZVOUS_THRESHOLD; else this message's own */
 	uint32_t rail_mask;             /* WRITE phase: the data rails to stripe across, or none;
 					 * READ_REQUEST, RENDEZVOUS_READY: those offered */
 	uint32_t rail_rkeys[BOLT_MAX_CONNECTION_RAILS];     /* and the target's key on each;
