@@ -135,7 +135,7 @@ Test(collective_choice, two_members_by_the_table)
 	choice_run(&options, CASES(cases));
 }
 
-/* On RC every message from 16 KiB asks a rendezvous: the exchange wins up to 512 KiB. */
+/* On RC a collective's messages from 32 KiB ask a rendezvous: the exchange wins up to 512 KiB. */
 Test(collective_choice, two_members_on_rc_by_the_table)
 {
 	static const struct choice_case cases[] = {
@@ -167,12 +167,16 @@ Test(collective_choice, three_members_by_the_table)
 }
 
 /*
- * Three members on RC: the ring while its blocks go eagerly, the exchange,
- * recursive doubling, then the ring again.
+ * Three members on RC: the exchange while small, recursive doubling while its
+ * whole messages go eagerly, the ring while its blocks do, the exchange,
+ * doubling, then the ring again.
  */
 Test(collective_choice, three_members_on_rc_by_the_table)
 {
 	static const struct choice_case cases[] = {
+		{ FI_ALLREDUCE, FLOATS(4 * KIB), false, "direct", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(8 * KIB), false, "doubling", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "doubling", 0, 0 },
 		{ FI_ALLREDUCE, FLOATS(32 * KIB), false, "ring", 256 * KIB, 4 },
 		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "direct", 0, 0 },
 		{ FI_ALLREDUCE, FLOATS(128 * KIB), false, "direct", 0, 0 },
@@ -210,8 +214,9 @@ Test(collective_choice, four_members_by_the_table)
 		{ FI_ALLREDUCE, 2, false, "direct", 0, 0 },
 		{ FI_ALLREDUCE, FLOATS(4 * KIB), false, "direct", 0, 0 },
 		{ FI_ALLREDUCE, FLOATS(8 * KIB), false, "doubling", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "doubling", 0, 0 },
 		/* The ring while its quarters go eagerly, where doubling's wholes ask a rendezvous. */
-		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "ring", 256 * KIB, 4 },
+		{ FI_ALLREDUCE, FLOATS(32 * KIB), false, "ring", 256 * KIB, 4 },
 		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "doubling", 0, 0 },
 		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "doubling", 0, 0 },
 		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4 },

@@ -91,13 +91,16 @@ struct bolt_collective_rule {
  * where doubling folds the third member in and out (four steps), take it on
  * UC at 32 KiB (0.81, 0.83 against the exchange) and on RC at 256 KiB (0.78,
  * 0.91 against the ring; at 128 KiB 0.89 and 1.10, the exchange kept).
- * On RC, where every message from 16 KiB asks a rendezvous, the ring of
- * three or four members wins from 8 and 16 KiB up to 64 KiB, its blocks
- * (a third, a quarter) going eagerly where doubling's and direct's whole
- * messages ask a rendezvous each (the ring's time over the table's before,
- * medians of five paired rounds: three members 0.67 at 16 KiB, 0.78 at
- * 32 KiB, 1.73 at 64 KiB; four 0.69 and 0.84, 1.16 at 8 KiB, 1.99 at
- * 64 KiB). On UC its blocks of 4 KiB and more go into bounce buffers
+ * On RC, where a collective's messages from 32 KiB ask a rendezvous
+ * (FI_BOLT_COLLECTIVE_RENDEZVOUS_THRESHOLD), recursive doubling of three
+ * and four members wins from 8 KiB while its whole messages go in segments
+ * (its time over the ring's, medians of six paired rounds: three members
+ * 0.85 at 8 KiB, 0.86 at 16 KiB; four 0.86 at 16 KiB; 1.25 to 1.60 at
+ * 32 KiB), and the ring from there up to 64 KiB, its blocks (a third, a
+ * quarter) going eagerly where doubling's and direct's whole messages ask a
+ * rendezvous each (the ring's time over the table's before, medians of
+ * five paired rounds: three members 0.78 at 32 KiB, 1.73 at 64 KiB; four
+ * 0.84 at 32 KiB, 1.99 at 64 KiB). On UC its blocks of 4 KiB and more go into bounce buffers
  * (1.81 to 1.95 at 16 KiB with four), and two members have no such band.
  * A barrier of four likewise: doubling's time over direct's 2.05 [1.85-2.90]
  * on UC, 1.45 [1.32-1.68] on RC (five paired rounds). More members are not
@@ -148,6 +151,7 @@ static const struct bolt_collective_rule bolt_collective_rules[] = {
 	{ ALLREDUCE,               3, 3,    128 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4 },
 	{ ALLREDUCE,               3, 3,    512 * KIB, UC_DEVICE,  &bolt_collective_direct,   0,       0 },
 	{ ALLREDUCE,               3, 3,    8 * KIB,   RC_DEVICE,  &bolt_collective_direct,   0,       0 },
+	{ ALLREDUCE,               3, 3,    32 * KIB,  RC_DEVICE,  &bolt_collective_doubling, 0,       0 },
 	{ ALLREDUCE,               3, 3,    64 * KIB,  RC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4 },
 	{ ALLREDUCE,               3, 3,    256 * KIB, RC_DEVICE,  &bolt_collective_direct,   0,       0 },
 	{ ALLREDUCE,               3, 3,    512 * KIB, RC_DEVICE,  &bolt_collective_doubling, 0,       0 },
@@ -156,7 +160,7 @@ static const struct bolt_collective_rule bolt_collective_rules[] = {
 	{ ALLREDUCE,               4, 4,    256 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4 },
 	{ ALLREDUCE,               4, 4,    1 * MIB,   UC_DEVICE,  &bolt_collective_doubling, 0,       0 },
 	{ ALLREDUCE,               4, 4,    8 * KIB,   RC_DEVICE,  &bolt_collective_direct,   0,       0 },
-	{ ALLREDUCE,               4, 4,    16 * KIB,  RC_DEVICE,  &bolt_collective_doubling, 0,       0 },
+	{ ALLREDUCE,               4, 4,    32 * KIB,  RC_DEVICE,  &bolt_collective_doubling, 0,       0 },
 	{ ALLREDUCE,               4, 4,    64 * KIB,  RC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4 },
 	{ ALLREDUCE,               4, 4,    512 * KIB, RC_DEVICE,  &bolt_collective_doubling, 0,       0 },
 	{ ALLREDUCE | BARRIER,     5, ANY_MEMBERS, 4 * KIB, ANY_DEVICE, &bolt_collective_doubling, 0, 0 },
