@@ -15,9 +15,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
-#define BENCH_HUGE_PAGE ((size_t) 2 << 20)
+#include "platform/bolt_platform.h"
 
 static inline bool bench_buffer_small_pages(void)
 {
@@ -33,21 +32,12 @@ static inline const char *bench_buffer_pages(void)
 	       "transparent huge pages from 2 MiB (madvise)";
 }
 
-/* bytes zeroed, advised before the first touch, so the kernel backs them with huge pages; free() frees it. */
+/* bytes zeroed, from 2 MiB on huge pages (bolt_platform_huge_allocate, compiled in); free() frees it. */
 static inline void *bench_buffer_allocate(size_t bytes)
 {
-	size_t rounded = (bytes + BENCH_HUGE_PAGE - 1) / BENCH_HUGE_PAGE * BENCH_HUGE_PAGE;
-	void *buffer;
-
-	if (bytes < BENCH_HUGE_PAGE || bench_buffer_small_pages())
+	if (bytes < BOLT_PLATFORM_HUGE_PAGE || bench_buffer_small_pages())
 		return calloc(1, bytes ? bytes : 1);
-	buffer = aligned_alloc(BENCH_HUGE_PAGE, rounded);
-	if (!buffer)
-		return NULL;
-#ifdef MADV_HUGEPAGE
-	(void) madvise(buffer, rounded, MADV_HUGEPAGE); /* a hint: without it, small pages */
-#endif
-	return memset(buffer, 0, bytes);
+	return bolt_platform_huge_allocate(bytes);
 }
 
 #endif /* BENCH_BUFFER_H */
