@@ -11,9 +11,9 @@
 
 void *bolt_platform_huge_allocate(size_t bytes)
 {
-	size_t rounded = (bytes + BOLT_PLATFORM_HUGE_PAGE - 1) / BOLT_PLATFORM_HUGE_PAGE *
-			 BOLT_PLATFORM_HUGE_PAGE;
-	void *buffer = aligned_alloc(BOLT_PLATFORM_HUGE_PAGE, rounded ? rounded : BOLT_PLATFORM_HUGE_PAGE);
+	size_t pages = bytes ? (bytes + BOLT_PLATFORM_HUGE_PAGE - 1) / BOLT_PLATFORM_HUGE_PAGE : 1;
+	size_t rounded = pages * BOLT_PLATFORM_HUGE_PAGE;
+	void *buffer = aligned_alloc(BOLT_PLATFORM_HUGE_PAGE, rounded);
 
 	if (!buffer)
 		return NULL;
