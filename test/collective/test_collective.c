@@ -19,9 +19,8 @@
 
 #include <rdma/fi_tagged.h>
 
-#include "bolt_endpoint.h"
+#include "bolt.h"
 #include "collective_fixture.h"
-#include "rails/bolt_mr_cache.h"
 #include "rdm_fixture.h"
 
 #define TEST_SEGMENT_SIZE 256           /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE for the matrix */
@@ -599,17 +598,6 @@ Test(collective, application_receives_apart)
 
 #define TEST_RENDEZVOUS_COUNT (16384 / sizeof(float))     /* each rank's block: a 16 KiB message */
 
-/* Registrations this rank's domain has made or reused: one per rendezvous end, none for segments. */
-static uint64_t test_registrations(struct collective_rank *rank)
-{
-	struct bolt_domain *domain = bolt_container_of(rank->endpoint.domain, struct bolt_domain,
-							domain_fid);
-	struct bolt_mr_cache_stats stats;
-
-	bolt_mr_cache_stats(domain->primary.mr_cache, &stats);
-	return stats.hits + stats.misses;
-}
-
 /*
  * An all-gather of 16 KiB blocks, each rank's block one message to the other
  * (point-to-point's rendezvous starts at 16 KiB): intact, and by rendezvous
@@ -621,7 +609,7 @@ static int test_rendezvous_threshold(struct collective_rank *rank, void *argumen
 	float *input = malloc(TEST_RENDEZVOUS_COUNT * sizeof(float));
 	float *result = calloc(TEST_RENDEZVOUS_COUNT * (size_t) rank->size, sizeof(float));
 	int context, error = 0, ret = input && result ? 0 : -FI_ENOMEM;
-	uint64_t before = test_registrations(rank);
+	uint64_t before = rdm_registrations_used(&rank->endpoint);
 
 	for (size_t index = 0; !ret && index < TEST_RENDEZVOUS_COUNT; index++)
 		input[index] = (float) (rank->rank * 100000 + (int) index);
@@ -634,7 +622,7 @@ static int test_rendezvous_threshold(struct collective_rank *rank, void *argumen
 		if (result[index] != (float) ((int) (index / TEST_RENDEZVOUS_COUNT) * 100000 +
 					      (int) (index % TEST_RENDEZVOUS_COUNT)))
 			ret = -FI_EIO;
-	if (!ret && (test_registrations(rank) > before) != rendezvous) {
+	if (!ret && (rdm_registrations_used(&rank->endpoint) > before) != rendezvous) {
 		fprintf(stderr, "rank %d: 16 KiB messages %s a rendezvous\n", rank->rank,
 			rendezvous ? "did not ask" : "asked");
 		ret = -FI_EOTHER;

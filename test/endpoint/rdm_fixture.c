@@ -21,6 +21,7 @@
 #include "bolt_endpoint.h"
 #include "bolt_fabric.h"
 #include "bolt_getinfo.h"
+#include "rails/bolt_mr_cache.h"
 #include "softrdma/softrdma.h"
 
 static char rdm_namespace[64];
@@ -470,6 +471,15 @@ uint64_t rdm_striped_bytes(struct fid_ep *ep, int first_rail, int end_rail)
 		for (int rail = first_rail; rail < end_rail; rail++)
 			bytes += connection->data_rails[rail].bytes_written;
 	return bytes;
+}
+
+uint64_t rdm_registrations_used(struct bolt_fixture_endpoint *endpoint)
+{
+	struct bolt_domain *domain = bolt_container_of(endpoint->domain, struct bolt_domain, domain_fid);
+	struct bolt_mr_cache_stats stats;
+
+	bolt_mr_cache_stats(domain->primary.mr_cache, &stats);
+	return stats.hits + stats.misses;
 }
 
 uint64_t rdm_rewritten_segments(struct fid_ep *ep)

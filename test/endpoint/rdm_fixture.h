@@ -143,6 +143,11 @@ pid_t rdm_fork(int (*peer)(int socket, void *argument), void *argument, int *soc
 uint64_t rdm_striped_bytes(struct fid_ep *ep, int first_rail, int end_rail);
 /* Segments of UC writes written again after a timeout or a loss, on ep's connections. */
 uint64_t rdm_rewritten_segments(struct fid_ep *ep);
+/*
+ * Registrations endpoint's domain has made or reused on its own port: one per
+ * rendezvous end, none for segments.
+ */
+uint64_t rdm_registrations_used(struct bolt_fixture_endpoint *endpoint);
 
 void rdm_fill(void *buffer, size_t length, uint32_t seed);
 bool rdm_check(const void *buffer, size_t length, uint32_t seed);

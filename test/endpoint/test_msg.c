@@ -11,7 +11,6 @@
 #include <utlist.h>
 
 #include "bolt_endpoint.h"
-#include "rails/bolt_mr_cache.h"
 #include "rdm_fixture.h"
 
 static const size_t message_sizes[] = { 0, 1, 100, 4032, 4033, 65536, (1 << 20) + 7 };
@@ -298,16 +297,6 @@ Test(msg, burst_rocev2_send_only)
 	burst_of_messages(&options, "msg-burst-roce-so");
 }
 
-/* Registrations the domain's cache has made or reused: one per rendezvous end, none for segments. */
-static uint64_t registrations_used(struct bolt_fixture_endpoint *endpoint)
-{
-	struct bolt_domain *domain = bolt_container_of(endpoint->domain, struct bolt_domain, domain_fid);
-	struct bolt_mr_cache_stats stats;
-
-	bolt_mr_cache_stats(domain->primary.mr_cache, &stats);
-	return stats.hits + stats.misses;
-}
-
 /*
  * Many more messages than the peer has bounce buffers, sent as soon as the
  * connection is asked for, all arriving before any receive: each is written
@@ -344,7 +333,7 @@ static int bounced_peer(int socket, void *argument)
 			ret = 2;
 	}
 	/* The link's own bounce buffers are one registration; a rendezvous registers each receive. */
-	if (!ret && registrations_used(&endpoint) > 2)
+	if (!ret && rdm_registrations_used(&endpoint) > 2)
 		ret = 3;
 	if (!ret)
 		ret = rdm_send_value(socket, 2);
@@ -409,7 +398,7 @@ static uint64_t registrations_for_32k_message(const struct rdm_options *options,
 	for (int completions = 0; completions < 2; completions++)
 		cr_assert_eq(rdm_wait(&endpoint, &entry, &error), 0, "error %d", error.err);
 	cr_assert(rdm_check(buffer + length, length, 3), "the message arrived damaged");
-	used = registrations_used(&endpoint);
+	used = rdm_registrations_used(&endpoint);
 	bolt_fixture_close(&endpoint);
 	rdm_environment_cleanup(options);
 	unsetenv("FI_BOLT_RENDEZVOUS_THRESHOLD");
