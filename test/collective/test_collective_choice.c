@@ -150,7 +150,8 @@ Test(collective_choice, two_members_on_rc_by_the_table)
 
 /*
  * Three members on UC: bands as with two, the exchange up to 32 KiB, recursive
- * doubling to 64 KiB, the ring, the exchange again from 128 KiB.
+ * doubling to 64 KiB, the ring, the exchange again from 128 KiB; broadcasts
+ * direct below 64 MiB.
  */
 Test(collective_choice, three_members_by_the_table)
 {
@@ -160,6 +161,8 @@ Test(collective_choice, three_members_by_the_table)
 		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4 },
 		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "direct", 0, 0 },
 		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4 },
+		/* A broadcast of three goes direct where one of four takes the chain. */
+		{ FI_BROADCAST, FLOATS(16384 * KIB), false, "direct", 0, 0 },
 	};
 	struct collective_options options = { .profile = "thunderbolt", .size = 3 };
 
@@ -225,9 +228,10 @@ Test(collective_choice, four_members_by_the_table)
 		{ FI_ALLGATHER, FLOATS(64 * KIB), false, "direct", 0, 0 },
 		{ FI_REDUCE_SCATTER, FLOATS(64 * KIB), false, "direct", 0, 0 },
 		{ FI_REDUCE_SCATTER, FLOATS(2048 * KIB), false, "ring", 4096 * KIB, 4 },
-		/* Three members or more: a large broadcast goes down the chain. */
+		/* Four members: a broadcast goes down the chain from 16 MiB. */
 		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0 },
-		{ FI_BROADCAST, FLOATS(65536 * KIB), false, "chain", 4096 * KIB, 0 },
+		{ FI_BROADCAST, FLOATS(8192 * KIB), false, "direct", 0, 0 },
+		{ FI_BROADCAST, FLOATS(16384 * KIB), false, "chain", 4096 * KIB, 0 },
 		{ FI_BARRIER, 0, false, "direct", 0, 0 },
 	};
 	struct collective_options options = { .profile = "rocev2", .size = 4 };

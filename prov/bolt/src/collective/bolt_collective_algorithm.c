@@ -128,19 +128,24 @@ struct bolt_collective_rule {
  * 0.87 to 0.88 for a reduce-scatter of two (medians of three paired rounds
  * on both devices; at 1 MiB 0.86 to 1.06, the 256 KiB kept), and from 8 MiB
  * 4 MiB ones (2 MiB: 1.06 to 1.08 at 16 MiB with two members).
- * A broadcast of three or four members takes the chain, in 4 MiB segments,
- * from 64 MiB (chain's time over direct's, medians of three and of five
- * paired rounds: 0.59 to 1.24 there, six of eight below 1; at 16 MiB 0.63
- * to 1.27, mixed): with more ranks than cores, the hops' copies overlap
- * less than they would on a core each, and 1 MiB or 256 KiB segments cost
- * more than they save (1 MiB: 1.03 to 1.55 at 16 MiB; 256 KiB: 1.2 to 2.2 at 64 MiB).
+ * A broadcast of three members takes the chain, in 4 MiB segments, from
+ * 64 MiB, of four from 16 MiB (chain's time over direct's, medians of three
+ * and of five paired rounds: 0.59 to 1.24 at 64 MiB, six of eight below 1;
+ * four members, three sets of four to six rotated rounds, 0.71 to 0.90 on
+ * UC and 0.87 to 0.97 on RC at 16 MiB, 0.79 and 0.81 at 32 MiB, 1.12 and
+ * 1.17 at 8 MiB; three members 0.89 to 1.16 at 32 MiB, 0.90 and 1.05 at
+ * 16 MiB): with more ranks than cores, the hops' copies overlap less than
+ * they would on a core each, and the root of four sends three copies where
+ * that of three sends two. 1 MiB or 256 KiB segments cost more than they
+ * save (1 MiB: 1.03 to 1.55 at 16 MiB; 256 KiB: 1.2 to 2.2 at 64 MiB).
  */
 static const struct bolt_collective_rule bolt_collective_rules[] = {
 	/* kinds                  members  below      device      algorithm             segment  lanes */
 	{ EVERY_KIND,              1, 1,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
 	{ ALLTOALL,                2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
 	{ BROADCAST,               2, 2,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
-	{ BROADCAST,               3, ANY_MEMBERS, 64 * MIB, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
+	{ BROADCAST,               3, 3,    64 * MIB,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
+	{ BROADCAST,               4, ANY_MEMBERS, 16 * MIB, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
 	{ BROADCAST,               3, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_chain, 4 * MIB, 0 },
 	{ BARRIER,                 2, 4,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
 	{ ALLREDUCE,               2, 2,    64 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0 },
