@@ -371,25 +371,39 @@ Test(msg, unexpected_messages_through_bounce_buffers)
 	free(out);
 }
 
-/*
- * A 32 KiB message to ourselves; threshold: FI_BOLT_RENDEZVOUS_THRESHOLD,
- * bounce: FI_BOLT_BOUNCE_SIZE, each NULL for the default.
- */
-static uint64_t registrations_for_32k_message(const struct rdm_options *options,
-					      const char *threshold, const char *bounce)
+/* The FI_BOLT_* settings of one message to ourselves, each NULL for the default. */
+struct message_settings {
+	const char *rendezvous_threshold, *bounce_size, *bounce_threshold;
+};
+
+static void message_settings_apply(const struct message_settings *settings)
 {
+	const char *names[] = { "FI_BOLT_RENDEZVOUS_THRESHOLD", "FI_BOLT_BOUNCE_SIZE",
+				"FI_BOLT_BOUNCE_THRESHOLD" };
+	const char *values[] = { settings->rendezvous_threshold, settings->bounce_size,
+				 settings->bounce_threshold };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (values[i])
+			setenv(names[i], values[i], 1);
+		else
+			unsetenv(names[i]);
+	}
+}
+
+/* A message of length bytes to ourselves: the registrations it leaves in use. */
+static uint64_t registrations_for_message(const struct rdm_options *options, size_t length,
+					  const struct message_settings *settings)
+{
+	static const struct message_settings defaults = { 0 };
 	struct bolt_fixture_endpoint endpoint;
 	struct fi_cq_tagged_entry entry;
 	struct fi_cq_err_entry error;
-	size_t length = 32 * 1024;
 	char *buffer = malloc(2 * length);
 	uint64_t used;
 
 	cr_assert(buffer);
-	if (threshold)
-		setenv("FI_BOLT_RENDEZVOUS_THRESHOLD", threshold, 1);
-	if (bounce)
-		setenv("FI_BOLT_BOUNCE_SIZE", bounce, 1);
+	message_settings_apply(settings);
 	rdm_environment(options, "msg-threshold");
 	cr_assert_eq(rdm_open_self(&endpoint, options), 0);
 	rdm_fill(buffer, length, 3);
@@ -401,8 +415,7 @@ static uint64_t registrations_for_32k_message(const struct rdm_options *options,
 	used = rdm_registrations_used(&endpoint);
 	bolt_fixture_close(&endpoint);
 	rdm_environment_cleanup(options);
-	unsetenv("FI_BOLT_RENDEZVOUS_THRESHOLD");
-	unsetenv("FI_BOLT_BOUNCE_SIZE");
+	message_settings_apply(&defaults);
 	free(buffer);
 	return used;
 }
@@ -414,9 +427,11 @@ static uint64_t registrations_for_32k_message(const struct rdm_options *options,
 Test(msg, rendezvous_threshold)
 {
 	struct rdm_options options = { .profile = "thunderbolt" };
+	struct message_settings no_bounce = { .bounce_size = "0" };
+	struct message_settings segments = { .rendezvous_threshold = "65536", .bounce_size = "0" };
 
-	cr_expect_eq(registrations_for_32k_message(&options, NULL, "0"), 2);
-	cr_expect_eq(registrations_for_32k_message(&options, "65536", "0"), 0);
+	cr_expect_eq(registrations_for_message(&options, 32 * 1024, &no_bounce), 2);
+	cr_expect_eq(registrations_for_message(&options, 32 * 1024, &segments), 0);
 }
 
 /*
@@ -428,9 +443,28 @@ Test(msg, rendezvous_threshold)
 Test(msg, bounce_buffers)
 {
 	struct rdm_options options = { .profile = "thunderbolt", .software_device_only = true };
+	struct message_settings small_buffers = { .bounce_size = "16384" };
 
-	cr_expect_eq(registrations_for_32k_message(&options, NULL, NULL), 2);
-	cr_expect_eq(registrations_for_32k_message(&options, NULL, "16384"), 3);
+	cr_expect_eq(registrations_for_message(&options, 32 * 1024, &(struct message_settings) { 0 }), 2);
+	cr_expect_eq(registrations_for_message(&options, 32 * 1024, &small_buffers), 3);
+}
+
+/*
+ * Below FI_BOLT_BOUNCE_THRESHOLD (16 KiB by default) a message that fits a
+ * bounce buffer goes in segments: only the link's bounce buffers are
+ * registered, not the sender's buffer. From it, or with the threshold
+ * lowered, it is written whole.
+ */
+Test(msg, bounce_threshold)
+{
+	struct rdm_options options = { .profile = "thunderbolt", .software_device_only = true };
+	struct message_settings defaults = { 0 };
+	struct message_settings lowered = { .bounce_threshold = "4096" };
+
+	cr_expect_eq(registrations_for_message(&options, 8 * 1024, &defaults), 1);
+	cr_expect_eq(registrations_for_message(&options, 16 * 1024 - 1, &defaults), 1);
+	cr_expect_eq(registrations_for_message(&options, 16 * 1024, &defaults), 2);
+	cr_expect_eq(registrations_for_message(&options, 8 * 1024, &lowered), 2);
 }
 
 /*

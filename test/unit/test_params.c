@@ -17,7 +17,8 @@ static void clear_environment(void)
 		"FI_BOLT_SOFT_SEED", "FI_BOLT_SOFT_COPY", "FI_BOLT_JOB_KEY", "FI_BOLT_JOB_KEY_FILE",
 		"FI_BOLT_SIDE_CHANNEL_ADDRESS",
 		"FI_BOLT_RENDEZVOUS_THRESHOLD", "FI_BOLT_STRIPE_PORTS", "FI_BOLT_RAIL_PROBE_TIMEOUT",
-		"FI_BOLT_STRIPE_THRESHOLD", "FI_BOLT_BOUNCE_SIZE", "FI_BOLT_UNEXPECTED_LIMIT",
+		"FI_BOLT_STRIPE_THRESHOLD", "FI_BOLT_BOUNCE_SIZE", "FI_BOLT_BOUNCE_THRESHOLD",
+		"FI_BOLT_UNEXPECTED_LIMIT",
 		"FI_BOLT_RECEIVE_GRANTS", "FI_BOLT_COLLECTIVE_RENDEZVOUS_THRESHOLD",
 	};
 
@@ -44,6 +45,7 @@ Test(params, defaults)
 	cr_expect_eq(params.rendezvous_threshold, 16384);
 	cr_expect_eq(params.collective_rendezvous_threshold, 32768);
 	cr_expect_eq(params.bounce_size, 32768);
+	cr_expect_eq(params.bounce_threshold, 16384);
 	cr_expect_eq(params.unexpected_limit, 8 << 20);
 	cr_expect_eq(params.receive_grants, 32);
 	cr_expect_eq(params.stripe_ports, -1);
@@ -65,6 +67,7 @@ Test(params, values_are_read)
 	setenv("FI_BOLT_STRIPE_PORTS", "2", 1);
 	setenv("FI_BOLT_RAIL_PROBE_TIMEOUT", "50", 1);
 	setenv("FI_BOLT_BOUNCE_SIZE", "0", 1);
+	setenv("FI_BOLT_BOUNCE_THRESHOLD", "8192", 1);
 	setenv("FI_BOLT_UNEXPECTED_LIMIT", "0", 1);
 	setenv("FI_BOLT_RECEIVE_GRANTS", "0", 1);
 	setenv("FI_BOLT_COLLECTIVE_RENDEZVOUS_THRESHOLD", "4096", 1);
@@ -79,6 +82,7 @@ Test(params, values_are_read)
 	cr_expect_eq(params.stripe_ports, 2);
 	cr_expect_eq(params.rail_probe_timeout, 50);
 	cr_expect_eq(params.bounce_size, 0);
+	cr_expect_eq(params.bounce_threshold, 8192);
 	cr_expect_eq(params.unexpected_limit, 0);
 	cr_expect_eq(params.receive_grants, 0);
 	cr_expect_eq(params.collective_rendezvous_threshold, 4096);
@@ -114,6 +118,7 @@ Test(params, invalid_values_are_rejected)
 		{ "FI_BOLT_STRIPE_THRESHOLD", "4095" },
 		{ "FI_BOLT_BOUNCE_SIZE", "-1" },
 		{ "FI_BOLT_BOUNCE_SIZE", "16777217" },         /* more than 16 MiB */
+		{ "FI_BOLT_BOUNCE_THRESHOLD", "-1" },
 		{ "FI_BOLT_UNEXPECTED_LIMIT", "-1" },
 		{ "FI_BOLT_UNEXPECTED_LIMIT", "1073741825" },  /* more than 1 GiB */
 		{ "FI_BOLT_RECEIVE_GRANTS", "-1" },

@@ -137,12 +137,16 @@ static const struct bolt_param bolt_param_table[] = {
 		"receiver's buffer after a request and its answer; smaller ones go in 4 KiB "
 		"segments, copied at both ends (default: 16384)"),
 	BOLT_INT_PARAM("bounce_size", bounce_size, 0, 16 << 20,
-		"On UC links (Thunderbolt), messages longer than one 4 KiB segment and of at most "
-		"this many bytes are written whole, header and data in one RDMA write, into buffers "
+		"On UC links (Thunderbolt), messages from FI_BOLT_BOUNCE_THRESHOLD bytes (and longer "
+		"than one 4 KiB segment) to at most this many bytes are written whole, header and data in one RDMA write, into buffers "
 		"the receiver set aside for its peer, and copied out there: no request and answer "
 		"before the data. Each link sets aside 32 buffers of this size for its peer "
 		"(default: 32768; 0, or one segment or less: none, such messages go by rendezvous "
 		"or in segments)"),
+	BOLT_INT_PARAM("bounce_threshold", bounce_threshold, 0, 16 << 20,
+		"On UC links, messages shorter than this many bytes go in 4 KiB segments even where "
+		"they would fit a bounce buffer (default: 16384; 0: every message longer than one "
+		"segment that fits is written whole)"),
 	BOLT_INT_PARAM("unexpected_limit", unexpected_limit, 0, 1 << 30,
 		"Bytes of one peer's messages that arrived before their receive an endpoint keeps "
 		"(their data and bookkeeping); beyond it the endpoint takes no more such data from "
@@ -211,6 +215,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.stripe_threshold = 1 << 20,
 	.rendezvous_threshold = BOLT_RENDEZVOUS_THRESHOLD,
 	.bounce_size = BOLT_BOUNCE_SIZE,
+	.bounce_threshold = BOLT_BOUNCE_THRESHOLD,
 	.unexpected_limit = BOLT_UNEXPECTED_LIMIT,
 	.unexpected_endpoint_limit = BOLT_UNEXPECTED_ENDPOINT_LIMIT,
 	.side_channel_pending = BOLT_SIDE_CHANNEL_PENDING,

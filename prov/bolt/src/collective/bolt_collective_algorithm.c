@@ -100,9 +100,10 @@ struct bolt_collective_rule {
  * quarter) going eagerly where doubling's and direct's whole messages ask a
  * rendezvous each (the ring's time over the table's before, medians of
  * five paired rounds: three members 0.78 at 32 KiB, 1.73 at 64 KiB; four
- * 0.84 at 32 KiB, 1.99 at 64 KiB). On UC its blocks of 4 KiB and more go
- * into bounce buffers (1.81 to 1.95 at 16 KiB with four), and two members
- * have no such band.
+ * 0.84 at 32 KiB, 1.99 at 64 KiB). On UC its blocks of 4 KiB and more went
+ * into bounce buffers when this was measured (1.81 to 1.95 at 16 KiB with
+ * four; blocks under 16 KiB go in segments since, FI_BOLT_BOUNCE_THRESHOLD),
+ * and two members have no such band.
  * A barrier of four likewise: doubling's time over direct's 2.05 [1.85-2.90]
  * on UC, 1.45 [1.32-1.68] on RC (five paired rounds). More members are not
  * measured: recursive doubling's n log2(n) messages against direct's n(n-1)

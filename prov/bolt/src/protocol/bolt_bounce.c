@@ -20,7 +20,8 @@
  * Up to FI_BOLT_BOUNCE_SIZE, 32 KiB by default. The data is copied twice,
  * into the buffer and out of it into the receive, where a rendezvous
  * writes the receive directly; from 64 KiB the target's copy costs more
- * than the rendezvous saves.
+ * than the rendezvous saves. From FI_BOLT_BOUNCE_THRESHOLD, 16 KiB by
+ * default: a few segments cost less than one write (bolt.h).
  *
  * RC has no immediate value to spare (fi_writedata's remote CQ data takes
  * them all) and keeps the rendezvous. The buffers themselves are the link's
@@ -30,9 +31,12 @@
 
 bool bolt_bounce_wanted(const struct bolt_transmit *transmit)
 {
+	const struct bolt_params *params = &transmit->connection->manager->domain->fabric->params;
+
 	return transmit->op == BOLT_WIRE_MESSAGE && !transmit->internal &&
 	       !transmit->inject_copy && transmit->iov_count == 1 &&
 	       transmit->length > BOLT_SEGMENT_PAYLOAD &&
+	       transmit->length >= (size_t) params->bounce_threshold &&
 	       transmit->length <= bolt_bounce_peer_payload(transmit->connection->link);
 }
 
