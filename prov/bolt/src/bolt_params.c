@@ -138,9 +138,10 @@ static const struct bolt_param bolt_param_table[] = {
 		"segments, copied at both ends (default: 16384)"),
 	BOLT_INT_PARAM("bounce_size", bounce_size, 0, 16 << 20,
 		"On UC links (Thunderbolt), messages from FI_BOLT_BOUNCE_THRESHOLD bytes (and longer "
-		"than one 4 KiB segment) to at most this many bytes are written whole, header and data in one RDMA write, into buffers "
-		"the receiver set aside for its peer, and copied out there: no request and answer "
-		"before the data. Each link sets aside 32 buffers of this size for its peer "
+		"than one 4 KiB segment) to at most this many bytes are written whole, header and "
+		"data in one RDMA write, into buffers the receiver set aside for its peer, and "
+		"copied out there: no request and answer before the data. Each link sets aside 32 "
+		"buffers of this size for its peer "
 		"(default: 32768; 0, or one segment or less: none, such messages go by rendezvous "
 		"or in segments)"),
 	BOLT_INT_PARAM("bounce_threshold", bounce_threshold, 0, 16 << 20,

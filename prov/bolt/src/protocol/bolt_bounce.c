@@ -29,15 +29,20 @@
  */
 #include "protocol/bolt_rdma.h"
 
+bool bolt_bounce_takes(const struct bolt_domain *domain, size_t length, size_t payload)
+{
+	return length > BOLT_SEGMENT_PAYLOAD &&
+	       length >= (size_t) domain->fabric->params.bounce_threshold && length <= payload;
+}
+
 bool bolt_bounce_wanted(const struct bolt_transmit *transmit)
 {
-	const struct bolt_params *params = &transmit->connection->manager->domain->fabric->params;
+	const struct bolt_connection *connection = transmit->connection;
 
 	return transmit->op == BOLT_WIRE_MESSAGE && !transmit->internal &&
 	       !transmit->inject_copy && transmit->iov_count == 1 &&
-	       transmit->length > BOLT_SEGMENT_PAYLOAD &&
-	       transmit->length >= (size_t) params->bounce_threshold &&
-	       transmit->length <= bolt_bounce_peer_payload(transmit->connection->link);
+	       bolt_bounce_takes(connection->manager->domain, transmit->length,
+				 bolt_bounce_peer_payload(connection->link));
 }
 
 bool bolt_bounce_describe(struct bolt_transmit *transmit, const struct bolt_control_buffer *record,

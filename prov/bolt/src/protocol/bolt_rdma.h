@@ -212,6 +212,11 @@ void bolt_direct_write_arrived(struct bolt_connection *connection, const struct 
 void bolt_direct_write_forget_all(struct bolt_connection *connection);
 
 /* Messages written whole into the peer's bounce buffers (bolt_bounce.c). */
+/*
+ * Whether a message of length bytes goes whole into a bounce buffer of
+ * payload bytes (0: none): longer than a segment, from FI_BOLT_BOUNCE_THRESHOLD.
+ */
+bool bolt_bounce_takes(const struct bolt_domain *domain, size_t length, size_t payload);
 /* Initiator: whether transmit is a message to write whole. */
 bool bolt_bounce_wanted(const struct bolt_transmit *transmit);
 /*
