@@ -478,7 +478,7 @@ static void bench_algorithm(struct bench_rank *rank, char *text, size_t size)
 	    !choice.algorithm)
 		return;
 	if (!choice.segment_size) {
-		snprintf(text, size, "%s", choice.algorithm);
+		snprintf(text, size, "%s%s", choice.algorithm, choice.pull ? "+pull" : "");
 		return;
 	}
 	if (choice.segment_size % (1 << 20) == 0)

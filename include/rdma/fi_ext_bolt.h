@@ -48,14 +48,17 @@
  * How bolt ran a group's last collective operation started, for benchmarks
  * and tuning: fi_control(&mc->fid, FI_BOLT_COLLECTIVE_GET_CHOICE, &choice)
  * on a joined group (fi_bolt(7) has the table it is chosen from). algorithm
- * is "direct", "doubling" or "ring" (a string that lives as long as the
- * provider); segment_size and lanes are the ring's, 0 for the others.
+ * is "direct", "doubling", "ring" or "chain" (a string that lives as long
+ * as the provider); segment_size is the ring's and the chain's, lanes the
+ * ring's, 0 for the others; pull is 1 where on RC the members read their
+ * rendezvous messages from the sender's buffer.
  */
 #define FI_BOLT_COLLECTIVE_GET_CHOICE 0xb017
 struct fi_bolt_collective_choice {
 	const char *algorithm;
 	size_t segment_size;
 	int lanes;
+	int pull;
 };
 
 #endif /* FI_EXT_BOLT_H */

@@ -149,6 +149,7 @@ static void collective_environment(const struct collective_options *options, con
 	collective_setenv("FI_BOLT_COLLECTIVE_YIELD", options->yield);
 	collective_setenv("FI_BOLT_COLLECTIVE_RENDEZVOUS_THRESHOLD", options->rendezvous_threshold);
 	collective_setenv("FI_BOLT_UNEXPECTED_LIMIT", options->unexpected_limit);
+	collective_setenv("FI_BOLT_COLLECTIVE_PULL", options->pull);
 }
 
 int collective_run(const struct collective_options *options, const char *tag,

@@ -41,6 +41,7 @@ struct collective_options {
 	const char *yield;              /* FI_BOLT_COLLECTIVE_YIELD, NULL: default */
 	const char *rendezvous_threshold;       /* FI_BOLT_COLLECTIVE_RENDEZVOUS_THRESHOLD, NULL: default */
 	const char *unexpected_limit;   /* FI_BOLT_UNEXPECTED_LIMIT, NULL: default */
+	const char *pull;               /* FI_BOLT_COLLECTIVE_PULL, NULL: default */
 	bool no_join;                   /* the body joins by itself */
 	bool last_rank_dies;            /* the last rank's body kills it (collective_die) */
 	const char *topology;           /* FI_BOLT_SOFT_TOPOLOGY, rank r on host r; NULL: single */

@@ -15,12 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <criterion/criterion.h>
 
 #include <rdma/fi_tagged.h>
 
-#include "bolt.h"
+#include "bolt_endpoint.h"
 #include "collective_fixture.h"
+#include "rails/bolt_mr_cache.h"
 #include "rdm_fixture.h"
 
 #define TEST_SEGMENT_SIZE 256           /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE for the matrix */
@@ -646,6 +648,185 @@ Test(collective, messages_from_the_threshold_by_rendezvous)
 					       .rendezvous_threshold = "16384" };
 
 	cr_assert_eq(collective_run(&options, "coll-rdv", test_rendezvous_threshold, &options), 0);
+}
+
+/* ---- Messages pulled by their receivers (RC) ---- */
+
+/* 256 KiB and three floats: one rendezvous message to each member, not a multiple of a page. */
+#define TEST_PULL_COUNT (65536 + 3)
+
+/* This rank's messages that it read from a peer's buffer, from every peer. */
+static uint64_t test_messages_pulled(struct collective_rank *rank)
+{
+	struct bolt_endpoint *endpoint = bolt_container_of(rank->endpoint.ep, struct bolt_endpoint, ep_fid);
+	struct bolt_connection *connection, *next;
+	uint64_t pulled = 0;
+
+	HASH_ITER(hh, endpoint->connection_manager.connections, connection, next)
+		pulled += bolt_peer_of(connection)->messages_pulled;
+	return pulled;
+}
+
+/* Registrations peers may still read or write, of this rank's domain. */
+static int test_exposed_registrations(struct collective_rank *rank)
+{
+	struct bolt_domain *domain = bolt_container_of(rank->endpoint.domain, struct bolt_domain, domain_fid);
+	struct bolt_mr_cache_stats stats;
+
+	bolt_mr_cache_stats(domain->primary.mr_cache, &stats);
+	return stats.exposed;
+}
+
+/* What a test_pull run expects. */
+struct test_pull_case {
+	bool pulls;             /* members pull the root's messages */
+	bool reliable;          /* RC: no bounce buffer is exposed, so none may be after */
+};
+
+/*
+ * Broadcasts from rank 0, twice: intact at every member, each member's
+ * message pulled by it where the case says so (else written by the root),
+ * and on RC no buffer left exposed to a peer.
+ */
+static int test_pull(struct collective_rank *rank, void *argument)
+{
+	const struct test_pull_case *test = argument;
+	float *buffer = malloc(TEST_PULL_COUNT * sizeof(float));
+	int context, error = 0, ret = buffer ? 0 : -FI_ENOMEM;
+	uint64_t expected = test->pulls && rank->rank ? 2 : 0;
+
+	for (int round = 0; !ret && round < 2; round++) {
+		for (size_t index = 0; index < TEST_PULL_COUNT; index++)
+			buffer[index] = rank->rank ? -1.0f : (float) (index % 100000 + (size_t) round);
+		ret = (int) fi_broadcast(rank->endpoint.ep, buffer, TEST_PULL_COUNT, NULL,
+					 rank->endpoint.coll_addr, rank->addresses[0], FI_FLOAT, 0, &context);
+		if (!ret)
+			ret = collective_wait(rank, &context, &error);
+		for (size_t index = 0; !ret && index < TEST_PULL_COUNT; index++)
+			if (buffer[index] != (float) (index % 100000 + (size_t) round))
+				ret = -FI_EIO;
+	}
+	/* Every rank's sends and receives are done: the root's exposures went with its sends. */
+	collective_barrier(rank);
+	if (!ret && test_messages_pulled(rank) != expected) {
+		fprintf(stderr, "rank %d: %lu messages pulled, expected %lu\n", rank->rank,
+			(unsigned long) test_messages_pulled(rank), (unsigned long) expected);
+		ret = -FI_EOTHER;
+	}
+	if (!ret && test->reliable && test_exposed_registrations(rank)) {
+		fprintf(stderr, "rank %d: %d registrations still exposed\n", rank->rank,
+			test_exposed_registrations(rank));
+		ret = -FI_EOTHER;
+	}
+	free(buffer);
+	return ret;
+}
+
+/* On RC each member reads the root's buffer itself (the table's choice from 2 MiB with three). */
+Test(collective, rc_members_pull_a_broadcast)
+{
+	struct collective_options options = { .profile = "rocev2", .size = 3, .pull = "1" };
+	struct test_pull_case test = { .pulls = true, .reliable = true };
+
+	cr_assert_eq(collective_run(&options, "coll-pull", test_pull, &test), 0);
+}
+
+/* FI_BOLT_COLLECTIVE_PULL=0: the root writes, as on UC, which has no RDMA read. */
+Test(collective, rc_broadcast_written_without_pull)
+{
+	struct collective_options options = { .profile = "rocev2", .size = 3, .pull = "0" };
+	struct test_pull_case test = { .pulls = false, .reliable = true };
+
+	cr_assert_eq(collective_run(&options, "coll-pull", test_pull, &test), 0);
+}
+
+Test(collective, uc_broadcast_written)
+{
+	struct collective_options options = { .profile = "thunderbolt", .size = 3 };
+	struct test_pull_case test = { .pulls = false, .reliable = false };
+
+	cr_assert_eq(collective_run(&options, "coll-pull", test_pull, &test), 0);
+}
+
+/*
+ * The control rail's cable is cut while members pull, and restored: reads in
+ * flight come back flushed (RC finds the cut when its retries run out) and
+ * are written by the root instead, on the second cable.
+ */
+#define TEST_CUT_PLAN "at 1200ms cut cable 0; at 4500ms restore cable 0"
+#define TEST_CUT_ROUNDS_AFTER 20        /* broadcasts once the cable is back */
+#define TEST_CUT_LIMIT_SECONDS 30
+
+static double test_seconds_since(const struct timespec *start)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double) (now.tv_sec - start->tv_sec) + (double) (now.tv_nsec - start->tv_nsec) / 1e9;
+}
+
+/*
+ * Whether the root goes on: until its port of the cut cable went down and up
+ * again and some rounds more; -FI_ETIMEDOUT if that takes too long.
+ */
+static int test_cut_goes_on(struct collective_rank *rank, const struct timespec *start,
+			    uint64_t *rounds_after, bool *more)
+{
+	struct bolt_domain *domain = bolt_container_of(rank->endpoint.domain, struct bolt_domain, domain_fid);
+
+	if (domain->primary.state_changes >= 2)
+		(*rounds_after)++;
+	*more = *rounds_after < TEST_CUT_ROUNDS_AFTER;
+	return *more && test_seconds_since(start) > TEST_CUT_LIMIT_SECONDS ? -FI_ETIMEDOUT : 0;
+}
+
+/* Broadcasts from rank 0, each checked, until it says stop in element 0. */
+static int test_pull_through_cut(struct collective_rank *rank, void *argument)
+{
+	float *buffer = malloc(TEST_PULL_COUNT * sizeof(float));
+	int context, error = 0, ret = buffer ? 0 : -FI_ENOMEM;
+	uint64_t rounds_after = 0, round;
+	struct timespec start;
+	bool more = true;
+
+	(void) argument;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (round = 0; !ret && more; round++) {
+		if (!rank->rank)
+			ret = test_cut_goes_on(rank, &start, &rounds_after, &more);
+		for (size_t index = 1; index < TEST_PULL_COUNT; index++)
+			buffer[index] = rank->rank ? -1.0f : (float) (index % 100000 + round % 1000);
+		buffer[0] = rank->rank ? -1.0f : more ? 1.0f : 0.0f;
+		if (!ret)
+			ret = (int) fi_broadcast(rank->endpoint.ep, buffer, TEST_PULL_COUNT, NULL,
+						 rank->endpoint.coll_addr, rank->addresses[0], FI_FLOAT, 0,
+						 &context);
+		if (!ret)
+			ret = collective_wait(rank, &context, &error);
+		more = buffer[0] == 1.0f;
+		for (size_t index = 1; !ret && index < TEST_PULL_COUNT; index++)
+			if (buffer[index] != (float) (index % 100000 + round % 1000))
+				ret = -FI_EIO;
+	}
+	fprintf(stderr, "rank %d: %lu broadcasts, %lu pulled\n", rank->rank, (unsigned long) round,
+		    (unsigned long) test_messages_pulled(rank));
+	if (!ret && rank->rank && !test_messages_pulled(rank))
+		ret = -FI_EOTHER;
+	free(buffer);
+	return ret;
+}
+
+Test(collective, rc_pulled_broadcasts_survive_a_cut_control_cable)
+{
+	struct collective_options options = { .profile = "rocev2", .size = 2, .topology = "mesh:2x2" };
+	int ret;
+
+	setenv("FI_BOLT_SOFT_FAULT_PLAN", TEST_CUT_PLAN, 1);
+	setenv("FI_BOLT_LIVENESS_TIMEOUT", "2000", 1);
+	ret = collective_run(&options, "coll-pull-cut", test_pull_through_cut, NULL);
+	unsetenv("FI_BOLT_SOFT_FAULT_PLAN");
+	unsetenv("FI_BOLT_LIVENESS_TIMEOUT");
+	cr_assert_eq(ret, 0);
 }
 
 /* ---- float32 all-reduces of the table's sizes, with its algorithm choice and segments ---- */

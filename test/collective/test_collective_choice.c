@@ -4,7 +4,8 @@
  * choice by kind, size and members (one exchange for two members, recursive
  * doubling for middle all-reduces among three and four, the ring with its
  * segments and lanes for large ones, the chain for large broadcasts among
- * three or more), and the FI_BOLT_COLLECTIVE_* parameters overriding it.
+ * three or more, on RC the members reading a broadcast's buffer), and the
+ * FI_BOLT_COLLECTIVE_* parameters overriding it.
  * Each operation must also complete. And the yielding progress of
  * FI_BOLT_COLLECTIVE_YIELD=yes still gets every member through.
  */
@@ -23,6 +24,7 @@ struct choice_case {
 	const char *algorithm;
 	size_t segment_size;
 	int lanes;
+	bool pull;                      /* RC: members read its rendezvous messages */
 };
 
 struct choice_cases {
@@ -74,11 +76,12 @@ static int choice_check(struct collective_rank *rank, const struct choice_case *
 	if (ret)
 		return ret;
 	if (!choice.algorithm || strcmp(choice.algorithm, c->algorithm) ||
-	    choice.segment_size != c->segment_size || choice.lanes != c->lanes) {
-		fprintf(stderr, "rank %d: operation %d of %zu elements: %s, %zu B, %d lanes; "
-			"expected %s, %zu B, %d lanes\n", rank->rank, c->kind, c->count,
+	    choice.segment_size != c->segment_size || choice.lanes != c->lanes ||
+	    choice.pull != c->pull) {
+		fprintf(stderr, "rank %d: operation %d of %zu elements: %s, %zu B, %d lanes, pull %d; "
+			"expected %s, %zu B, %d lanes, pull %d\n", rank->rank, c->kind, c->count,
 			choice.algorithm ? choice.algorithm : "(none)", choice.segment_size,
-			choice.lanes, c->algorithm, c->segment_size, c->lanes);
+			choice.lanes, choice.pull, c->algorithm, c->segment_size, c->lanes, c->pull);
 		return -FI_EOTHER;
 	}
 	return 0;
@@ -109,39 +112,43 @@ static void choice_run(const struct collective_options *options, const struct ch
 Test(collective_choice, two_members_by_the_table)
 {
 	static const struct choice_case cases[] = {
-		{ FI_ALLREDUCE, 2, false, "direct", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(4 * KIB), true, "direct", 0, 0 },
+		{ FI_ALLREDUCE, 2, false, "direct", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(4 * KIB), true, "direct", 0, 0, false },
 		/*
 		 * On UC the ring's 32 KiB halves of 64 KiB go into bounce buffers;
 		 * from 128 KiB they ask a rendezvous each, and the exchange wins again.
 		 */
-		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4 },
-		{ FI_ALLREDUCE, FLOATS(128 * KIB), false, "direct", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "ring", 256 * KIB, 4 },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4, false },
+		{ FI_ALLREDUCE, FLOATS(128 * KIB), false, "direct", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "ring", 256 * KIB, 4, false },
 		/* Larger segments from 2 MiB, where each one's rendezvous costs more than it saves. */
-		{ FI_ALLREDUCE, FLOATS(4096 * KIB), false, "ring", 2048 * KIB, 4 },
-		{ FI_ALLREDUCE, FLOATS(8192 * KIB), false, "ring", 4096 * KIB, 4 },
-		{ FI_ALLGATHER, 2, false, "direct", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(4096 * KIB), false, "ring", 2048 * KIB, 4, false },
+		{ FI_ALLREDUCE, FLOATS(8192 * KIB), false, "ring", 4096 * KIB, 4, false },
+		{ FI_ALLGATHER, 2, false, "direct", 0, 0, false },
 		/* Two members: an all-gather goes direct, a reduce-scatter takes the ring. */
-		{ FI_ALLGATHER, FLOATS(32 * KIB), false, "direct", 0, 0 },
-		{ FI_REDUCE_SCATTER, FLOATS(32 * KIB), false, "ring", 256 * KIB, 4 },
+		{ FI_ALLGATHER, FLOATS(32 * KIB), false, "direct", 0, 0, false },
+		{ FI_REDUCE_SCATTER, FLOATS(32 * KIB), false, "ring", 256 * KIB, 4, false },
 		/* The ring keeps reduce-scatter's input to the end: in place, it cannot run it. */
-		{ FI_REDUCE_SCATTER, FLOATS(32 * KIB), true, "direct", 0, 0 },
-		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0 },
-		{ FI_BARRIER, 0, false, "direct", 0, 0 },
+		{ FI_REDUCE_SCATTER, FLOATS(32 * KIB), true, "direct", 0, 0, false },
+		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0, false },
+		{ FI_BARRIER, 0, false, "direct", 0, 0, false },
 	};
 	struct collective_options options = { .profile = "thunderbolt", .size = 2 };
 
 	choice_run(&options, CASES(cases));
 }
 
-/* On RC a collective's messages from 32 KiB ask a rendezvous: the exchange wins up to 512 KiB. */
+/*
+ * On RC a collective's messages from 32 KiB ask a rendezvous: the exchange
+ * wins up to 512 KiB. A broadcast's member reads the root's buffer itself.
+ */
 Test(collective_choice, two_members_on_rc_by_the_table)
 {
 	static const struct choice_case cases[] = {
-		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "direct", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "direct", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4 },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "direct", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "direct", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4, false },
+		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0, true },
 	};
 	struct collective_options options = { .profile = "rocev2", .size = 2 };
 
@@ -156,13 +163,13 @@ Test(collective_choice, two_members_on_rc_by_the_table)
 Test(collective_choice, three_members_by_the_table)
 {
 	static const struct choice_case cases[] = {
-		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "direct", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(32 * KIB), false, "doubling", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4 },
-		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "direct", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4 },
+		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "direct", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(32 * KIB), false, "doubling", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4, false },
+		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "direct", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4, false },
 		/* A broadcast of three goes direct where one of four takes the chain. */
-		{ FI_BROADCAST, FLOATS(16384 * KIB), false, "direct", 0, 0 },
+		{ FI_BROADCAST, FLOATS(16384 * KIB), false, "direct", 0, 0, false },
 	};
 	struct collective_options options = { .profile = "thunderbolt", .size = 3 };
 
@@ -177,14 +184,17 @@ Test(collective_choice, three_members_by_the_table)
 Test(collective_choice, three_members_on_rc_by_the_table)
 {
 	static const struct choice_case cases[] = {
-		{ FI_ALLREDUCE, FLOATS(4 * KIB), false, "direct", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(8 * KIB), false, "doubling", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "doubling", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(32 * KIB), false, "ring", 256 * KIB, 4 },
-		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "direct", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(128 * KIB), false, "direct", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "doubling", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4 },
+		{ FI_ALLREDUCE, FLOATS(4 * KIB), false, "direct", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(8 * KIB), false, "doubling", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "doubling", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(32 * KIB), false, "ring", 256 * KIB, 4, false },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "direct", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(128 * KIB), false, "direct", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "doubling", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4, false },
+		/* Broadcasts: the members read the root's buffer from 2 MiB. */
+		{ FI_BROADCAST, FLOATS(1024 * KIB), false, "direct", 0, 0, false },
+		{ FI_BROADCAST, FLOATS(2048 * KIB), false, "direct", 0, 0, true },
 	};
 	struct collective_options options = { .profile = "rocev2", .size = 3 };
 
@@ -199,11 +209,11 @@ Test(collective_choice, three_members_on_rc_by_the_table)
 Test(collective_choice, four_members_on_uc_by_the_table)
 {
 	static const struct choice_case cases[] = {
-		{ FI_ALLREDUCE, FLOATS(8 * KIB), false, "direct", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "doubling", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4 },
-		{ FI_ALLREDUCE, FLOATS(256 * KIB), true, "doubling", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(1024 * KIB), false, "ring", 256 * KIB, 4 },
+		{ FI_ALLREDUCE, FLOATS(8 * KIB), false, "direct", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "doubling", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4, false },
+		{ FI_ALLREDUCE, FLOATS(256 * KIB), true, "doubling", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(1024 * KIB), false, "ring", 256 * KIB, 4, false },
 	};
 	struct collective_options options = { .profile = "thunderbolt", .size = 4 };
 
@@ -214,25 +224,25 @@ Test(collective_choice, four_members_by_the_table)
 {
 	static const struct choice_case cases[] = {
 		/* Four ranks on two cores: one round beats recursive doubling's two while small. */
-		{ FI_ALLREDUCE, 2, false, "direct", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(4 * KIB), false, "direct", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(8 * KIB), false, "doubling", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "doubling", 0, 0 },
+		{ FI_ALLREDUCE, 2, false, "direct", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(4 * KIB), false, "direct", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(8 * KIB), false, "doubling", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "doubling", 0, 0, false },
 		/* The ring while its quarters go eagerly, where doubling's wholes ask a rendezvous. */
-		{ FI_ALLREDUCE, FLOATS(32 * KIB), false, "ring", 256 * KIB, 4 },
-		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "doubling", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "doubling", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4 },
-		{ FI_ALLGATHER, 2, false, "direct", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(32 * KIB), false, "ring", 256 * KIB, 4, false },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "doubling", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "doubling", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4, false },
+		{ FI_ALLGATHER, 2, false, "direct", 0, 0, false },
 		/* Four members: an all-gather goes direct, a reduce-scatter up to 8 MiB in all. */
-		{ FI_ALLGATHER, FLOATS(64 * KIB), false, "direct", 0, 0 },
-		{ FI_REDUCE_SCATTER, FLOATS(64 * KIB), false, "direct", 0, 0 },
-		{ FI_REDUCE_SCATTER, FLOATS(2048 * KIB), false, "ring", 4096 * KIB, 4 },
+		{ FI_ALLGATHER, FLOATS(64 * KIB), false, "direct", 0, 0, false },
+		{ FI_REDUCE_SCATTER, FLOATS(64 * KIB), false, "direct", 0, 0, false },
+		{ FI_REDUCE_SCATTER, FLOATS(2048 * KIB), false, "ring", 4096 * KIB, 4, false },
 		/* Four members: a broadcast goes down the chain from 16 MiB. */
-		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0 },
-		{ FI_BROADCAST, FLOATS(8192 * KIB), false, "direct", 0, 0 },
-		{ FI_BROADCAST, FLOATS(16384 * KIB), false, "chain", 4096 * KIB, 0 },
-		{ FI_BARRIER, 0, false, "direct", 0, 0 },
+		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0, false },
+		{ FI_BROADCAST, FLOATS(8192 * KIB), false, "direct", 0, 0, true },
+		{ FI_BROADCAST, FLOATS(16384 * KIB), false, "chain", 4096 * KIB, 0, false },
+		{ FI_BARRIER, 0, false, "direct", 0, 0, false },
 	};
 	struct collective_options options = { .profile = "rocev2", .size = 4 };
 
@@ -243,9 +253,9 @@ Test(collective_choice, four_members_by_the_table)
 Test(collective_choice, five_members_by_the_table)
 {
 	static const struct choice_case cases[] = {
-		{ FI_ALLREDUCE, 2, false, "doubling", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(4 * KIB), false, "ring", 256 * KIB, 4 },
-		{ FI_BARRIER, 0, false, "doubling", 0, 0 },
+		{ FI_ALLREDUCE, 2, false, "doubling", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(4 * KIB), false, "ring", 256 * KIB, 4, false },
+		{ FI_BARRIER, 0, false, "doubling", 0, 0, false },
 	};
 	struct collective_options options = { .profile = "thunderbolt", .size = 5 };
 
@@ -255,20 +265,26 @@ Test(collective_choice, five_members_by_the_table)
 Test(collective_choice, parameters_override_the_table)
 {
 	static const struct choice_case ring[] = {
-		{ FI_ALLREDUCE, 2, false, "ring", 4 * KIB, 2 },
-		{ FI_ALLGATHER, 2, false, "ring", 4 * KIB, 2 },
-		{ FI_BROADCAST, 2, false, "chain", 4 * KIB, 0 },
+		{ FI_ALLREDUCE, 2, false, "ring", 4 * KIB, 2, false },
+		{ FI_ALLGATHER, 2, false, "ring", 4 * KIB, 2, false },
+		{ FI_BROADCAST, 2, false, "chain", 4 * KIB, 0, false },
 	};
 	static const struct choice_case doubling[] = {
-		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "doubling", 0, 0 },
-		{ FI_ALLGATHER, FLOATS(64 * KIB), false, "doubling", 0, 0 },
-		{ FI_REDUCE_SCATTER, FLOATS(64 * KIB), true, "doubling", 0, 0 },
-		{ FI_BROADCAST, 2, false, "direct", 0, 0 },
-		{ FI_BARRIER, 0, false, "doubling", 0, 0 },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "doubling", 0, 0, false },
+		{ FI_ALLGATHER, FLOATS(64 * KIB), false, "doubling", 0, 0, false },
+		{ FI_REDUCE_SCATTER, FLOATS(64 * KIB), true, "doubling", 0, 0, false },
+		{ FI_BROADCAST, 2, false, "direct", 0, 0, true },
+		{ FI_BARRIER, 0, false, "doubling", 0, 0, false },
 	};
 	static const struct choice_case direct[] = {
-		{ FI_ALLREDUCE, 2, false, "direct", 0, 0 },
-		{ FI_BARRIER, 0, false, "direct", 0, 0 },
+		{ FI_ALLREDUCE, 2, false, "direct", 0, 0, false },
+		{ FI_BARRIER, 0, false, "direct", 0, 0, false },
+	};
+	static const struct choice_case written[] = {
+		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0, false },
+	};
+	static const struct choice_case pulled[] = {
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "direct", 0, 0, true },
 	};
 	struct collective_options ring_options = {
 		.profile = "rocev2", .size = 2, .ring_threshold = "0", .segment_size = "4096",
@@ -281,10 +297,17 @@ Test(collective_choice, parameters_override_the_table)
 	struct collective_options direct_options = {
 		.profile = "rocev2", .size = 5, .doubling_members = "8",
 	};
+	struct collective_options written_options = { .profile = "rocev2", .size = 2, .pull = "0" };
+	struct collective_options pulled_options = { .profile = "rocev2", .size = 2, .pull = "1" };
+	/* UC has no RDMA read: asked for, the pull is not made. */
+	struct collective_options unreliable_options = { .profile = "thunderbolt", .size = 2, .pull = "1" };
 
 	choice_run(&ring_options, CASES(ring));
 	choice_run(&doubling_options, CASES(doubling));
 	choice_run(&direct_options, CASES(direct));
+	choice_run(&written_options, CASES(written));
+	choice_run(&pulled_options, CASES(pulled));
+	choice_run(&unreliable_options, CASES(written));
 }
 
 /*
@@ -294,10 +317,10 @@ Test(collective_choice, parameters_override_the_table)
 Test(collective_choice, yielding_progress)
 {
 	static const struct choice_case cases[] = {
-		{ FI_BROADCAST, 2, false, "direct", 0, 0 },
-		{ FI_ALLREDUCE, 2, false, "doubling", 0, 0 },
-		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4 },
-		{ FI_BARRIER, 0, false, "doubling", 0, 0 },
+		{ FI_BROADCAST, 2, false, "direct", 0, 0, false },
+		{ FI_ALLREDUCE, 2, false, "doubling", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4, false },
+		{ FI_BARRIER, 0, false, "doubling", 0, 0, false },
 	};
 	struct collective_options options = {
 		.profile = "thunderbolt", .size = 4, .yield = "yes", .doubling_members = "4",

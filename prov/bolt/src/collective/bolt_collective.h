@@ -170,6 +170,7 @@ struct bolt_collective_operation {
 	size_t block_elements;          /* ring: the largest block */
 	size_t segment_size;            /* ring, chain: bytes of a segment, as the table chose */
 	int lane_limit;                 /* ring: lanes at most, as the table chose */
+	bool pull;                      /* RC: members read its rendezvous messages, as the table chose */
 	struct bolt_collective_operation *prev, *next;
 };
 

@@ -58,6 +58,7 @@ struct bolt_collective_rule {
 	const struct bolt_collective_algorithm *algorithm;
 	size_t segment_size;    /* ring and chain */
 	int lanes;              /* ring only */
+	bool pull;              /* RC: members read their rendezvous messages (protocol/bolt_pull.c) */
 };
 
 /*
@@ -139,49 +140,67 @@ struct bolt_collective_rule {
  * they would on a core each, and the root of four sends three copies where
  * that of three sends two. 1 MiB or 256 KiB segments cost more than they
  * save (1 MiB: 1.03 to 1.55 at 16 MiB; 256 KiB: 1.2 to 2.2 at 64 MiB).
+ * On RC a broadcast's members pull (read the root's buffer themselves, at
+ * once, where the root would write to one after another): the time with
+ * pull over without, medians of four or five rotated rounds, two members
+ * 0.79 at 64 KiB, 0.81 to 0.94 from 256 KiB to 4 MiB, 0.70 at 16 MiB;
+ * three 0.61 at 2 MiB, 0.39 to 0.65 from 4 to 32 MiB; four 0.75 at 2 MiB,
+ * 0.48 to 0.58 at 4 and 8 MiB. Below 2 MiB three and four mostly lose by it
+ * (64 KiB to 1 MiB: 0.83 to 1.35, eight of ten cells above 1, 1.18 to
+ * 1.35 at 1 MiB): the benchmark's buffers sit on 4 KiB pages there, and the
+ * software device's readers walk the root's pages at once, where they
+ * contend (on 4 KiB pages at 4 MiB too: 1.13). The
+ * chain's hops keep writing (three at 64 MiB 1.13, four 0.85 to 0.95 from
+ * 16 MiB). All-gathers lose by it (1.04 to 2.8 from 64 KiB to 16 MiB, three
+ * and four members): each member sends as much as it receives, so reads
+ * only move the copies, onto other processes' pages.
  */
 static const struct bolt_collective_rule bolt_collective_rules[] = {
-	/* kinds                  members  below      device      algorithm             segment  lanes */
-	{ EVERY_KIND,              1, 1,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
-	{ ALLTOALL,                2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
-	{ BROADCAST,               2, 2,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
-	{ BROADCAST,               3, 3,    64 * MIB,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
-	{ BROADCAST,               4, ANY_MEMBERS, 16 * MIB, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
-	{ BROADCAST,               3, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_chain, 4 * MIB, 0 },
-	{ BARRIER,                 2, 4,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
-	{ ALLREDUCE,               2, 2,    64 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0 },
-	{ ALLREDUCE,               2, 2,    128 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4 },
-	{ ALLREDUCE,               2, 2,    256 * KIB, UC_DEVICE,  &bolt_collective_direct,   0,       0 },
-	{ ALLREDUCE,               2, 2,    512 * KIB, RC_DEVICE,  &bolt_collective_direct,   0,       0 },
-	{ ALLREDUCE,               3, 3,    32 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0 },
-	{ ALLREDUCE,               3, 3,    64 * KIB,  UC_DEVICE,  &bolt_collective_doubling, 0,       0 },
-	{ ALLREDUCE,               3, 3,    128 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4 },
-	{ ALLREDUCE,               3, 3,    512 * KIB, UC_DEVICE,  &bolt_collective_direct,   0,       0 },
-	{ ALLREDUCE,               3, 3,    8 * KIB,   RC_DEVICE,  &bolt_collective_direct,   0,       0 },
-	{ ALLREDUCE,               3, 3,    32 * KIB,  RC_DEVICE,  &bolt_collective_doubling, 0,       0 },
-	{ ALLREDUCE,               3, 3,    64 * KIB,  RC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4 },
-	{ ALLREDUCE,               3, 3,    256 * KIB, RC_DEVICE,  &bolt_collective_direct,   0,       0 },
-	{ ALLREDUCE,               3, 3,    512 * KIB, RC_DEVICE,  &bolt_collective_doubling, 0,       0 },
-	{ ALLREDUCE,               4, 4,    16 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0 },
-	{ ALLREDUCE,               4, 4,    64 * KIB,  UC_DEVICE,  &bolt_collective_doubling, 0,       0 },
-	{ ALLREDUCE,               4, 4,    256 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4 },
-	{ ALLREDUCE,               4, 4,    1 * MIB,   UC_DEVICE,  &bolt_collective_doubling, 0,       0 },
-	{ ALLREDUCE,               4, 4,    8 * KIB,   RC_DEVICE,  &bolt_collective_direct,   0,       0 },
-	{ ALLREDUCE,               4, 4,    32 * KIB,  RC_DEVICE,  &bolt_collective_doubling, 0,       0 },
-	{ ALLREDUCE,               4, 4,    64 * KIB,  RC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4 },
-	{ ALLREDUCE,               4, 4,    512 * KIB, RC_DEVICE,  &bolt_collective_doubling, 0,       0 },
-	{ ALLREDUCE | BARRIER,     5, ANY_MEMBERS, 4 * KIB, ANY_DEVICE, &bolt_collective_doubling, 0, 0 },
-	{ ALLGATHER,               2, 4,    64 * MIB,  ANY_DEVICE, &bolt_collective_direct,   0,       0 },
-	{ REDUCE_SCATTER,          3, 4,    8 * MIB,   ANY_DEVICE, &bolt_collective_direct,   0,       0 },
-	{ ALLGATHER | REDUCE_SCATTER, 2, ANY_MEMBERS, 8 * KIB, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
-	{ RING_KINDS,              2, ANY_MEMBERS, 2 * MIB, ANY_DEVICE, &bolt_collective_ring, 256 * KIB, 4 },
-	{ RING_KINDS,              2, ANY_MEMBERS, 8 * MIB, ANY_DEVICE, &bolt_collective_ring, 2 * MIB, 4 },
-	{ RING_KINDS,              2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_ring, 4 * MIB, 4 },
+	/* kinds                  members  below      device      algorithm             segment  lanes  pull */
+	{ EVERY_KIND,              1, 1,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0, false },
+	{ ALLTOALL,                2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_direct, 0, 0, false },
+	{ BROADCAST,               2, 2,    ANY_SIZE,  RC_DEVICE,  &bolt_collective_direct,   0,       0, true },
+	{ BROADCAST,               2, 2,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0, false },
+	{ BROADCAST,               3, ANY_MEMBERS, 2 * MIB, ANY_DEVICE, &bolt_collective_direct, 0, 0, false },
+	{ BROADCAST,               3, 3,    64 * MIB,  RC_DEVICE,  &bolt_collective_direct,   0,       0, true },
+	{ BROADCAST,               3, 3,    64 * MIB,  ANY_DEVICE, &bolt_collective_direct,   0,       0, false },
+	{ BROADCAST,               4, ANY_MEMBERS, 16 * MIB, RC_DEVICE, &bolt_collective_direct, 0, 0, true },
+	{ BROADCAST,               4, ANY_MEMBERS, 16 * MIB, ANY_DEVICE, &bolt_collective_direct, 0, 0, false },
+	{ BROADCAST,               3, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_chain, 4 * MIB, 0, false },
+	{ BARRIER,                 2, 4,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0, false },
+	{ ALLREDUCE,               2, 2,    64 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0, false },
+	{ ALLREDUCE,               2, 2,    128 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4, false },
+	{ ALLREDUCE,               2, 2,    256 * KIB, UC_DEVICE,  &bolt_collective_direct,   0,       0, false },
+	{ ALLREDUCE,               2, 2,    512 * KIB, RC_DEVICE,  &bolt_collective_direct,   0,       0, false },
+	{ ALLREDUCE,               3, 3,    32 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0, false },
+	{ ALLREDUCE,               3, 3,    64 * KIB,  UC_DEVICE,  &bolt_collective_doubling, 0,       0, false },
+	{ ALLREDUCE,               3, 3,    128 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4, false },
+	{ ALLREDUCE,               3, 3,    512 * KIB, UC_DEVICE,  &bolt_collective_direct,   0,       0, false },
+	{ ALLREDUCE,               3, 3,    8 * KIB,   RC_DEVICE,  &bolt_collective_direct,   0,       0, false },
+	{ ALLREDUCE,               3, 3,    32 * KIB,  RC_DEVICE,  &bolt_collective_doubling, 0,       0, false },
+	{ ALLREDUCE,               3, 3,    64 * KIB,  RC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4, false },
+	{ ALLREDUCE,               3, 3,    256 * KIB, RC_DEVICE,  &bolt_collective_direct,   0,       0, false },
+	{ ALLREDUCE,               3, 3,    512 * KIB, RC_DEVICE,  &bolt_collective_doubling, 0,       0, false },
+	{ ALLREDUCE,               4, 4,    16 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0, false },
+	{ ALLREDUCE,               4, 4,    64 * KIB,  UC_DEVICE,  &bolt_collective_doubling, 0,       0, false },
+	{ ALLREDUCE,               4, 4,    256 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4, false },
+	{ ALLREDUCE,               4, 4,    1 * MIB,   UC_DEVICE,  &bolt_collective_doubling, 0,       0, false },
+	{ ALLREDUCE,               4, 4,    8 * KIB,   RC_DEVICE,  &bolt_collective_direct,   0,       0, false },
+	{ ALLREDUCE,               4, 4,    32 * KIB,  RC_DEVICE,  &bolt_collective_doubling, 0,       0, false },
+	{ ALLREDUCE,               4, 4,    64 * KIB,  RC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4, false },
+	{ ALLREDUCE,               4, 4,    512 * KIB, RC_DEVICE,  &bolt_collective_doubling, 0,       0, false },
+	{ ALLREDUCE | BARRIER,     5, ANY_MEMBERS, 4 * KIB, ANY_DEVICE, &bolt_collective_doubling, 0, 0, false },
+	{ ALLGATHER,               2, 4,    64 * MIB,  ANY_DEVICE, &bolt_collective_direct,   0,       0, false },
+	{ REDUCE_SCATTER,          3, 4,    8 * MIB,   ANY_DEVICE, &bolt_collective_direct,   0,       0, false },
+	{ ALLGATHER | REDUCE_SCATTER, 2, ANY_MEMBERS, 8 * KIB, ANY_DEVICE, &bolt_collective_direct, 0, 0, false },
+	{ RING_KINDS,              2, ANY_MEMBERS, 2 * MIB, ANY_DEVICE, &bolt_collective_ring, 256 * KIB, 4, false },
+	{ RING_KINDS,              2, ANY_MEMBERS, 8 * MIB, ANY_DEVICE, &bolt_collective_ring, 2 * MIB, 4, false },
+	{ RING_KINDS,              2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_ring, 4 * MIB, 4, false },
 	/* What FI_BOLT_COLLECTIVE_RING_THRESHOLD leaves where it asks for a pipeline. */
-	{ BROADCAST,               2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_chain, 4 * MIB, 0 },
+	{ BROADCAST,               2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_chain, 4 * MIB, 0, false },
 	/* What FI_BOLT_COLLECTIVE_RING_THRESHOLD leaves where it keeps the ring out. */
-	{ ALLREDUCE | BARRIER,     4, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_doubling, 0, 0 },
-	{ EVERY_KIND,              1, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_direct, 0, 0 },
+	{ ALLREDUCE | BARRIER,     4, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_doubling, 0, 0, false },
+	{ EVERY_KIND,              1, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_direct, 0, 0, false },
 };
 
 /* Bytes the operation moves in all: what the choice is made on. */
@@ -294,4 +313,7 @@ void bolt_collective_algorithm_choose(struct bolt_collective_operation *operatio
 	operation->segment_size = params->collective_segment_size > 0 ?
 				  (size_t) params->collective_segment_size : rule->segment_size;
 	operation->lane_limit = params->collective_lanes > 0 ? params->collective_lanes : rule->lanes;
+	/* UC has no RDMA read. */
+	operation->pull = (params->collective_pull >= 0 ? params->collective_pull > 0 : rule->pull) &&
+			  bolt_collective_algorithm_device(operation) == RC_DEVICE;
 }

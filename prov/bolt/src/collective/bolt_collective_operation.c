@@ -321,6 +321,7 @@ ssize_t bolt_collective_operation_start(struct bolt_collective_operation *operat
 		.segment_size = bolt_collective_algorithm_pipelines(operation->algorithm) ?
 				operation->segment_size : 0,
 		.lanes = operation->algorithm == &bolt_collective_ring ? operation->lane_limit : 0,
+		.pull = operation->pull,
 	};
 	group->active++;
 	DL_APPEND(state->operations, operation);

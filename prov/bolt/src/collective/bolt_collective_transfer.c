@@ -6,7 +6,8 @@
  * through the completion functions they carry instead of the application's
  * CQ. Their rendezvous starts higher than point-to-point's
  * (FI_BOLT_COLLECTIVE_RENDEZVOUS_THRESHOLD): a collective waits on each
- * message, where a stream of them would hide the request and answer.
+ * message, where a stream of them would hide the request and answer. On
+ * RC, where the table says so, their receivers read them (protocol/bolt_pull.c).
  */
 #include <stdlib.h>
 
@@ -58,6 +59,7 @@ int bolt_collective_send(struct bolt_collective_operation *operation, int lane, 
 	transmit->tag = bolt_collective_tag(operation, lane, group->rank);
 	transmit->rendezvous_threshold =
 		(size_t) group->endpoint->domain->fabric->params.collective_rendezvous_threshold;
+	transmit->pullable = operation->pull;
 	operation->sends.pending++;
 	bolt_transmit_start(transmit);
 	return 0;

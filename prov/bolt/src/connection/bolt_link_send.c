@@ -174,7 +174,8 @@ bool bolt_link_post(struct bolt_connection *connection, struct bolt_control_buff
 		return false;
 	}
 	link->outstanding_sends++;
-	if (wr->opcode != IBV_WR_RDMA_WRITE) {
+	/* Only a SEND, or a write with immediate data, takes a receive of the peer's. */
+	if (wr->opcode != IBV_WR_RDMA_WRITE && wr->opcode != IBV_WR_RDMA_READ) {
 		link->send_credits--;
 		link->transmissions++;
 	}

@@ -4,13 +4,14 @@
  * port of its control rail (its link's), and each data rail's. Every RDMA
  * protocol (rendezvous, direct writes, receives granted ahead, bounce
  * buffers, reads written back) registers through here. A buffer the peer
- * writes into is exposed: registered for exactly its bytes with write access
- * only, and deregistered when the transfer releases it, so the key the peer
- * was given opens nothing else and nothing afterwards. A buffer this end
- * only reads from gets a shared cached registration no peer has a key to;
- * it stays in the port's cache only for memory inside an open MR: other
- * memory may be freed as soon as the transfer completes, and a cached
- * registration would then name the wrong pages.
+ * writes into (or on RC reads from) is exposed: registered for exactly its
+ * bytes with that access only, and deregistered when the transfer releases
+ * it, so the key the peer was given opens nothing else and nothing
+ * afterwards. A buffer this end only reads from gets a shared cached
+ * registration no peer has a key to; it stays in the port's cache only for
+ * memory inside an open MR: other memory may be freed as soon as the
+ * transfer completes, and a cached registration would then name the wrong
+ * pages.
  */
 #include "connection/bolt_connection.h"
 
@@ -48,13 +49,16 @@ void bolt_registration_release(struct bolt_domain *domain, struct bolt_registrat
 					      &registration->stripe[index], keep);
 	bolt_registration_release_entry(domain->primary.mr_cache, &registration->primary, keep);
 	registration->exposed = false;
+	registration->peer_reads = false;
 }
 
 /* Registers length bytes at address in cache, exposed or shared; false, logged, if it cannot now. */
 static bool bolt_registration_acquire_entry(struct bolt_mr_cache *cache, void *address, size_t length,
-				    bool exposed, struct bolt_mr_cache_entry **entry)
+				    const struct bolt_registration *registration,
+				    struct bolt_mr_cache_entry **entry)
 {
-	int ret = exposed ? bolt_mr_cache_expose(cache, address, length, BOLT_MR_CACHE_PEER_WRITE, entry) :
+	int access = registration->peer_reads ? BOLT_MR_CACHE_PEER_READ : BOLT_MR_CACHE_PEER_WRITE;
+	int ret = registration->exposed ? bolt_mr_cache_expose(cache, address, length, access, entry) :
 		  bolt_mr_cache_acquire(cache, address, length, entry);
 
 	if (ret) {
@@ -87,8 +91,8 @@ static struct ibv_mr *bolt_registration_port_mr(struct bolt_domain *domain, stru
 {
 	struct bolt_mr_cache_entry **entry = bolt_registration_entry(domain, registration, port);
 
-	if (!*entry && !bolt_registration_acquire_entry(port->mr_cache, address, length,
-						       registration->exposed, entry))
+	if (!*entry && !bolt_registration_acquire_entry(port->mr_cache, address, length, registration,
+						       entry))
 		return NULL;
 	return bolt_mr_cache_entry_mr(*entry);
 }
@@ -100,14 +104,30 @@ bool bolt_registration_acquire(struct bolt_connection *connection, void *address
 				       registration, address, length) != NULL;
 }
 
-bool bolt_registration_expose(struct bolt_connection *connection, void *address, size_t length,
-			      struct bolt_registration *registration)
+/* Exposed for the peer to write into, or with peer_reads to read from. */
+static bool bolt_registration_expose_for(struct bolt_connection *connection, void *address,
+					 size_t length, bool peer_reads,
+					 struct bolt_registration *registration)
 {
 	registration->exposed = true;
+	registration->peer_reads = peer_reads;
 	if (bolt_registration_acquire(connection, address, length, registration))
 		return true;
 	registration->exposed = false;
+	registration->peer_reads = false;
 	return false;
+}
+
+bool bolt_registration_expose(struct bolt_connection *connection, void *address, size_t length,
+			      struct bolt_registration *registration)
+{
+	return bolt_registration_expose_for(connection, address, length, false, registration);
+}
+
+bool bolt_registration_expose_readable(struct bolt_connection *connection, void *address, size_t length,
+				       struct bolt_registration *registration)
+{
+	return bolt_registration_expose_for(connection, address, length, true, registration);
 }
 
 struct ibv_mr *bolt_registration_link_mr(const struct bolt_connection *connection,

@@ -13,15 +13,16 @@ struct bolt_connection;
 /*
  * A buffer's device registrations for one transfer: on the domain's port,
  * and on each stripe port its stripes cross, made when a stripe needs one.
- * Exposed: the peer writes into the buffer, so each is a registration of
- * exactly its bytes with write access only, gone at release
- * (bolt_mr_cache_expose); otherwise this end only reads from it, and a
- * shared cached registration with no remote access does.
+ * Exposed: the peer writes into the buffer (or, peer_reads, reads from it),
+ * so each is a registration of exactly its bytes with that access only,
+ * gone at release (bolt_mr_cache_expose); otherwise only this end touches
+ * it, and a shared cached registration with no remote access does.
  */
 struct bolt_registration {
 	struct bolt_mr_cache_entry *primary;
 	struct bolt_mr_cache_entry *stripe[BOLT_MAX_STRIPE_PORTS];
 	bool exposed;
+	bool peer_reads;        /* exposed for the peer to read from, not to write into */
 };
 
 /*
@@ -33,6 +34,9 @@ bool bolt_registration_acquire(struct bolt_connection *connection, void *address
 /* The same for a buffer the peer is to write into: exposed, exactly those bytes, write only. */
 bool bolt_registration_expose(struct bolt_connection *connection, void *address, size_t length,
 			      struct bolt_registration *registration);
+/* The same for a buffer the peer is to read from by RDMA: exposed, exactly those bytes, read only. */
+bool bolt_registration_expose_readable(struct bolt_connection *connection, void *address, size_t length,
+				       struct bolt_registration *registration);
 /* registration's MR on the port of the connection's control rail, or NULL if it has none there. */
 struct ibv_mr *bolt_registration_link_mr(const struct bolt_connection *connection,
 					 const struct bolt_registration *registration);

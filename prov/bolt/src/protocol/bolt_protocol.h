@@ -85,6 +85,11 @@ struct bolt_inbound {
 	struct bolt_registration registration;      /* the receive buffer, while written to */
 	bool covered;                   /* that buffer lies in an open MR: the registration may stay */
 	struct bolt_stripe_tally stripes;       /* the data rail stripes */
+	/* RC: the sender's buffer, which this end may pull by RDMA read (bolt_pull.c) */
+	uint64_t pull_address;
+	uint32_t pull_key;
+	const struct bolt_rail_port *pull_port; /* ours the key is for; NULL: none offered */
+	bool pulling;                   /* the read is posted */
 	struct bolt_inbound *prev, *next;       /* peer->rendezvous */
 };
 
@@ -100,6 +105,7 @@ struct bolt_peer {
 	uint64_t direct_writes;         /* posted into them, */
 	uint64_t plain_writes;          /* of which without immediate data */
 	uint64_t reads_written_back;    /* our reads whose data the peer wrote by RDMA */
+	uint64_t messages_pulled;       /* its messages this end read from its buffer by RDMA */
 	uint64_t stripes_moved;         /* stripes of a failed data rail sent on the control rail */
 	size_t unexpected_bytes;        /* kept of its messages no receive has taken yet:
 					 * data and bookkeeping (FI_BOLT_UNEXPECTED_LIMIT) */

@@ -172,6 +172,8 @@ void bolt_rendezvous_answer(struct bolt_connection *connection, struct bolt_inbo
 	record->covered = receive->covered;
 	if (receive->iov_count == 1 && length)
 		bolt_registration_expose(connection, receive->iov[0].iov_base, length, &record->registration);
+	if (bolt_pull_start(connection, record, receive->iov[0].iov_base, length))
+		return;
 	bolt_rendezvous_send_answer(connection, record->request_id, record,
 				    receive->iov[0].iov_base, length, BOLT_RENDEZVOUS_USE_SEGMENTS);
 }
@@ -185,6 +187,7 @@ void bolt_rendezvous_arrival(struct bolt_connection *connection, const struct bo
 		bolt_connection_fail(connection, FI_ENOMEM, "no memory for a rendezvous");
 		return;
 	}
+	bolt_pull_note(connection, record, header);
 	DL_APPEND(bolt_peer_of(connection)->rendezvous, record);
 	if (record->receive)
 		bolt_rendezvous_answer(connection, record);
@@ -304,6 +307,8 @@ void bolt_rendezvous_answered(struct bolt_connection *connection, const struct b
 		bolt_connection_fail(connection, FI_EIO, "rendezvous answer for no request");
 		return;
 	}
+	if (bolt_pull_answered(connection, transmit, header))
+		return;
 	/*
 	 * A rail it names may have failed here since (failover): its stripe then
 	 * goes on the control rail (bolt_failover.c).
@@ -370,8 +375,7 @@ static void bolt_rendezvous_write_done(struct bolt_connection *connection,
 		bolt_transmit_start(ack);
 }
 
-/* Every byte of record's transfer is in place: deliver the message or count the write. */
-static void bolt_rendezvous_finish(struct bolt_connection *connection, struct bolt_inbound *record)
+void bolt_rendezvous_finish(struct bolt_connection *connection, struct bolt_inbound *record)
 {
 	DL_DELETE(bolt_peer_of(connection)->rendezvous, record);
 	bolt_registration_release(connection->manager->domain, &record->registration, record->covered);
@@ -394,7 +398,7 @@ void bolt_rendezvous_done(struct bolt_connection *connection, const struct bolt_
 		bolt_receive_grant_landed(connection, header->tag, header->total_length);
 		return;
 	}
-	if (!record || record->write != write || (!write && !record->receive) ||
+	if (!record || record->write != write || (!write && !record->receive) || record->pulling ||
 	    header->total_length != record->length) {
 		bolt_connection_fail(connection, FI_EIO, "rendezvous done for no request");
 		return;

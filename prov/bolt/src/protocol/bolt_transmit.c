@@ -269,6 +269,8 @@ static void bolt_transmit_rendezvous_header(struct bolt_connection *connection,
 	bolt_transmit_describe(header, transmit);
 	if (transmit->op == BOLT_WIRE_READ_RESPONSE)
 		header->flags |= BOLT_WIRE_FLAG_WRITE_BACK;
+	if (asking)
+		bolt_pull_offer(connection, transmit, header);
 	header->flags |= BOLT_WIRE_FLAG_LAST;
 	if (transmit->op == BOLT_WIRE_WRITE)
 		header->flags |= BOLT_WIRE_FLAG_WRITE;
@@ -621,6 +623,7 @@ int bolt_transmit_detach(struct bolt_transmit *transmit)
 	if (!copy)
 		return -FI_ENOMEM;
 	bolt_iov_copy_out(transmit->iov, transmit->iov_count, 0, copy, transmit->length);
+	bolt_pull_withdraw(transmit);
 	/*
 	 * Answered or granted but not yet written: segments of the copy instead,
 	 * as when registering fails; those are acknowledged.

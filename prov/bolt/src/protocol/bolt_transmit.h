@@ -73,6 +73,8 @@ struct bolt_transmit {
 	enum bolt_rendezvous_phase phase;       /* RENDEZVOUS, GRANTED_RECEIVE */
 	struct bolt_registration registration;      /* its buffer, while written from */
 	bool covered;                   /* the buffer lies in an open MR: its registration may stay */
+	bool pullable;                  /* RC: its receiver may pull it by RDMA read (bolt_pull.c), */
+	bool pull_offered;              /* and its request said where */
 	size_t rendezvous_threshold;    /* 0: FI_BOLT_RENDEZVOUS_THRESHOLD; else this message's own */
 	uint32_t rail_mask;             /* WRITE phase: the data rails to stripe across, or none;
 					 * READ_REQUEST, RENDEZVOUS_READY: those offered */

@@ -26,11 +26,13 @@
 #include "verbs/bolt_verbs.h"
 
 /*
- * What a peer's RDMA write into a buffer needs, and all bolt ever exposes:
- * bolt reads by having the target write back, so no registration is made
- * for a peer's RDMA read. Verbs requires local write with remote write.
+ * What a peer's RDMA write into a buffer needs (verbs requires local write
+ * with remote write), and what its RDMA read of one needs: on RC the
+ * receiver of a collective's large message reads it from the sender's
+ * buffer (protocol/bolt_rendezvous.c). fi_read is written back instead.
  */
 #define BOLT_MR_CACHE_PEER_WRITE (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
+#define BOLT_MR_CACHE_PEER_READ IBV_ACCESS_REMOTE_READ
 
 struct bolt_mr_cache;
 struct bolt_mr_cache_entry;

@@ -65,9 +65,16 @@ int bolt_qp_init(struct bolt_verbs *verbs, struct ibv_qp *qp, uint8_t port_num)
 		.qp_state = IBV_QPS_INIT,
 		.port_num = port_num,
 		.pkey_index = 0,
-		/* bolt never reads by RDMA (reads are written back): peers may only write. */
 		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
 	};
+
+	/*
+	 * Peers write, and on RC (UC has no reads) read a collective's large
+	 * messages; only registrations exposed for that one transfer let them
+	 * (bolt_mr_cache.h).
+	 */
+	if (qp->qp_type == IBV_QPT_RC)
+		attr.qp_access_flags |= IBV_ACCESS_REMOTE_READ;
 
 	return bolt_qp_modify(verbs, qp, &attr,
 			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
