@@ -204,7 +204,8 @@ Test(collective_choice, three_members_on_rc_by_the_table)
 /*
  * Four members on UC: one round for small all-reduces, recursive doubling's
  * two rounds of the whole from 16 KiB (less to send than direct's three),
- * the ring from 64 KiB, doubling again from 256 KiB, the ring from 1 MiB.
+ * the ring from 64 KiB, doubling again from 256 KiB, the ring from 1 MiB;
+ * broadcasts down the chain from 16 MiB.
  */
 Test(collective_choice, four_members_on_uc_by_the_table)
 {
@@ -214,6 +215,9 @@ Test(collective_choice, four_members_on_uc_by_the_table)
 		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4, false },
 		{ FI_ALLREDUCE, FLOATS(256 * KIB), true, "doubling", 0, 0, false },
 		{ FI_ALLREDUCE, FLOATS(1024 * KIB), false, "ring", 256 * KIB, 4, false },
+		/* A broadcast goes down the chain from 16 MiB (UC has no RDMA read to pull with). */
+		{ FI_BROADCAST, FLOATS(8192 * KIB), false, "direct", 0, 0, false },
+		{ FI_BROADCAST, FLOATS(16384 * KIB), false, "chain", 4096 * KIB, 0, false },
 	};
 	struct collective_options options = { .profile = "thunderbolt", .size = 4 };
 
@@ -238,10 +242,10 @@ Test(collective_choice, four_members_by_the_table)
 		{ FI_ALLGATHER, FLOATS(64 * KIB), false, "direct", 0, 0, false },
 		{ FI_REDUCE_SCATTER, FLOATS(64 * KIB), false, "direct", 0, 0, false },
 		{ FI_REDUCE_SCATTER, FLOATS(2048 * KIB), false, "ring", 4096 * KIB, 4, false },
-		/* Four members: a broadcast goes down the chain from 16 MiB. */
+		/* Four members on RC: a broadcast pulled from 2 MiB, never down the chain. */
 		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0, false },
 		{ FI_BROADCAST, FLOATS(8192 * KIB), false, "direct", 0, 0, true },
-		{ FI_BROADCAST, FLOATS(16384 * KIB), false, "chain", 4096 * KIB, 0, false },
+		{ FI_BROADCAST, FLOATS(16384 * KIB), false, "direct", 0, 0, true },
 		{ FI_BARRIER, 0, false, "direct", 0, 0, false },
 	};
 	struct collective_options options = { .profile = "rocev2", .size = 4 };

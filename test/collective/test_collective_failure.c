@@ -8,6 +8,8 @@
  * doubling, where most ranks never exchange with the dead one in it. A
  * survivor whose message another is still receiving when the group breaks
  * writes it all the same: the receiver reports the error only after that.
+ * On RC a broadcast whose members pull the root's buffer ends at every
+ * survivor when a member dies, one that pulls late included.
  * Closing a group discards its running operations, as closing an endpoint
  * does (fi_endpoint(3)): one a member never joins, and one whose receive a
  * member is about to write into, which the close waits for.
@@ -202,6 +204,91 @@ Test(collective_failure, receiver_reports_after_the_last_write)
 	};
 
 	cr_assert_eq(collective_run(&options, "coll-straggler", straggler_body, NULL), 0);
+}
+
+/*
+ * A broadcast of three on RC whose members pull the root's buffer: rank 2
+ * dies at once, so the root's broadcast fails within the deadline, and the
+ * root, told so, puts other data in its buffer. Rank 1 made no progress
+ * meanwhile: it finds the root's request only then. Its broadcast must end,
+ * with an error (rank 2 is dead), or with the root's data had it read in
+ * time, never with the other data.
+ */
+#define PULL_STRAGGLER_COUNT (256 * 1024 / sizeof(float))
+#define PULL_STRAGGLER_VALUE 7.0f
+
+static int pull_straggler_root(struct collective_rank *rank, float *buffer, void *context)
+{
+	int error = 0;
+	uint64_t until;
+
+	uint64_t died;
+
+	if (collective_wait(rank, context, &error) != -FI_EAVAIL || !error) {
+		fprintf(stderr, "rank 0: the broadcast did not fail with rank 2 dead\n");
+		return -FI_EOTHER;
+	}
+	died = collective_published(rank, rank->size - 1);
+	if (!died || failure_now_ns() - died > FAILURE_DEADLINE_NS) {
+		fprintf(stderr, "rank 0: the error took too long\n");
+		return -FI_ETIMEDOUT;
+	}
+	/* Told it failed, the application has its buffer back. */
+	memset(buffer, 0x5a, PULL_STRAGGLER_COUNT * sizeof(float));
+	until = failure_now_ns() + STRAGGLER_WATCH_NS;
+	while (failure_now_ns() < until)
+		fi_cq_read(rank->endpoint.cq, NULL, 0);
+	return 0;
+}
+
+static int pull_straggler_member(struct collective_rank *rank, const float *buffer, void *context)
+{
+	int error = 0, ret;
+
+	usleep(STRAGGLER_SLEEP_US);
+	ret = collective_wait(rank, context, &error);
+	if (ret == -FI_EAVAIL && error)
+		return 0;
+	for (size_t index = 0; !ret && index < PULL_STRAGGLER_COUNT; index++)
+		if (buffer[index] != PULL_STRAGGLER_VALUE) {
+			fprintf(stderr, "rank 1: element %zu is not the root's, yet the broadcast "
+				"succeeded\n", index);
+			return -FI_EOTHER;
+		}
+	return ret;
+}
+
+static int pull_straggler_body(struct collective_rank *rank, void *argument)
+{
+	float *buffer = malloc(PULL_STRAGGLER_COUNT * sizeof(float));
+	int context, ret;
+
+	(void) argument;
+	if (!buffer)
+		return -FI_ENOMEM;
+	for (size_t index = 0; index < PULL_STRAGGLER_COUNT; index++)
+		buffer[index] = rank->rank ? 0.0f : PULL_STRAGGLER_VALUE;
+	collective_barrier(rank);
+	if (rank->rank == 2) {
+		collective_publish(rank, failure_now_ns());
+		collective_die(rank);
+	}
+	ret = (int) fi_broadcast(rank->endpoint.ep, buffer, PULL_STRAGGLER_COUNT, NULL,
+				 rank->endpoint.coll_addr, rank->addresses[0], FI_FLOAT, 0, &context);
+	if (!ret)
+		ret = rank->rank ? pull_straggler_member(rank, buffer, &context) :
+				   pull_straggler_root(rank, buffer, &context);
+	free(buffer);
+	return ret;
+}
+
+Test(collective_failure, pulled_broadcast_with_a_dead_member_ends)
+{
+	struct collective_options options = {
+		.profile = "rocev2", .size = 3, .last_rank_dies = true, .pull = "1",
+	};
+
+	cr_assert_eq(collective_run(&options, "coll-pull-straggler", pull_straggler_body, NULL), 0);
 }
 
 /* Reads rank's CQ for milliseconds: how many completions and errors came. */

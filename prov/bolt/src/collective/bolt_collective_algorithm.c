@@ -131,8 +131,9 @@ struct bolt_collective_rule {
  * on both devices; at 1 MiB 0.86 to 1.06, the 256 KiB kept), and from 8 MiB
  * 4 MiB ones (2 MiB: 1.06 to 1.08 at 16 MiB with two members).
  * A broadcast of three members takes the chain, in 4 MiB segments, from
- * 64 MiB, of four from 16 MiB (chain's time over direct's, medians of three
- * and of five paired rounds: 0.59 to 1.24 at 64 MiB, six of eight below 1;
+ * 64 MiB, of four or more from 16 MiB, but for three and four on RC, which
+ * pull instead (below). Chain's time over direct's, medians of three
+ * and of five paired rounds (0.59 to 1.24 at 64 MiB, six of eight below 1;
  * four members, three sets of four to six rotated rounds, 0.71 to 0.90 on
  * UC and 0.87 to 0.97 on RC at 16 MiB, 0.79 and 0.81 at 32 MiB, 1.12 and
  * 1.17 at 8 MiB; three members 0.89 to 1.16 at 32 MiB, 0.90 and 1.05 at
@@ -145,15 +146,18 @@ struct bolt_collective_rule {
  * pull over without, medians of four or five rotated rounds, two members
  * 0.79 at 64 KiB, 0.81 to 0.94 from 256 KiB to 4 MiB, 0.70 at 16 MiB;
  * three 0.61 at 2 MiB, 0.39 to 0.65 from 4 to 32 MiB; four 0.75 at 2 MiB,
- * 0.48 to 0.58 at 4 and 8 MiB. Below 2 MiB three and four mostly lose by it
+ * 0.48 to 0.58 at 4 and 8 MiB; and direct with pull beats the chain, which
+ * the rows below keep for UC (three at 64 MiB 0.63 [0.38-0.75], four at 16,
+ * 32 and 64 MiB 0.68, 0.83 and 0.96, medians of four rotated rounds; the
+ * chain's hops pulling their 4 MiB segments 1.06 to 1.91 of the chain's
+ * writes). Below 2 MiB three and four mostly lose by it
  * (64 KiB to 1 MiB: 0.83 to 1.35, eight of ten cells above 1, 1.18 to
  * 1.35 at 1 MiB): the benchmark's buffers sit on 4 KiB pages there, and the
  * software device's readers walk the root's pages at once, where they
- * contend (on 4 KiB pages at 4 MiB too: 1.13). The
- * chain's hops keep writing (three at 64 MiB 1.13, four 0.85 to 0.95 from
- * 16 MiB). All-gathers lose by it (1.04 to 2.8 from 64 KiB to 16 MiB, three
- * and four members): each member sends as much as it receives, so reads
- * only move the copies, onto other processes' pages.
+ * contend (on 4 KiB pages at 4 MiB too: 1.13). All-gathers lose by it
+ * (1.04 to 2.8 from 64 KiB to 16 MiB, three and four members): each member
+ * sends as much as it receives, so reads only move the copies, onto other
+ * processes' pages.
  */
 static const struct bolt_collective_rule bolt_collective_rules[] = {
 	/* kinds                  members  below      device      algorithm             segment  lanes  pull */
@@ -162,7 +166,7 @@ static const struct bolt_collective_rule bolt_collective_rules[] = {
 	{ BROADCAST,               2, 2,    ANY_SIZE,  RC_DEVICE,  &bolt_collective_direct,   0,       0, true },
 	{ BROADCAST,               2, 2,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0, false },
 	{ BROADCAST,               3, ANY_MEMBERS, 2 * MIB, ANY_DEVICE, &bolt_collective_direct, 0, 0, false },
-	{ BROADCAST,               3, 3,    64 * MIB,  RC_DEVICE,  &bolt_collective_direct,   0,       0, true },
+	{ BROADCAST,               3, 4,    ANY_SIZE,  RC_DEVICE,  &bolt_collective_direct,   0,       0, true },
 	{ BROADCAST,               3, 3,    64 * MIB,  ANY_DEVICE, &bolt_collective_direct,   0,       0, false },
 	{ BROADCAST,               4, ANY_MEMBERS, 16 * MIB, RC_DEVICE, &bolt_collective_direct, 0, 0, true },
 	{ BROADCAST,               4, ANY_MEMBERS, 16 * MIB, ANY_DEVICE, &bolt_collective_direct, 0, 0, false },
