@@ -478,7 +478,8 @@ static void bench_algorithm(struct bench_rank *rank, char *text, size_t size)
 	    !choice.algorithm)
 		return;
 	if (!choice.segment_size) {
-		snprintf(text, size, "%s%s", choice.algorithm, choice.pull ? "+pull" : "");
+		snprintf(text, size, "%s%s", choice.algorithm,
+			 choice.pull == 2 ? "+pull-but-next" : choice.pull ? "+pull" : "");
 		return;
 	}
 	if (choice.segment_size % (1 << 20) == 0)

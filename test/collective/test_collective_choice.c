@@ -24,8 +24,13 @@ struct choice_case {
 	const char *algorithm;
 	size_t segment_size;
 	int lanes;
-	bool pull;                      /* RC: members read its rendezvous messages */
+	int pull;                       /* RC: who copies its rendezvous messages */
 };
+
+/* fi_bolt_collective_choice's pull. */
+#define WRITTEN 0
+#define PULLED 1
+#define PULLED_BUT_NEXT 2
 
 struct choice_cases {
 	const struct choice_case *cases;
@@ -112,26 +117,26 @@ static void choice_run(const struct collective_options *options, const struct ch
 Test(collective_choice, two_members_by_the_table)
 {
 	static const struct choice_case cases[] = {
-		{ FI_ALLREDUCE, 2, false, "direct", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(4 * KIB), true, "direct", 0, 0, false },
+		{ FI_ALLREDUCE, 2, false, "direct", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(4 * KIB), true, "direct", 0, 0, WRITTEN },
 		/*
 		 * On UC the ring's 32 KiB halves of 64 KiB go into bounce buffers;
 		 * from 128 KiB they ask a rendezvous each, and the exchange wins again.
 		 */
-		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4, false },
-		{ FI_ALLREDUCE, FLOATS(128 * KIB), false, "direct", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "ring", 256 * KIB, 4, false },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(128 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "ring", 256 * KIB, 4, WRITTEN },
 		/* Larger segments from 2 MiB, where each one's rendezvous costs more than it saves. */
-		{ FI_ALLREDUCE, FLOATS(4096 * KIB), false, "ring", 2048 * KIB, 4, false },
-		{ FI_ALLREDUCE, FLOATS(8192 * KIB), false, "ring", 4096 * KIB, 4, false },
-		{ FI_ALLGATHER, 2, false, "direct", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(4096 * KIB), false, "ring", 2048 * KIB, 4, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(8192 * KIB), false, "ring", 4096 * KIB, 4, WRITTEN },
+		{ FI_ALLGATHER, 2, false, "direct", 0, 0, WRITTEN },
 		/* Two members: an all-gather goes direct, a reduce-scatter takes the ring. */
-		{ FI_ALLGATHER, FLOATS(32 * KIB), false, "direct", 0, 0, false },
-		{ FI_REDUCE_SCATTER, FLOATS(32 * KIB), false, "ring", 256 * KIB, 4, false },
+		{ FI_ALLGATHER, FLOATS(32 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_REDUCE_SCATTER, FLOATS(32 * KIB), false, "ring", 256 * KIB, 4, WRITTEN },
 		/* The ring keeps reduce-scatter's input to the end: in place, it cannot run it. */
-		{ FI_REDUCE_SCATTER, FLOATS(32 * KIB), true, "direct", 0, 0, false },
-		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0, false },
-		{ FI_BARRIER, 0, false, "direct", 0, 0, false },
+		{ FI_REDUCE_SCATTER, FLOATS(32 * KIB), true, "direct", 0, 0, WRITTEN },
+		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_BARRIER, 0, false, "direct", 0, 0, WRITTEN },
 	};
 	struct collective_options options = { .profile = "thunderbolt", .size = 2 };
 
@@ -145,10 +150,10 @@ Test(collective_choice, two_members_by_the_table)
 Test(collective_choice, two_members_on_rc_by_the_table)
 {
 	static const struct choice_case cases[] = {
-		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "direct", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "direct", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4, false },
-		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0, true },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4, WRITTEN },
+		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0, PULLED },
 	};
 	struct collective_options options = { .profile = "rocev2", .size = 2 };
 
@@ -163,13 +168,13 @@ Test(collective_choice, two_members_on_rc_by_the_table)
 Test(collective_choice, three_members_by_the_table)
 {
 	static const struct choice_case cases[] = {
-		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "direct", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(32 * KIB), false, "doubling", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4, false },
-		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "direct", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4, false },
+		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(32 * KIB), false, "doubling", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4, WRITTEN },
 		/* A broadcast of three goes direct where one of four takes the chain. */
-		{ FI_BROADCAST, FLOATS(16384 * KIB), false, "direct", 0, 0, false },
+		{ FI_BROADCAST, FLOATS(16384 * KIB), false, "direct", 0, 0, WRITTEN },
 	};
 	struct collective_options options = { .profile = "thunderbolt", .size = 3 };
 
@@ -184,17 +189,21 @@ Test(collective_choice, three_members_by_the_table)
 Test(collective_choice, three_members_on_rc_by_the_table)
 {
 	static const struct choice_case cases[] = {
-		{ FI_ALLREDUCE, FLOATS(4 * KIB), false, "direct", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(8 * KIB), false, "doubling", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "doubling", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(32 * KIB), false, "ring", 256 * KIB, 4, false },
-		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "direct", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(128 * KIB), false, "direct", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "doubling", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4, false },
-		/* Broadcasts: the members read the root's buffer from 2 MiB. */
-		{ FI_BROADCAST, FLOATS(1024 * KIB), false, "direct", 0, 0, false },
-		{ FI_BROADCAST, FLOATS(2048 * KIB), false, "direct", 0, 0, true },
+		{ FI_ALLREDUCE, FLOATS(4 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(8 * KIB), false, "doubling", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "doubling", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(32 * KIB), false, "ring", 256 * KIB, 4, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(128 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "doubling", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4, WRITTEN },
+		/*
+		 * Broadcasts: the root writes to both, then to one while the other
+		 * reads its buffer, from 2 MiB both read.
+		 */
+		{ FI_BROADCAST, FLOATS(128 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_BROADCAST, FLOATS(1024 * KIB), false, "direct", 0, 0, PULLED_BUT_NEXT },
+		{ FI_BROADCAST, FLOATS(2048 * KIB), false, "direct", 0, 0, PULLED },
 	};
 	struct collective_options options = { .profile = "rocev2", .size = 3 };
 
@@ -210,14 +219,14 @@ Test(collective_choice, three_members_on_rc_by_the_table)
 Test(collective_choice, four_members_on_uc_by_the_table)
 {
 	static const struct choice_case cases[] = {
-		{ FI_ALLREDUCE, FLOATS(8 * KIB), false, "direct", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "doubling", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4, false },
-		{ FI_ALLREDUCE, FLOATS(256 * KIB), true, "doubling", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(1024 * KIB), false, "ring", 256 * KIB, 4, false },
+		{ FI_ALLREDUCE, FLOATS(8 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "doubling", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(256 * KIB), true, "doubling", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(1024 * KIB), false, "ring", 256 * KIB, 4, WRITTEN },
 		/* A broadcast goes down the chain from 16 MiB (UC has no RDMA read to pull with). */
-		{ FI_BROADCAST, FLOATS(8192 * KIB), false, "direct", 0, 0, false },
-		{ FI_BROADCAST, FLOATS(16384 * KIB), false, "chain", 4096 * KIB, 0, false },
+		{ FI_BROADCAST, FLOATS(8192 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_BROADCAST, FLOATS(16384 * KIB), false, "chain", 4096 * KIB, 0, WRITTEN },
 	};
 	struct collective_options options = { .profile = "thunderbolt", .size = 4 };
 
@@ -228,25 +237,25 @@ Test(collective_choice, four_members_by_the_table)
 {
 	static const struct choice_case cases[] = {
 		/* Four ranks on two cores: one round beats recursive doubling's two while small. */
-		{ FI_ALLREDUCE, 2, false, "direct", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(4 * KIB), false, "direct", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(8 * KIB), false, "doubling", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "doubling", 0, 0, false },
+		{ FI_ALLREDUCE, 2, false, "direct", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(4 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(8 * KIB), false, "doubling", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(16 * KIB), false, "doubling", 0, 0, WRITTEN },
 		/* The ring while its quarters go eagerly, where doubling's wholes ask a rendezvous. */
-		{ FI_ALLREDUCE, FLOATS(32 * KIB), false, "ring", 256 * KIB, 4, false },
-		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "doubling", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "doubling", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4, false },
-		{ FI_ALLGATHER, 2, false, "direct", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(32 * KIB), false, "ring", 256 * KIB, 4, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "doubling", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "doubling", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4, WRITTEN },
+		{ FI_ALLGATHER, 2, false, "direct", 0, 0, WRITTEN },
 		/* Four members: an all-gather goes direct, a reduce-scatter up to 8 MiB in all. */
-		{ FI_ALLGATHER, FLOATS(64 * KIB), false, "direct", 0, 0, false },
-		{ FI_REDUCE_SCATTER, FLOATS(64 * KIB), false, "direct", 0, 0, false },
-		{ FI_REDUCE_SCATTER, FLOATS(2048 * KIB), false, "ring", 4096 * KIB, 4, false },
+		{ FI_ALLGATHER, FLOATS(64 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_REDUCE_SCATTER, FLOATS(64 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_REDUCE_SCATTER, FLOATS(2048 * KIB), false, "ring", 4096 * KIB, 4, WRITTEN },
 		/* Four members on RC: a broadcast pulled from 2 MiB, never down the chain. */
-		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0, false },
-		{ FI_BROADCAST, FLOATS(8192 * KIB), false, "direct", 0, 0, true },
-		{ FI_BROADCAST, FLOATS(16384 * KIB), false, "direct", 0, 0, true },
-		{ FI_BARRIER, 0, false, "direct", 0, 0, false },
+		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_BROADCAST, FLOATS(8192 * KIB), false, "direct", 0, 0, PULLED },
+		{ FI_BROADCAST, FLOATS(16384 * KIB), false, "direct", 0, 0, PULLED },
+		{ FI_BARRIER, 0, false, "direct", 0, 0, WRITTEN },
 	};
 	struct collective_options options = { .profile = "rocev2", .size = 4 };
 
@@ -257,9 +266,9 @@ Test(collective_choice, four_members_by_the_table)
 Test(collective_choice, five_members_by_the_table)
 {
 	static const struct choice_case cases[] = {
-		{ FI_ALLREDUCE, 2, false, "doubling", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(4 * KIB), false, "ring", 256 * KIB, 4, false },
-		{ FI_BARRIER, 0, false, "doubling", 0, 0, false },
+		{ FI_ALLREDUCE, 2, false, "doubling", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(4 * KIB), false, "ring", 256 * KIB, 4, WRITTEN },
+		{ FI_BARRIER, 0, false, "doubling", 0, 0, WRITTEN },
 	};
 	struct collective_options options = { .profile = "thunderbolt", .size = 5 };
 
@@ -269,26 +278,29 @@ Test(collective_choice, five_members_by_the_table)
 Test(collective_choice, parameters_override_the_table)
 {
 	static const struct choice_case ring[] = {
-		{ FI_ALLREDUCE, 2, false, "ring", 4 * KIB, 2, false },
-		{ FI_ALLGATHER, 2, false, "ring", 4 * KIB, 2, false },
-		{ FI_BROADCAST, 2, false, "chain", 4 * KIB, 0, false },
+		{ FI_ALLREDUCE, 2, false, "ring", 4 * KIB, 2, WRITTEN },
+		{ FI_ALLGATHER, 2, false, "ring", 4 * KIB, 2, WRITTEN },
+		{ FI_BROADCAST, 2, false, "chain", 4 * KIB, 0, WRITTEN },
 	};
 	static const struct choice_case doubling[] = {
-		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "doubling", 0, 0, false },
-		{ FI_ALLGATHER, FLOATS(64 * KIB), false, "doubling", 0, 0, false },
-		{ FI_REDUCE_SCATTER, FLOATS(64 * KIB), true, "doubling", 0, 0, false },
-		{ FI_BROADCAST, 2, false, "direct", 0, 0, true },
-		{ FI_BARRIER, 0, false, "doubling", 0, 0, false },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "doubling", 0, 0, WRITTEN },
+		{ FI_ALLGATHER, FLOATS(64 * KIB), false, "doubling", 0, 0, WRITTEN },
+		{ FI_REDUCE_SCATTER, FLOATS(64 * KIB), true, "doubling", 0, 0, WRITTEN },
+		{ FI_BROADCAST, 2, false, "direct", 0, 0, PULLED },
+		{ FI_BARRIER, 0, false, "doubling", 0, 0, WRITTEN },
 	};
 	static const struct choice_case direct[] = {
-		{ FI_ALLREDUCE, 2, false, "direct", 0, 0, false },
-		{ FI_BARRIER, 0, false, "direct", 0, 0, false },
+		{ FI_ALLREDUCE, 2, false, "direct", 0, 0, WRITTEN },
+		{ FI_BARRIER, 0, false, "direct", 0, 0, WRITTEN },
 	};
 	static const struct choice_case written[] = {
-		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0, false },
+		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0, WRITTEN },
 	};
 	static const struct choice_case pulled[] = {
-		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "direct", 0, 0, true },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "direct", 0, 0, PULLED },
+	};
+	static const struct choice_case pulled_but_next[] = {
+		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0, PULLED_BUT_NEXT },
 	};
 	struct collective_options ring_options = {
 		.profile = "rocev2", .size = 2, .ring_threshold = "0", .segment_size = "4096",
@@ -303,6 +315,7 @@ Test(collective_choice, parameters_override_the_table)
 	};
 	struct collective_options written_options = { .profile = "rocev2", .size = 2, .pull = "0" };
 	struct collective_options pulled_options = { .profile = "rocev2", .size = 2, .pull = "1" };
+	struct collective_options pulled_but_next_options = { .profile = "rocev2", .size = 3, .pull = "2" };
 	/* UC has no RDMA read: asked for, the pull is not made. */
 	struct collective_options unreliable_options = { .profile = "thunderbolt", .size = 2, .pull = "1" };
 
@@ -311,6 +324,7 @@ Test(collective_choice, parameters_override_the_table)
 	choice_run(&direct_options, CASES(direct));
 	choice_run(&written_options, CASES(written));
 	choice_run(&pulled_options, CASES(pulled));
+	choice_run(&pulled_but_next_options, CASES(pulled_but_next));
 	choice_run(&unreliable_options, CASES(written));
 }
 
@@ -321,10 +335,10 @@ Test(collective_choice, parameters_override_the_table)
 Test(collective_choice, yielding_progress)
 {
 	static const struct choice_case cases[] = {
-		{ FI_BROADCAST, 2, false, "direct", 0, 0, false },
-		{ FI_ALLREDUCE, 2, false, "doubling", 0, 0, false },
-		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4, false },
-		{ FI_BARRIER, 0, false, "doubling", 0, 0, false },
+		{ FI_BROADCAST, 2, false, "direct", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, 2, false, "doubling", 0, 0, WRITTEN },
+		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "ring", 256 * KIB, 4, WRITTEN },
+		{ FI_BARRIER, 0, false, "doubling", 0, 0, WRITTEN },
 	};
 	struct collective_options options = {
 		.profile = "thunderbolt", .size = 4, .yield = "yes", .doubling_members = "4",

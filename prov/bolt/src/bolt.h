@@ -90,7 +90,7 @@ struct bolt_params {
 	int collective_segment_size;    /* FI_BOLT_COLLECTIVE_SEGMENT_SIZE: bytes */
 	int collective_lanes;           /* FI_BOLT_COLLECTIVE_LANES: segments in flight */
 	int collective_rendezvous_threshold; /* FI_BOLT_COLLECTIVE_RENDEZVOUS_THRESHOLD: bytes */
-	int collective_pull;            /* FI_BOLT_COLLECTIVE_PULL: 0, 1 (on RC members read) */
+	int collective_pull;            /* FI_BOLT_COLLECTIVE_PULL: enum bolt_collective_pull */
 	char collective_yield[8];       /* FI_BOLT_COLLECTIVE_YIELD: "auto", "yes", "no" */
 	bool share_queue_pairs;     /* FI_BOLT_SHARE_QUEUE_PAIRS: connections to one domain share a link */
 };

@@ -137,6 +137,18 @@ struct bolt_collective_algorithm {
 	bool (*advance)(struct bolt_collective_operation *operation);
 };
 
+/*
+ * Who copies an operation's rendezvous messages on RC (protocol/bolt_pull.c):
+ * the sender writes each, every receiver reads (pulls) its own, or every
+ * receiver but the sender's next member in rank order, which the sender
+ * writes to meanwhile.
+ */
+enum bolt_collective_pull {
+	BOLT_COLLECTIVE_WRITE,
+	BOLT_COLLECTIVE_PULL,
+	BOLT_COLLECTIVE_PULL_BUT_NEXT,
+};
+
 struct bolt_collective_operation {
 	struct bolt_collective_group *group;
 	const struct bolt_collective_algorithm *algorithm;
@@ -170,7 +182,7 @@ struct bolt_collective_operation {
 	size_t block_elements;          /* ring: the largest block */
 	size_t segment_size;            /* ring, chain: bytes of a segment, as the table chose */
 	int lane_limit;                 /* ring: lanes at most, as the table chose */
-	bool pull;                      /* RC: members read its rendezvous messages, as the table chose */
+	enum bolt_collective_pull pull; /* RC: who copies its rendezvous messages, as the table chose */
 	struct bolt_collective_operation *prev, *next;
 };
 

@@ -26,6 +26,11 @@
 #define ANY_SIZE SIZE_MAX
 #define ANY_MEMBERS 0
 
+/* The pull column. */
+#define WRITE BOLT_COLLECTIVE_WRITE
+#define PULL BOLT_COLLECTIVE_PULL
+#define PULL_BUT_NEXT BOLT_COLLECTIVE_PULL_BUT_NEXT
+
 #define KIND(kind) (1u << (kind))
 #define BARRIER KIND(FI_BARRIER)
 #define BROADCAST KIND(FI_BROADCAST)
@@ -58,7 +63,7 @@ struct bolt_collective_rule {
 	const struct bolt_collective_algorithm *algorithm;
 	size_t segment_size;    /* ring and chain */
 	int lanes;              /* ring only */
-	bool pull;              /* RC: members read their rendezvous messages (protocol/bolt_pull.c) */
+	enum bolt_collective_pull pull; /* RC: who copies the rendezvous messages */
 };
 
 /*
@@ -154,57 +159,64 @@ struct bolt_collective_rule {
  * (64 KiB to 1 MiB: 0.83 to 1.35, eight of ten cells above 1, 1.18 to
  * 1.35 at 1 MiB): the benchmark's buffers sit on 4 KiB pages there, and the
  * software device's readers walk the root's pages at once, where they
- * contend (on 4 KiB pages at 4 MiB too: 1.13). All-gathers lose by it
+ * contend (on 4 KiB pages at 4 MiB too: 1.13). One reader does not: with
+ * three members from 256 KiB to 2 MiB the root writes to its next member
+ * while the other pulls (PULL_BUT_NEXT's time over the writes', medians of
+ * six rotated rounds: 0.89 at 256 KiB, 0.84 at 512 KiB, 0.68 at 1 MiB; 1.03
+ * and 1.04 at 64 and 128 KiB; over PULL at 2 MiB 0.95; four members, two
+ * readers still, 1.02 to 1.12). All-gathers lose by it
  * (1.04 to 2.8 from 64 KiB to 16 MiB, three and four members): each member
  * sends as much as it receives, so reads only move the copies, onto other
  * processes' pages.
  */
 static const struct bolt_collective_rule bolt_collective_rules[] = {
 	/* kinds                  members  below      device      algorithm             segment  lanes  pull */
-	{ EVERY_KIND,              1, 1,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0, false },
-	{ ALLTOALL,                2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_direct, 0, 0, false },
-	{ BROADCAST,               2, 2,    ANY_SIZE,  RC_DEVICE,  &bolt_collective_direct,   0,       0, true },
-	{ BROADCAST,               2, 2,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0, false },
-	{ BROADCAST,               3, ANY_MEMBERS, 2 * MIB, ANY_DEVICE, &bolt_collective_direct, 0, 0, false },
-	{ BROADCAST,               3, 4,    ANY_SIZE,  RC_DEVICE,  &bolt_collective_direct,   0,       0, true },
-	{ BROADCAST,               3, 3,    64 * MIB,  ANY_DEVICE, &bolt_collective_direct,   0,       0, false },
-	{ BROADCAST,               4, ANY_MEMBERS, 16 * MIB, RC_DEVICE, &bolt_collective_direct, 0, 0, true },
-	{ BROADCAST,               4, ANY_MEMBERS, 16 * MIB, ANY_DEVICE, &bolt_collective_direct, 0, 0, false },
-	{ BROADCAST,               3, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_chain, 4 * MIB, 0, false },
-	{ BARRIER,                 2, 4,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0, false },
-	{ ALLREDUCE,               2, 2,    64 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0, false },
-	{ ALLREDUCE,               2, 2,    128 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4, false },
-	{ ALLREDUCE,               2, 2,    256 * KIB, UC_DEVICE,  &bolt_collective_direct,   0,       0, false },
-	{ ALLREDUCE,               2, 2,    512 * KIB, RC_DEVICE,  &bolt_collective_direct,   0,       0, false },
-	{ ALLREDUCE,               3, 3,    32 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0, false },
-	{ ALLREDUCE,               3, 3,    64 * KIB,  UC_DEVICE,  &bolt_collective_doubling, 0,       0, false },
-	{ ALLREDUCE,               3, 3,    128 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4, false },
-	{ ALLREDUCE,               3, 3,    512 * KIB, UC_DEVICE,  &bolt_collective_direct,   0,       0, false },
-	{ ALLREDUCE,               3, 3,    8 * KIB,   RC_DEVICE,  &bolt_collective_direct,   0,       0, false },
-	{ ALLREDUCE,               3, 3,    32 * KIB,  RC_DEVICE,  &bolt_collective_doubling, 0,       0, false },
-	{ ALLREDUCE,               3, 3,    64 * KIB,  RC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4, false },
-	{ ALLREDUCE,               3, 3,    256 * KIB, RC_DEVICE,  &bolt_collective_direct,   0,       0, false },
-	{ ALLREDUCE,               3, 3,    512 * KIB, RC_DEVICE,  &bolt_collective_doubling, 0,       0, false },
-	{ ALLREDUCE,               4, 4,    16 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0, false },
-	{ ALLREDUCE,               4, 4,    64 * KIB,  UC_DEVICE,  &bolt_collective_doubling, 0,       0, false },
-	{ ALLREDUCE,               4, 4,    256 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4, false },
-	{ ALLREDUCE,               4, 4,    1 * MIB,   UC_DEVICE,  &bolt_collective_doubling, 0,       0, false },
-	{ ALLREDUCE,               4, 4,    8 * KIB,   RC_DEVICE,  &bolt_collective_direct,   0,       0, false },
-	{ ALLREDUCE,               4, 4,    32 * KIB,  RC_DEVICE,  &bolt_collective_doubling, 0,       0, false },
-	{ ALLREDUCE,               4, 4,    64 * KIB,  RC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4, false },
-	{ ALLREDUCE,               4, 4,    512 * KIB, RC_DEVICE,  &bolt_collective_doubling, 0,       0, false },
-	{ ALLREDUCE | BARRIER,     5, ANY_MEMBERS, 4 * KIB, ANY_DEVICE, &bolt_collective_doubling, 0, 0, false },
-	{ ALLGATHER,               2, 4,    64 * MIB,  ANY_DEVICE, &bolt_collective_direct,   0,       0, false },
-	{ REDUCE_SCATTER,          3, 4,    8 * MIB,   ANY_DEVICE, &bolt_collective_direct,   0,       0, false },
-	{ ALLGATHER | REDUCE_SCATTER, 2, ANY_MEMBERS, 8 * KIB, ANY_DEVICE, &bolt_collective_direct, 0, 0, false },
-	{ RING_KINDS,              2, ANY_MEMBERS, 2 * MIB, ANY_DEVICE, &bolt_collective_ring, 256 * KIB, 4, false },
-	{ RING_KINDS,              2, ANY_MEMBERS, 8 * MIB, ANY_DEVICE, &bolt_collective_ring, 2 * MIB, 4, false },
-	{ RING_KINDS,              2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_ring, 4 * MIB, 4, false },
+	{ EVERY_KIND,              1, 1,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0, WRITE },
+	{ ALLTOALL,                2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_direct, 0, 0, WRITE },
+	{ BROADCAST,               2, 2,    ANY_SIZE,  RC_DEVICE,  &bolt_collective_direct,   0,       0, PULL },
+	{ BROADCAST,               2, 2,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0, WRITE },
+	{ BROADCAST,               3, 3,    256 * KIB, ANY_DEVICE, &bolt_collective_direct,   0,       0, WRITE },
+	{ BROADCAST,               3, 3,    2 * MIB,   RC_DEVICE,  &bolt_collective_direct,   0,       0, PULL_BUT_NEXT },
+	{ BROADCAST,               3, ANY_MEMBERS, 2 * MIB, ANY_DEVICE, &bolt_collective_direct, 0, 0, WRITE },
+	{ BROADCAST,               3, 4,    ANY_SIZE,  RC_DEVICE,  &bolt_collective_direct,   0,       0, PULL },
+	{ BROADCAST,               3, 3,    64 * MIB,  ANY_DEVICE, &bolt_collective_direct,   0,       0, WRITE },
+	{ BROADCAST,               4, ANY_MEMBERS, 16 * MIB, RC_DEVICE, &bolt_collective_direct, 0, 0, PULL },
+	{ BROADCAST,               4, ANY_MEMBERS, 16 * MIB, ANY_DEVICE, &bolt_collective_direct, 0, 0, WRITE },
+	{ BROADCAST,               3, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_chain, 4 * MIB, 0, WRITE },
+	{ BARRIER,                 2, 4,    ANY_SIZE,  ANY_DEVICE, &bolt_collective_direct,   0,       0, WRITE },
+	{ ALLREDUCE,               2, 2,    64 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0, WRITE },
+	{ ALLREDUCE,               2, 2,    128 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4, WRITE },
+	{ ALLREDUCE,               2, 2,    256 * KIB, UC_DEVICE,  &bolt_collective_direct,   0,       0, WRITE },
+	{ ALLREDUCE,               2, 2,    512 * KIB, RC_DEVICE,  &bolt_collective_direct,   0,       0, WRITE },
+	{ ALLREDUCE,               3, 3,    32 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0, WRITE },
+	{ ALLREDUCE,               3, 3,    64 * KIB,  UC_DEVICE,  &bolt_collective_doubling, 0,       0, WRITE },
+	{ ALLREDUCE,               3, 3,    128 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4, WRITE },
+	{ ALLREDUCE,               3, 3,    512 * KIB, UC_DEVICE,  &bolt_collective_direct,   0,       0, WRITE },
+	{ ALLREDUCE,               3, 3,    8 * KIB,   RC_DEVICE,  &bolt_collective_direct,   0,       0, WRITE },
+	{ ALLREDUCE,               3, 3,    32 * KIB,  RC_DEVICE,  &bolt_collective_doubling, 0,       0, WRITE },
+	{ ALLREDUCE,               3, 3,    64 * KIB,  RC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4, WRITE },
+	{ ALLREDUCE,               3, 3,    256 * KIB, RC_DEVICE,  &bolt_collective_direct,   0,       0, WRITE },
+	{ ALLREDUCE,               3, 3,    512 * KIB, RC_DEVICE,  &bolt_collective_doubling, 0,       0, WRITE },
+	{ ALLREDUCE,               4, 4,    16 * KIB,  UC_DEVICE,  &bolt_collective_direct,   0,       0, WRITE },
+	{ ALLREDUCE,               4, 4,    64 * KIB,  UC_DEVICE,  &bolt_collective_doubling, 0,       0, WRITE },
+	{ ALLREDUCE,               4, 4,    256 * KIB, UC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4, WRITE },
+	{ ALLREDUCE,               4, 4,    1 * MIB,   UC_DEVICE,  &bolt_collective_doubling, 0,       0, WRITE },
+	{ ALLREDUCE,               4, 4,    8 * KIB,   RC_DEVICE,  &bolt_collective_direct,   0,       0, WRITE },
+	{ ALLREDUCE,               4, 4,    32 * KIB,  RC_DEVICE,  &bolt_collective_doubling, 0,       0, WRITE },
+	{ ALLREDUCE,               4, 4,    64 * KIB,  RC_DEVICE,  &bolt_collective_ring,     256 * KIB, 4, WRITE },
+	{ ALLREDUCE,               4, 4,    512 * KIB, RC_DEVICE,  &bolt_collective_doubling, 0,       0, WRITE },
+	{ ALLREDUCE | BARRIER,     5, ANY_MEMBERS, 4 * KIB, ANY_DEVICE, &bolt_collective_doubling, 0, 0, WRITE },
+	{ ALLGATHER,               2, 4,    64 * MIB,  ANY_DEVICE, &bolt_collective_direct,   0,       0, WRITE },
+	{ REDUCE_SCATTER,          3, 4,    8 * MIB,   ANY_DEVICE, &bolt_collective_direct,   0,       0, WRITE },
+	{ ALLGATHER | REDUCE_SCATTER, 2, ANY_MEMBERS, 8 * KIB, ANY_DEVICE, &bolt_collective_direct, 0, 0, WRITE },
+	{ RING_KINDS,              2, ANY_MEMBERS, 2 * MIB, ANY_DEVICE, &bolt_collective_ring, 256 * KIB, 4, WRITE },
+	{ RING_KINDS,              2, ANY_MEMBERS, 8 * MIB, ANY_DEVICE, &bolt_collective_ring, 2 * MIB, 4, WRITE },
+	{ RING_KINDS,              2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_ring, 4 * MIB, 4, WRITE },
 	/* What FI_BOLT_COLLECTIVE_RING_THRESHOLD leaves where it asks for a pipeline. */
-	{ BROADCAST,               2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_chain, 4 * MIB, 0, false },
+	{ BROADCAST,               2, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_chain, 4 * MIB, 0, WRITE },
 	/* What FI_BOLT_COLLECTIVE_RING_THRESHOLD leaves where it keeps the ring out. */
-	{ ALLREDUCE | BARRIER,     4, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_doubling, 0, 0, false },
-	{ EVERY_KIND,              1, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_direct, 0, 0, false },
+	{ ALLREDUCE | BARRIER,     4, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_doubling, 0, 0, WRITE },
+	{ EVERY_KIND,              1, ANY_MEMBERS, ANY_SIZE, ANY_DEVICE, &bolt_collective_direct, 0, 0, WRITE },
 };
 
 /* Bytes the operation moves in all: what the choice is made on. */
@@ -317,7 +329,9 @@ void bolt_collective_algorithm_choose(struct bolt_collective_operation *operatio
 	operation->segment_size = params->collective_segment_size > 0 ?
 				  (size_t) params->collective_segment_size : rule->segment_size;
 	operation->lane_limit = params->collective_lanes > 0 ? params->collective_lanes : rule->lanes;
+	operation->pull = params->collective_pull >= 0 ? (enum bolt_collective_pull) params->collective_pull :
+			  rule->pull;
 	/* UC has no RDMA read. */
-	operation->pull = (params->collective_pull >= 0 ? params->collective_pull > 0 : rule->pull) &&
-			  bolt_collective_algorithm_device(operation) == RC_DEVICE;
+	if (bolt_collective_algorithm_device(operation) != RC_DEVICE)
+		operation->pull = BOLT_COLLECTIVE_WRITE;
 }
