@@ -164,10 +164,10 @@ struct bolt_collective_rule {
  * while the other pulls (PULL_BUT_NEXT's time over the writes', medians of
  * six rotated rounds: 0.89 at 256 KiB, 0.84 at 512 KiB, 0.68 at 1 MiB; 1.03
  * and 1.04 at 64 and 128 KiB; over PULL at 2 MiB 0.95; four members, two
- * readers still, 1.02 to 1.12). All-gathers lose by it
- * (1.04 to 2.8 from 64 KiB to 16 MiB, three and four members): each member
- * sends as much as it receives, so reads only move the copies, onto other
- * processes' pages.
+ * readers still, 1.02 to 1.12). All-gathers lose by it (0.96 to 2.8 from
+ * 64 KiB to 16 MiB, three and four members, nine of ten cells above 1):
+ * each member sends as much as it receives, so reads only move the copies,
+ * onto other processes' pages.
  */
 static const struct bolt_collective_rule bolt_collective_rules[] = {
 	/* kinds                  members  below      device      algorithm             segment  lanes  pull */
