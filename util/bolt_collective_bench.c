@@ -479,7 +479,7 @@ static void bench_algorithm(struct bench_rank *rank, char *text, size_t size)
 		return;
 	if (!choice.segment_size) {
 		snprintf(text, size, "%s%s", choice.algorithm,
-			 choice.pull == 2 ? "+pull-but-next" : choice.pull ? "+pull" : "");
+			 choice.pull == 2 ? "+pull-one" : choice.pull ? "+pull" : "");
 		return;
 	}
 	if (choice.segment_size % (1 << 20) == 0)

@@ -51,8 +51,8 @@
  * is "direct", "doubling", "ring" or "chain" (a string that lives as long
  * as the provider); segment_size is the ring's and the chain's, lanes the
  * ring's, 0 for the others; pull is 1 where on RC the members read their
- * rendezvous messages from the sender's buffer, 2 where all do but the
- * sender's next member in rank order, 0 where the sender writes them.
+ * rendezvous messages from the sender's buffer, 2 where only the sender's
+ * previous member in rank order does, 0 where the sender writes them.
  */
 #define FI_BOLT_COLLECTIVE_GET_CHOICE 0xb017
 struct fi_bolt_collective_choice {

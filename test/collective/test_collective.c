@@ -680,7 +680,7 @@ static int test_exposed_registrations(struct collective_rank *rank)
 /* What a test_pull run expects. */
 struct test_pull_case {
 	bool pulls;             /* members pull the root's messages, */
-	bool but_next;          /* but rank 1, which the root writes to */
+	bool only_last;         /* only the last rank (the root's previous), the others written to */
 	bool reliable;          /* RC: no bounce buffer is exposed, so none may be after */
 };
 
@@ -694,7 +694,8 @@ static int test_pull(struct collective_rank *rank, void *argument)
 	const struct test_pull_case *test = argument;
 	float *buffer = malloc(TEST_PULL_COUNT * sizeof(float));
 	int context, error = 0, ret = buffer ? 0 : -FI_ENOMEM;
-	uint64_t expected = test->pulls && rank->rank && !(test->but_next && rank->rank == 1) ? 2 : 0;
+	uint64_t expected = test->pulls && rank->rank &&
+			    (!test->only_last || rank->rank == rank->size - 1) ? 2 : 0;
 
 	for (int round = 0; !ret && round < 2; round++) {
 		for (size_t index = 0; index < TEST_PULL_COUNT; index++)
@@ -732,11 +733,14 @@ Test(collective, rc_members_pull_a_broadcast)
 	cr_assert_eq(collective_run(&options, "coll-pull", test_pull, &test), 0);
 }
 
-/* FI_BOLT_COLLECTIVE_PULL=2 (the table's below 2 MiB with three): rank 2 pulls, rank 1 is written to. */
-Test(collective, rc_member_pulls_while_the_root_writes_to_the_other)
+/*
+ * FI_BOLT_COLLECTIVE_PULL=2 (the table's from 256 KiB to 2 MiB with three
+ * and four): rank 3, the root's previous, pulls; ranks 1 and 2 are written to.
+ */
+Test(collective, rc_member_pulls_while_the_root_writes_to_the_others)
 {
-	struct collective_options options = { .profile = "rocev2", .size = 3, .pull = "2" };
-	struct test_pull_case test = { .pulls = true, .but_next = true, .reliable = true };
+	struct collective_options options = { .profile = "rocev2", .size = 4, .pull = "2" };
+	struct test_pull_case test = { .pulls = true, .only_last = true, .reliable = true };
 
 	cr_assert_eq(collective_run(&options, "coll-pull", test_pull, &test), 0);
 }

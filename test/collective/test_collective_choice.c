@@ -30,7 +30,7 @@ struct choice_case {
 /* fi_bolt_collective_choice's pull. */
 #define WRITTEN 0
 #define PULLED 1
-#define PULLED_BUT_NEXT 2
+#define PULLED_BY_ONE 2
 
 struct choice_cases {
 	const struct choice_case *cases;
@@ -202,7 +202,7 @@ Test(collective_choice, three_members_on_rc_by_the_table)
 		 * reads its buffer, from 2 MiB both read.
 		 */
 		{ FI_BROADCAST, FLOATS(128 * KIB), false, "direct", 0, 0, WRITTEN },
-		{ FI_BROADCAST, FLOATS(1024 * KIB), false, "direct", 0, 0, PULLED_BUT_NEXT },
+		{ FI_BROADCAST, FLOATS(1024 * KIB), false, "direct", 0, 0, PULLED_BY_ONE },
 		{ FI_BROADCAST, FLOATS(2048 * KIB), false, "direct", 0, 0, PULLED },
 	};
 	struct collective_options options = { .profile = "rocev2", .size = 3 };
@@ -299,8 +299,8 @@ Test(collective_choice, parameters_override_the_table)
 	static const struct choice_case pulled[] = {
 		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "direct", 0, 0, PULLED },
 	};
-	static const struct choice_case pulled_but_next[] = {
-		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0, PULLED_BUT_NEXT },
+	static const struct choice_case pulled_by_one[] = {
+		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0, PULLED_BY_ONE },
 	};
 	struct collective_options ring_options = {
 		.profile = "rocev2", .size = 2, .ring_threshold = "0", .segment_size = "4096",
@@ -315,7 +315,7 @@ Test(collective_choice, parameters_override_the_table)
 	};
 	struct collective_options written_options = { .profile = "rocev2", .size = 2, .pull = "0" };
 	struct collective_options pulled_options = { .profile = "rocev2", .size = 2, .pull = "1" };
-	struct collective_options pulled_but_next_options = { .profile = "rocev2", .size = 3, .pull = "2" };
+	struct collective_options pulled_by_one_options = { .profile = "rocev2", .size = 3, .pull = "2" };
 	/* UC has no RDMA read: asked for, the pull is not made. */
 	struct collective_options unreliable_options = { .profile = "thunderbolt", .size = 2, .pull = "1" };
 
@@ -324,7 +324,7 @@ Test(collective_choice, parameters_override_the_table)
 	choice_run(&direct_options, CASES(direct));
 	choice_run(&written_options, CASES(written));
 	choice_run(&pulled_options, CASES(pulled));
-	choice_run(&pulled_but_next_options, CASES(pulled_but_next));
+	choice_run(&pulled_by_one_options, CASES(pulled_by_one));
 	choice_run(&unreliable_options, CASES(written));
 }
 

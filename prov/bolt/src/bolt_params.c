@@ -189,9 +189,9 @@ static const struct bolt_param bolt_param_table[] = {
 	BOLT_INT_PARAM("collective_pull", collective_pull, -1, 2,
 		"Overrides the table of collective algorithms: 1, on RC (RoCE v2) the receiver of "
 		"a collective's rendezvous message reads it from the sender's buffer by RDMA, so "
-		"that the members of a broadcast copy at once; 2, every receiver but the sender's "
-		"next member in rank order, which the sender writes to meanwhile; 0, the sender "
-		"writes each after the receiver's answer (default: -1, as the table says)"),
+		"that the members of a broadcast copy at once; 2, one receiver does, the sender's "
+		"previous member in rank order, while the sender writes to the others; 0, the "
+		"sender writes each after the receiver's answer (default: -1, as the table says)"),
 	BOLT_STRING_PARAM("collective_yield", collective_yield,
 		"Whether a collective's progress that found nothing to do gives the CPU away "
 		"(sched_yield), as Open MPI does when ranks outnumber cores: yes, no, or auto, "

@@ -139,14 +139,14 @@ struct bolt_collective_algorithm {
 
 /*
  * Who copies an operation's rendezvous messages on RC (protocol/bolt_pull.c):
- * the sender writes each, every receiver reads (pulls) its own, or every
- * receiver but the sender's next member in rank order, which the sender
- * writes to meanwhile.
+ * the sender writes each, every receiver reads (pulls) its own, or one
+ * receiver does, the sender's previous member in rank order, while the
+ * sender writes to the others.
  */
 enum bolt_collective_pull {
 	BOLT_COLLECTIVE_WRITE,
 	BOLT_COLLECTIVE_PULL,
-	BOLT_COLLECTIVE_PULL_BUT_NEXT,
+	BOLT_COLLECTIVE_PULL_ONE,
 };
 
 struct bolt_collective_operation {

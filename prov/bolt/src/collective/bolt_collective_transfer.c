@@ -60,8 +60,8 @@ int bolt_collective_send(struct bolt_collective_operation *operation, int lane, 
 	transmit->rendezvous_threshold =
 		(size_t) group->endpoint->domain->fabric->params.collective_rendezvous_threshold;
 	transmit->pullable = operation->pull == BOLT_COLLECTIVE_PULL ||
-			     (operation->pull == BOLT_COLLECTIVE_PULL_BUT_NEXT &&
-			      rank != (group->rank + 1) % group->size);
+			     (operation->pull == BOLT_COLLECTIVE_PULL_ONE &&
+			      rank == (group->rank + group->size - 1) % group->size);
 	operation->sends.pending++;
 	bolt_transmit_start(transmit);
 	return 0;
