@@ -136,6 +136,25 @@ Test(collective_failure, rocev2_4) { failure_run("rocev2", 4, FAILURE_LARGE_COUN
 Test(collective_failure, thunderbolt_4_small) { failure_run("thunderbolt", 4, FAILURE_SMALL_COUNT); }
 Test(collective_failure, rocev2_4_small) { failure_run("rocev2", 4, FAILURE_SMALL_COUNT); }
 
+/* Reads rank's CQ for milliseconds: how many completions and errors came. */
+static int discard_completions_for(struct collective_rank *rank, uint64_t milliseconds)
+{
+	struct fi_cq_tagged_entry entry;
+	struct fi_cq_err_entry error;
+	uint64_t until = failure_now_ns() + milliseconds * 1000000ULL;
+	int seen = 0;
+
+	while (failure_now_ns() < until) {
+		ssize_t ret = fi_cq_read(rank->endpoint.cq, &entry, 1);
+
+		if (ret == 1)
+			seen++;
+		else if (ret == -FI_EAVAIL && fi_cq_readerr(rank->endpoint.cq, &error, 0) == 1)
+			seen++;
+	}
+	return seen;
+}
+
 /*
  * Three ranks all-gather 40 KiB each (directly: the ring threshold set above
  * it; by rendezvous: above the bounce size). Rank 1 makes no progress for a
@@ -146,21 +165,18 @@ Test(collective_failure, rocev2_4_small) { failure_run("rocev2", 4, FAILURE_SMAL
  */
 #define STRAGGLER_BYTES (40 * 1024)
 #define STRAGGLER_SLEEP_US 300000
-#define STRAGGLER_WATCH_NS 1000000000ULL
+#define STRAGGLER_WATCH_MS 1000
 
 static int straggler_receiver(struct collective_rank *rank, unsigned char *result, size_t bytes,
 			      void *context)
 {
 	int error = 0;
-	uint64_t until;
 
 	if (collective_wait(rank, context, &error) != -FI_EAVAIL || !error)
 		return -FI_EOTHER;
 	/* Told it failed, the application has its buffer back: nothing more lands in it. */
 	memset(result, 0x5a, bytes);
-	until = failure_now_ns() + STRAGGLER_WATCH_NS;
-	while (failure_now_ns() < until)
-		fi_cq_read(rank->endpoint.cq, NULL, 0);
+	discard_completions_for(rank, STRAGGLER_WATCH_MS);
 	for (size_t i = 0; i < bytes; i++)
 		if (result[i] != 0x5a) {
 			fprintf(stderr, "rank 0: byte %zu of the result written after the error\n", i);
@@ -220,8 +236,6 @@ Test(collective_failure, receiver_reports_after_the_last_write)
 static int pull_straggler_root(struct collective_rank *rank, float *buffer, void *context)
 {
 	int error = 0;
-	uint64_t until;
-
 	uint64_t died;
 
 	if (collective_wait(rank, context, &error) != -FI_EAVAIL || !error) {
@@ -235,9 +249,7 @@ static int pull_straggler_root(struct collective_rank *rank, float *buffer, void
 	}
 	/* Told it failed, the application has its buffer back. */
 	memset(buffer, 0x5a, PULL_STRAGGLER_COUNT * sizeof(float));
-	until = failure_now_ns() + STRAGGLER_WATCH_NS;
-	while (failure_now_ns() < until)
-		fi_cq_read(rank->endpoint.cq, NULL, 0);
+	discard_completions_for(rank, STRAGGLER_WATCH_MS);
 	return 0;
 }
 
@@ -289,25 +301,6 @@ Test(collective_failure, pulled_broadcast_with_a_dead_member_ends)
 	};
 
 	cr_assert_eq(collective_run(&options, "coll-pull-straggler", pull_straggler_body, NULL), 0);
-}
-
-/* Reads rank's CQ for milliseconds: how many completions and errors came. */
-static int discard_completions_for(struct collective_rank *rank, uint64_t milliseconds)
-{
-	struct fi_cq_tagged_entry entry;
-	struct fi_cq_err_entry error;
-	uint64_t until = failure_now_ns() + milliseconds * 1000000ULL;
-	int seen = 0;
-
-	while (failure_now_ns() < until) {
-		ssize_t ret = fi_cq_read(rank->endpoint.cq, &entry, 1);
-
-		if (ret == 1)
-			seen++;
-		else if (ret == -FI_EAVAIL && fi_cq_readerr(rank->endpoint.cq, &error, 0) == 1)
-			seen++;
-	}
-	return seen;
 }
 
 /*
@@ -440,7 +433,7 @@ static int closing_straggler_body(struct collective_rank *rank, void *argument)
 			rank->endpoint.mc = NULL;
 		/* The application has its buffer back: nothing more lands in it. */
 		memset(result, 0x5a, 2 * bytes);
-		if (!ret && discard_completions_for(rank, STRAGGLER_WATCH_NS / 1000000))
+		if (!ret && discard_completions_for(rank, STRAGGLER_WATCH_MS))
 			ret = -FI_EOTHER;
 		for (size_t i = 0; !ret && i < 2 * bytes; i++)
 			if (result[i] != 0x5a) {
