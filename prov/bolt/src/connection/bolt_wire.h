@@ -27,8 +27,8 @@ enum bolt_wire_op {
 				     * the acknowledged; on UC request_id: the write segments
 				     * received in order, tag: those after it that arrived (bit
 				     * k: request_id + 1 + k) */
-	BOLT_WIRE_RENDEZVOUS,       /* a large message: where may its data be written? On RC a
-				     * collective's may name its buffer instead, to be read at
+	BOLT_WIRE_RENDEZVOUS,       /* a large message: where may its data be written? On RC it
+				     * may name the sender's buffer instead, to be read at
 				     * address with key, on the port in offset (bolt_pull.c) */
 	BOLT_WIRE_RENDEZVOUS_READY, /* at address and key, total_length bytes (or status: segments,
 				     * or BOLT_RENDEZVOUS_PULLED: the receiver read it);

@@ -1,14 +1,15 @@
 /*
- * bolt_pull.c: a collective's large message pulled by its receiver. With
- * the rendezvous of bolt_rendezvous.c the sender copies: the root of a
- * broadcast writes to each member in turn, each write after that member
- * answered, and a member that shares a core with others answers late. On
- * RC the request may instead name the sender's buffer (address, and key on
- * the port in offset): the receiver, once a receive matches, reads the
- * message itself by RDMA and says so in its answer (BOLT_RENDEZVOUS_PULLED),
- * which completes the send. So the members copy at once, each on its own
- * core, as Open MPI's single-copy shared memory has them do, and nothing
- * waits for the sender between request and data.
+ * bolt_pull.c: a large message pulled by its receiver, where the layer above
+ * allows it (transmit->pullable). With the rendezvous of bolt_rendezvous.c
+ * the sender copies: a sender of one buffer to several peers writes to each
+ * in turn, each write after that peer answered, and a peer that shares a
+ * core with others answers late. On RC the request may instead name the
+ * sender's buffer (address, and key on the port in offset): the receiver,
+ * once a receive matches, reads the message itself by RDMA and says so in
+ * its answer (BOLT_RENDEZVOUS_PULLED), which completes the send. So the
+ * receivers copy at once, each on its own core, as Open MPI's single-copy
+ * shared memory has them do, and nothing waits for the sender between
+ * request and data.
  *
  * The sender exposes its buffer for reading only, exactly its bytes, until
  * the send completes (bolt_registration.h). UC has no RDMA read: there the
@@ -20,6 +21,7 @@
  * only the usual answer to give instead.
  */
 #include "bolt_endpoint.h"
+#include "protocol/bolt_pull.h"
 #include "protocol/bolt_rdma.h"
 
 /* ---- Sender ---- */

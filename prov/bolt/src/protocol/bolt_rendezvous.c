@@ -19,6 +19,7 @@
 #include <utlist.h>
 
 #include "bolt_endpoint.h"
+#include "protocol/bolt_pull.h"
 #include "protocol/bolt_rdma.h"
 
 /* The receiver's answer asks for segments instead of a write. */

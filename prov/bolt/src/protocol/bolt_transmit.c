@@ -12,6 +12,7 @@
 #include <utlist.h>
 
 #include "bolt_endpoint.h"
+#include "protocol/bolt_pull.h"
 #include "protocol/bolt_rdma.h"
 
 void bolt_transmit_posted_all(struct bolt_transmit *transmit)

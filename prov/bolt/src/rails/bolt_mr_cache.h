@@ -28,8 +28,8 @@
 /*
  * What a peer's RDMA write into a buffer needs (verbs requires local write
  * with remote write), and what its RDMA read of one needs: on RC the
- * receiver of a collective's large message reads it from the sender's
- * buffer (protocol/bolt_rendezvous.c). fi_read is written back instead.
+ * receiver of a message its sender offers so reads it from the sender's
+ * buffer (protocol/bolt_pull.c). fi_read is written back instead.
  */
 #define BOLT_MR_CACHE_PEER_WRITE (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
 #define BOLT_MR_CACHE_PEER_READ IBV_ACCESS_REMOTE_READ

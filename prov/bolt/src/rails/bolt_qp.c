@@ -69,8 +69,8 @@ int bolt_qp_init(struct bolt_verbs *verbs, struct ibv_qp *qp, uint8_t port_num)
 	};
 
 	/*
-	 * Peers write, and on RC (UC has no reads) read a collective's large
-	 * messages; only registrations exposed for that one transfer let them
+	 * Peers write, and on RC (UC has no reads) read the messages offered
+	 * them; only registrations exposed for that one transfer let them
 	 * (bolt_mr_cache.h).
 	 */
 	if (qp->qp_type == IBV_QPT_RC)
