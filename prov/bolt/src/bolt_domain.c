@@ -12,6 +12,7 @@
 
 #include "bolt_endpoint.h"
 #include "protocol/bolt_rdma.h"
+#include "protocol/bolt_tag_grant.h"
 #include "bolt_getinfo.h"
 #include "bolt_random.h"
 #include "bolt_hints.h"
@@ -68,12 +69,17 @@ void bolt_domain_progress(struct bolt_domain *domain)
 {
 	struct bolt_endpoint *endpoint;
 
-	if (!(++domain->progress_count % BOLT_DOMAIN_EVENT_INTERVAL))
+	bool events = !(++domain->progress_count % BOLT_DOMAIN_EVENT_INTERVAL);
+
+	if (events)
 		bolt_data_rail_watch_ports(domain);
 	bolt_domain_poll_device(domain);
 	DL_FOREACH(domain->endpoints, endpoint) {
 		bolt_endpoint_progress(endpoint);
 		bolt_receive_grant_check_revokes(endpoint);
+		/* Seconds to answer: checked now and then, so a progress pays nothing for it. */
+		if (events)
+			bolt_tag_grant_check_revokes(endpoint);
 	}
 	/* Peers that never answer a revoke keep no access past the liveness time. */
 	bolt_direct_write_check_revokes(domain);

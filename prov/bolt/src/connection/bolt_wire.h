@@ -76,7 +76,14 @@ enum bolt_wire_op {
 	BOLT_WIRE_STRIPE_KEY,       /* its answer: the key, and in tag those that landed; or
 				     * a status in cq_data, FI_EALREADY if the transfer
 				     * completed (every byte landed) */
-	BOLT_WIRE_OP_LAST = BOLT_WIRE_STRIPE_KEY,
+	BOLT_WIRE_TAG_GRANT,        /* the receive for our tagged message tag, granted ahead
+				     * (protocol/bolt_tag_grant.c): as RENDEZVOUS_READY, named
+				     * request_id (BOLT_REQUEST_ID_GRANTED), its rails only in
+				     * the payload */
+	BOLT_WIRE_TAG_REVOKE,       /* do not use the grant request_id: answer */
+	BOLT_WIRE_TAG_REVOKED,      /* the grant request_id is given back unused, or (status
+				     * in cq_data) its message is being written */
+	BOLT_WIRE_OP_LAST = BOLT_WIRE_TAG_REVOKED,
 };
 
 /* Ops whose payload is a segment of data, at offset within total_length. */
@@ -122,6 +129,11 @@ enum bolt_wire_flag {
 #define BOLT_IMMEDIATE_SLOT_MASK 0x7c000000u
 #define BOLT_IMMEDIATE_GRANTED 0x02000000u
 #define BOLT_IMMEDIATE_ID 0x01ffffffu
+/*
+ * The transfers of receives granted ahead for tagged messages are named by
+ * the receiver, with this bit of the id set; the sender's own never have it.
+ */
+#define BOLT_REQUEST_ID_GRANTED 0x01000000u
 /* WRITE_BACK with no ID (UC): a message written whole into the bounce buffer the slot bits name. */
 #define BOLT_IMMEDIATE_BOUNCE BOLT_IMMEDIATE_WRITE_BACK
 #define BOLT_IMMEDIATE_RC_GRANTED 0xb017e5e7u

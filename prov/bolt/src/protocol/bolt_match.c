@@ -12,6 +12,7 @@
 
 #include "bolt_endpoint.h"
 #include "protocol/bolt_rdma.h"
+#include "protocol/bolt_tag_grant.h"
 
 static bool bolt_match_source(const struct bolt_endpoint *endpoint,
 			      const struct bolt_receive *receive,
@@ -315,6 +316,12 @@ static struct bolt_connection *bolt_match_failed_source(struct bolt_endpoint *en
 	return connection && connection->state == BOLT_CONNECTION_FAILED ? connection : NULL;
 }
 
+bool bolt_match_message_waiting(struct bolt_endpoint *endpoint, const struct bolt_receive *receive)
+{
+	return bolt_match_find_unexpected(endpoint, *bolt_match_unexpected_list(endpoint, receive->tagged),
+					  receive) != NULL;
+}
+
 void bolt_match_post(struct bolt_endpoint *endpoint, struct bolt_receive *receive)
 {
 	struct bolt_unexpected *unexpected;
@@ -409,6 +416,9 @@ int bolt_match_start(struct bolt_connection *connection, struct bolt_inbound *in
 	}
 	if (!inbound->receive)
 		inbound->receive = bolt_match_find_posted(endpoint, connection, tagged, header->tag);
+	/* A tagged one that did not wait for the receive its peer was granted takes that. */
+	if (!inbound->receive && tagged)
+		inbound->receive = bolt_tag_grant_take_back(connection, header->tag);
 	/* Then the receives its peer's next messages take may be granted. */
 	if (!tagged)
 		bolt_receive_grant_offer(endpoint);
@@ -527,7 +537,8 @@ int bolt_match_cancel(struct bolt_endpoint *endpoint, void *context)
 		receive = bolt_match_remove_context(&endpoint->posted_tagged, context);
 	/* A granted receive ends once its peer gives it back, unless the peer wrote it first. */
 	if (!receive)
-		return bolt_receive_grant_cancel(endpoint, context);
+		return bolt_receive_grant_cancel(endpoint, context) ?
+		       bolt_tag_grant_cancel(endpoint, context) : 0;
 	bolt_endpoint_complete_receive(endpoint, receive, NULL, 0, 0, 0, receive->tag, 0,
 				       FI_ECANCELED);
 	return 0;

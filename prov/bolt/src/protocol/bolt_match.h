@@ -10,6 +10,8 @@
 #include "protocol/bolt_protocol.h"
 
 void bolt_match_post(struct bolt_endpoint *endpoint, struct bolt_receive *receive);
+/* Whether a message that arrived before it waits for receive (bolt_match_post would take it). */
+bool bolt_match_message_waiting(struct bolt_endpoint *endpoint, const struct bolt_receive *receive);
 /* A receive granted ahead comes back: it takes a waiting message, or its place in the posted list. */
 void bolt_match_return(struct bolt_endpoint *endpoint, struct bolt_receive *receive);
 /*

@@ -3,14 +3,15 @@
  * connection layer tells the protocols what happened to a connection. A
  * peer is made with its connection and goes with it; when the connection
  * fails, every protocol ends what it had on it: transmits and their
- * replies, rendezvous records, receives granted ahead, direct-write grants
- * and the inbound message.
+ * replies, rendezvous records, receives granted ahead (and the peer's tagged
+ * grants held here), direct-write grants and the inbound message.
  */
 #include <stdlib.h>
 #include <utlist.h>
 
 #include "bolt_endpoint.h"
 #include "protocol/bolt_rdma.h"
+#include "protocol/bolt_tag_grant.h"
 
 fi_addr_t bolt_peer_fi_addr(struct bolt_connection *connection)
 {
@@ -42,6 +43,7 @@ static void bolt_peer_failed(struct bolt_connection *connection)
 {
 	bolt_rendezvous_release(connection, connection->error);
 	bolt_receive_grant_release(connection, true);
+	bolt_tag_grant_release(connection);
 	bolt_transmit_fail_all(connection);
 	bolt_direct_write_forget_all(connection);
 	bolt_match_connection_failed(connection);
@@ -51,6 +53,7 @@ static void bolt_peer_destroyed(struct bolt_connection *connection)
 {
 	bolt_rendezvous_release(connection, 0);
 	bolt_receive_grant_release(connection, false);
+	bolt_tag_grant_release(connection);
 	bolt_transmit_discard_all(connection);
 	bolt_direct_write_forget_all(connection);
 	free(connection->owner);

@@ -90,6 +90,10 @@ struct bolt_inbound {
 	uint32_t pull_key;
 	const struct bolt_rail_port *pull_port; /* ours the key is for; NULL: none offered */
 	bool pulling;                   /* the read is posted */
+	bool granted;                   /* a tagged receive granted ahead (bolt_tag_grant.c), */
+	bool revoking;                  /* asked back from the sender, no answer yet, */
+	uint64_t revoke_deadline_ns;    /* which it owes by then (FI_BOLT_LIVENESS_TIMEOUT), */
+	bool kept;                      /* or answered that its message took it */
 	struct bolt_inbound *prev, *next;       /* peer->rendezvous */
 };
 
@@ -129,8 +133,16 @@ struct bolt_peer {
 	uint32_t peer_grants_first;
 	uint32_t peer_grants_count;
 	uint64_t next_request_id;
+	/* Tagged receives granted ahead (bolt_tag_grant.c): ours, named by these ids, */
+	uint64_t next_granted_id;
+	uint64_t tags_granted;          /* granted so far, */
+	/* and the peer's for messages we have not started yet. */
+	struct bolt_tag_grant *tag_grants;
+	uint32_t tag_grant_count;
+	uint64_t tag_grants_taken;      /* our messages written into the peer's grants */
 	struct bolt_transmit *transmits;        /* in order, with something still to post */
-	struct bolt_transmit *waiting;          /* rendezvous asked: nothing to post until answered */
+	struct bolt_transmit *waiting;          /* rendezvous asked, or waiting for their tag's
+						 * grant: nothing to post until answered */
 	struct bolt_transmit *posted;           /* all posted: waiting for completions or replies */
 	struct bolt_transmit *streaming;        /* the one whose segments are going out */
 	struct bolt_inbound inbound;

@@ -151,6 +151,24 @@ void bolt_rendezvous_read_answer(struct bolt_connection *connection,
  */
 bool bolt_rendezvous_read_landed(struct bolt_connection *connection, const struct ibv_wc *wc,
 				 int rail, bool moved);
+/* The receiver's answer asks for segments instead of a write. */
+#define BOLT_RENDEZVOUS_USE_SEGMENTS 1
+/*
+ * Receiver: tells the sender where to write, as op (RENDEZVOUS_READY, or
+ * TAG_GRANT for message tag): record's registration of length bytes at
+ * address and the data rails it posts stripe receives on; or, unregistered
+ * (no record), status: segments, or an FI_E* error that ends the request.
+ */
+void bolt_rendezvous_say_where(struct bolt_connection *connection, enum bolt_wire_op op,
+			       uint64_t request_id, uint64_t tag, struct bolt_inbound *record,
+			       void *address, size_t length, uint32_t status);
+/*
+ * Sender: transmit's answer (or grant) came: write where it says, on the
+ * data rails it names (rails, their keys in payload), or go in segments.
+ */
+void bolt_rendezvous_take_answer(struct bolt_connection *connection, struct bolt_transmit *transmit,
+				 const struct bolt_wire_header *header, uint32_t rails,
+				 const char *payload);
 /* Receiver: the data is in place. */
 void bolt_rendezvous_done(struct bolt_connection *connection, const struct bolt_wire_header *header);
 /* Every byte of record's transfer is in place: deliver the message or count the write. */

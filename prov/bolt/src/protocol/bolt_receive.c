@@ -10,6 +10,7 @@
 
 #include "bolt_endpoint.h"
 #include "protocol/bolt_rdma.h"
+#include "protocol/bolt_tag_grant.h"
 
 bool bolt_receive_over_limit(const struct bolt_connection *connection)
 {
@@ -123,6 +124,15 @@ void bolt_receive_message(struct bolt_connection *connection, const struct bolt_
 		break;
 	case BOLT_WIRE_RECEIVE_REVOKED:
 		bolt_receive_grant_revoke_answered(connection);
+		break;
+	case BOLT_WIRE_TAG_GRANT:
+		bolt_tag_grant_arrived(connection, header, payload);
+		break;
+	case BOLT_WIRE_TAG_REVOKE:
+		bolt_tag_grant_revoked(connection, header);
+		break;
+	case BOLT_WIRE_TAG_REVOKED:
+		bolt_tag_grant_revoke_answered(connection, header);
 		break;
 	default:
 		/* Credits and the data rails' messages stay with the connection layer. */

@@ -22,9 +22,6 @@
 #include "protocol/bolt_pull.h"
 #include "protocol/bolt_rdma.h"
 
-/* The receiver's answer asks for segments instead of a write. */
-#define BOLT_RENDEZVOUS_USE_SEGMENTS 1
-
 bool bolt_rendezvous_wanted(const struct bolt_transmit *transmit)
 {
 	const struct bolt_domain *domain = transmit->connection->manager->domain;
@@ -100,35 +97,32 @@ size_t bolt_rendezvous_rail_keys_write(const struct bolt_transmit *transmit, cha
 	return sizeof(keys);
 }
 
-/*
- * The answer to request_id: where to write (record's registration) and on
- * which data rails, or a status: segments instead, or an FI_E* error that
- * ends the request.
- */
-static void bolt_rendezvous_send_answer(struct bolt_connection *connection, uint64_t request_id,
-					struct bolt_inbound *record, void *address,
-					size_t length, uint32_t status)
+void bolt_rendezvous_say_where(struct bolt_connection *connection, enum bolt_wire_op op,
+			       uint64_t request_id, uint64_t tag, struct bolt_inbound *record,
+			       void *address, size_t length, uint32_t status)
 {
 	struct ibv_mr *mr = record ? bolt_registration_link_mr(connection, &record->registration) : NULL;
 	bool registered = mr != NULL;
-	struct bolt_transmit *answer = bolt_transmit_internal(connection, BOLT_WIRE_RENDEZVOUS_READY,
-							      request_id, registered ? 0 : status);
+	struct bolt_transmit *answer = bolt_transmit_internal(connection, op, request_id,
+							      registered ? 0 : status);
 
 	if (!answer)
 		return;
+	answer->tag = tag;
 	if (registered) {
 		answer->length = length;
 		answer->remote_address = (uintptr_t) address;
 		answer->remote_key = mr->rkey;
 		answer->key_port = bolt_connection_port_index(connection);
-		/* The rails go in the tag, and with their keys in the payload. */
+		/* The rails and their keys go in the payload, a READY's rails in its tag too. */
 		answer->rail_mask = bolt_rendezvous_post_stripe_receives(connection, &record->registration,
 									 address, length,
 									 &record->stripes.pending,
 									 answer->rail_rkeys);
-		answer->tag = answer->rail_mask;
+		if (op == BOLT_WIRE_RENDEZVOUS_READY)
+			answer->tag = answer->rail_mask;
 		/* On UC the write comes on the control rail as a stripe of its own, not before a DONE. */
-		if (!answer->tag && bolt_connection_unreliable(connection) && length)
+		if (!answer->rail_mask && bolt_connection_unreliable(connection) && length)
 			record->stripes.pending = 1;
 	}
 	bolt_transmit_start(answer);
@@ -175,8 +169,8 @@ void bolt_rendezvous_answer(struct bolt_connection *connection, struct bolt_inbo
 		bolt_registration_expose(connection, receive->iov[0].iov_base, length, &record->registration);
 	if (bolt_pull_start(connection, record, receive->iov[0].iov_base, length))
 		return;
-	bolt_rendezvous_send_answer(connection, record->request_id, record,
-				    receive->iov[0].iov_base, length, BOLT_RENDEZVOUS_USE_SEGMENTS);
+	bolt_rendezvous_say_where(connection, BOLT_WIRE_RENDEZVOUS_READY, record->request_id, 0, record,
+				  receive->iov[0].iov_base, length, BOLT_RENDEZVOUS_USE_SEGMENTS);
 }
 
 void bolt_rendezvous_arrival(struct bolt_connection *connection, const struct bolt_wire_header *header)
@@ -225,8 +219,8 @@ void bolt_rendezvous_write_request(struct bolt_connection *connection,
 		record->cq_data = header->cq_data;
 		DL_APPEND(bolt_peer_of(connection)->rendezvous, record);
 	}
-	bolt_rendezvous_send_answer(connection, header->request_id, record, local,
-				    header->total_length, (uint32_t) status);
+	bolt_rendezvous_say_where(connection, BOLT_WIRE_RENDEZVOUS_READY, header->request_id, 0, record,
+				  local, header->total_length, (uint32_t) status);
 }
 
 /*
@@ -301,8 +295,6 @@ void bolt_rendezvous_answered(struct bolt_connection *connection, const struct b
 			      const char *payload)
 {
 	struct bolt_transmit *transmit = bolt_transmit_answered(connection, header->request_id);
-	uint32_t rails = (uint32_t) header->tag;
-	struct bolt_wire_rail_keys keys;
 
 	if (!transmit || header->total_length > transmit->length) {
 		bolt_connection_fail(connection, FI_EIO, "rendezvous answer for no request");
@@ -314,7 +306,20 @@ void bolt_rendezvous_answered(struct bolt_connection *connection, const struct b
 	 * A rail it names may have failed here since (failover): its stripe then
 	 * goes on the control rail (bolt_failover.c).
 	 */
-	if (header->tag > UINT32_MAX || (rails >> BOLT_MAX_CONNECTION_RAILS)) {
+	if (header->tag > UINT32_MAX) {
+		bolt_connection_fail(connection, FI_EIO, "rendezvous answer names a data rail not ready");
+		return;
+	}
+	bolt_rendezvous_take_answer(connection, transmit, header, (uint32_t) header->tag, payload);
+}
+
+void bolt_rendezvous_take_answer(struct bolt_connection *connection, struct bolt_transmit *transmit,
+				 const struct bolt_wire_header *header, uint32_t rails,
+				 const char *payload)
+{
+	struct bolt_wire_rail_keys keys;
+
+	if (rails >> BOLT_MAX_CONNECTION_RAILS) {
 		bolt_connection_fail(connection, FI_EIO, "rendezvous answer names a data rail not ready");
 		return;
 	}

@@ -14,6 +14,7 @@
 #include "bolt_endpoint.h"
 #include "protocol/bolt_pull.h"
 #include "protocol/bolt_rdma.h"
+#include "protocol/bolt_tag_grant.h"
 
 void bolt_transmit_posted_all(struct bolt_transmit *transmit)
 {
@@ -715,6 +716,13 @@ static void bolt_transmit_choose_protocol(struct bolt_connection *connection,
 		transmit->protocol = BOLT_PROTOCOL_BOUNCE;
 		return;
 	}
+	/* Nor one whose receiver grants its receive ahead: it waits for that (bolt_tag_grant.c). */
+	if (transmit->grant_awaited && bolt_rendezvous_wanted(transmit)) {
+		transmit->protocol = BOLT_PROTOCOL_RENDEZVOUS;
+		transmit->phase = BOLT_RENDEZVOUS_WAIT;
+		bolt_data_rail_request(connection);
+		return;
+	}
 	if (bolt_rendezvous_wanted(transmit)) {
 		transmit->protocol = BOLT_PROTOCOL_RENDEZVOUS;
 		transmit->phase = BOLT_RENDEZVOUS_ASK;
@@ -744,21 +752,32 @@ void bolt_transmit_revoked(struct bolt_connection *connection, uint64_t key)
 			bolt_transmit_ask_instead(connection, transmit);
 }
 
+uint64_t bolt_transmit_next_id(uint64_t *next_id)
+{
+	/* Stripes name their transfer by its low bits; 0 names none (a direct write). */
+	if (*next_id & BOLT_REQUEST_ID_GRANTED)
+		*next_id += BOLT_REQUEST_ID_GRANTED;
+	if (!(*next_id & BOLT_IMMEDIATE_ID))
+		(*next_id)++;
+	return (*next_id)++;
+}
+
 void bolt_transmit_start(struct bolt_transmit *transmit)
 {
 	struct bolt_connection *connection = transmit->connection;
 
 	if (!transmit->internal) {
-		/* Stripes name their transfer by its low bits; 0 names none (a direct write). */
-		if (!(bolt_peer_of(connection)->next_request_id & BOLT_IMMEDIATE_ID))
-			bolt_peer_of(connection)->next_request_id++;
-		transmit->request_id = bolt_peer_of(connection)->next_request_id++;
+		transmit->request_id = bolt_transmit_next_id(&bolt_peer_of(connection)->next_request_id);
 		/* Numbered as the peer counts them, for the receives it grants ahead. */
 		if (transmit->op == BOLT_WIRE_MESSAGE && !(transmit->flags & FI_TAGGED))
 			transmit->message_number = ++bolt_peer_of(connection)->messages_started;
 		if (transmit->op == BOLT_WIRE_READ_REQUEST)
 			bolt_rendezvous_read_prepare(transmit);
 		bolt_transmit_choose_protocol(connection, transmit);
+		if (bolt_transmit_waiting(transmit)) {
+			bolt_tag_grant_await(connection, transmit);
+			return;
+		}
 	}
 	bolt_transmit_queue(transmit, false);
 }
@@ -806,24 +825,30 @@ void bolt_transmit_reply_arrived(struct bolt_transmit *transmit, int status)
 	bolt_transmit_check_done(transmit);
 }
 
-struct bolt_transmit *bolt_transmit_answered(struct bolt_connection *connection, uint64_t request_id)
+void bolt_transmit_resume(struct bolt_connection *connection, struct bolt_transmit *transmit)
 {
-	struct bolt_transmit *transmit, *later;
+	struct bolt_transmit *later;
 
-	DL_FOREACH(bolt_peer_of(connection)->waiting, transmit)
-		if (transmit->request_id == request_id)
-			break;
-	if (!transmit)
-		return NULL;
 	DL_DELETE(bolt_peer_of(connection)->waiting, transmit);
 	/* Ahead of the operations started after it, as it was. */
 	DL_FOREACH(bolt_peer_of(connection)->transmits, later)
-		if (!later->internal && later->request_id > request_id)
+		if (!later->internal && later->request_id > transmit->request_id)
 			break;
 	if (later)
 		DL_PREPEND_ELEM(bolt_peer_of(connection)->transmits, later, transmit);
 	else
 		DL_APPEND(bolt_peer_of(connection)->transmits, transmit);
+}
+
+struct bolt_transmit *bolt_transmit_answered(struct bolt_connection *connection, uint64_t request_id)
+{
+	struct bolt_transmit *transmit;
+
+	DL_FOREACH(bolt_peer_of(connection)->waiting, transmit)
+		if (transmit->request_id == request_id && !transmit->grant_awaited)
+			break;
+	if (transmit)
+		bolt_transmit_resume(connection, transmit);
 	return transmit;
 }
 

@@ -35,7 +35,8 @@ enum bolt_protocol_kind {
  */
 enum bolt_rendezvous_phase {
 	BOLT_RENDEZVOUS_ASK,            /* the request is still to be sent */
-	BOLT_RENDEZVOUS_WAIT,           /* asked; operations behind it go on */
+	BOLT_RENDEZVOUS_WAIT,           /* asked, or waiting for its grant (grant_awaited);
+					 * operations behind it go on */
 	BOLT_RENDEZVOUS_WRITE,          /* answered: the write (stripes, or data and DONE) to post */
 };
 
@@ -75,6 +76,9 @@ struct bolt_transmit {
 	bool covered;                   /* the buffer lies in an open MR: its registration may stay */
 	bool pullable;                  /* RC: its receiver may pull it by RDMA read (bolt_pull.c), */
 	bool pull_offered;              /* and its request said where */
+	bool grant_awaited;             /* a tagged message whose receiver grants its receive
+					 * ahead (bolt_tag_grant.c): a rendezvous waits for that
+					 * grant, and asks nothing */
 	size_t rendezvous_threshold;    /* 0: FI_BOLT_RENDEZVOUS_THRESHOLD; else this message's own */
 	uint32_t rail_mask;             /* WRITE phase: the data rails to stripe across, or none;
 					 * READ_REQUEST, RENDEZVOUS_READY: those offered */
@@ -139,6 +143,10 @@ void bolt_transmit_ask_instead(struct bolt_connection *connection, struct bolt_t
  * among those with something to post; NULL if none waits for that answer.
  */
 struct bolt_transmit *bolt_transmit_answered(struct bolt_connection *connection, uint64_t request_id);
+/* Transmit, waiting for its answer or grant, goes back among those with something to post. */
+void bolt_transmit_resume(struct bolt_connection *connection, struct bolt_transmit *transmit);
+/* The next id from a counter: never 0 in its low bits, never with BOLT_REQUEST_ID_GRANTED. */
+uint64_t bolt_transmit_next_id(uint64_t *next_id);
 /* A send still posted outlives its connection: record keeps the registration its transmit lent. */
 void bolt_transmit_orphaned(struct bolt_control_buffer *record);
 /* Ends every transmit of a failed connection with its error. */
