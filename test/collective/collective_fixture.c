@@ -150,6 +150,7 @@ static void collective_environment(const struct collective_options *options, con
 	collective_setenv("FI_BOLT_COLLECTIVE_RENDEZVOUS_THRESHOLD", options->rendezvous_threshold);
 	collective_setenv("FI_BOLT_UNEXPECTED_LIMIT", options->unexpected_limit);
 	collective_setenv("FI_BOLT_COLLECTIVE_PULL", options->pull);
+	collective_setenv("FI_BOLT_COLLECTIVE_GRANTS", options->grants);
 }
 
 int collective_run(const struct collective_options *options, const char *tag,
@@ -175,6 +176,8 @@ int collective_run(const struct collective_options *options, const char *tag,
 			};
 
 			bolt_fixture_set_software_host(options->topology ? index : 0);
+			if (index == 0 && options->grants_at_rank0)
+				setenv("FI_BOLT_COLLECTIVE_GRANTS", options->grants_at_rank0, 1);
 			alarm(COLLECTIVE_TIMEOUT_MS / 1000 + 60);
 			_exit(collective_rank_main(&rank, options, body, argument) ? 1 : 0);
 		}

@@ -42,6 +42,8 @@ struct collective_options {
 	const char *rendezvous_threshold;       /* FI_BOLT_COLLECTIVE_RENDEZVOUS_THRESHOLD, NULL: default */
 	const char *unexpected_limit;   /* FI_BOLT_UNEXPECTED_LIMIT, NULL: default */
 	const char *pull;               /* FI_BOLT_COLLECTIVE_PULL, NULL: default */
+	const char *grants;             /* FI_BOLT_COLLECTIVE_GRANTS, NULL: default */
+	const char *grants_at_rank0;    /* the same at rank 0 alone, NULL: as at the others */
 	bool no_join;                   /* the body joins by itself */
 	bool last_rank_dies;            /* the last rank's body kills it (collective_die) */
 	const char *topology;           /* FI_BOLT_SOFT_TOPOLOGY, rank r on host r; NULL: single */

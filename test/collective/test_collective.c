@@ -11,12 +11,15 @@
  * floats. Then 64 MiB float32 all-reduces.
  */
 #include <complex.h>
+#include <stddef.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <criterion/criterion.h>
+#include <utlist.h>
 
 #include <rdma/fi_tagged.h>
 
@@ -655,16 +658,33 @@ Test(collective, messages_from_the_threshold_by_rendezvous)
 /* 256 KiB and three floats: one rendezvous message to each member, not a multiple of a page. */
 #define TEST_PULL_COUNT (65536 + 3)
 
-/* This rank's messages that it read from a peer's buffer, from every peer. */
-static uint64_t test_messages_pulled(struct collective_rank *rank)
+/* A count of this rank's peers' protocol state (count names it), summed over every peer. */
+static uint64_t test_peer_count(struct collective_rank *rank, size_t count)
 {
 	struct bolt_endpoint *endpoint = bolt_container_of(rank->endpoint.ep, struct bolt_endpoint, ep_fid);
 	struct bolt_connection *connection, *next;
-	uint64_t pulled = 0;
+	uint64_t sum = 0;
 
 	HASH_ITER(hh, endpoint->connection_manager.connections, connection, next)
-		pulled += bolt_peer_of(connection)->messages_pulled;
-	return pulled;
+		sum += *(const uint64_t *) ((const char *) bolt_peer_of(connection) + count);
+	return sum;
+}
+
+/* This rank's messages that it read from a peer's buffer, from every peer. */
+static uint64_t test_messages_pulled(struct collective_rank *rank)
+{
+	return test_peer_count(rank, offsetof(struct bolt_peer, messages_pulled));
+}
+
+/* Receives this rank granted ahead, and its messages written into receives granted it. */
+static uint64_t test_tags_granted(struct collective_rank *rank)
+{
+	return test_peer_count(rank, offsetof(struct bolt_peer, tags_granted));
+}
+
+static uint64_t test_tag_grants_taken(struct collective_rank *rank)
+{
+	return test_peer_count(rank, offsetof(struct bolt_peer, tag_grants_taken));
 }
 
 /* Registrations peers may still read or write, of this rank's domain. */
@@ -677,12 +697,55 @@ static int test_exposed_registrations(struct collective_rank *rank)
 	return stats.exposed;
 }
 
+/* How long a root that asks waits for its members to have granted their receives. */
+#define TEST_ASK_LATE_US 100000
+
+/* Records of transfers this rank still keeps for a peer: none once every operation ended. */
+static int test_records_left(struct collective_rank *rank)
+{
+	struct bolt_endpoint *endpoint = bolt_container_of(rank->endpoint.ep, struct bolt_endpoint, ep_fid);
+	struct bolt_connection *connection, *next;
+	struct bolt_inbound *record;
+	int count = 0;
+
+	HASH_ITER(hh, endpoint->connection_manager.connections, connection, next)
+		DL_FOREACH(bolt_peer_of(connection)->rendezvous, record)
+			count++;
+	return count;
+}
+
 /* What a test_pull run expects. */
 struct test_pull_case {
 	bool pulls;             /* members pull the root's messages, */
 	bool only_last;         /* only the last rank (the root's previous), the others written to */
 	bool reliable;          /* RC: no bounce buffer is exposed, so none may be after */
+	bool ungranted;         /* FI_BOLT_COLLECTIVE_GRANTS=0: members written to grant nothing */
+	bool asked;             /* the root (grants off) asks all the same: its members take back */
 };
+
+/*
+ * Whether a rank's grants are as the case says: in operations where nobody
+ * pulls, a member grants the root each of its two receives ahead (unless
+ * grants are off), and the root takes one grant for each message it writes.
+ */
+static int test_pull_grants(struct collective_rank *rank, const struct test_pull_case *test)
+{
+	bool granting = !test->ungranted && !test->pulls;
+	uint64_t granted = granting && rank->rank ? 2 : 0;
+	uint64_t taken = granting && !test->asked && !rank->rank ? 2 * (uint64_t) (rank->size - 1) : 0;
+
+	if (test_records_left(rank)) {
+		fprintf(stderr, "rank %d: %d transfer records left\n", rank->rank, test_records_left(rank));
+		return -FI_EOTHER;
+	}
+	if (test_tags_granted(rank) == granted && test_tag_grants_taken(rank) == taken)
+		return 0;
+	fprintf(stderr, "rank %d: %lu receives granted ahead, %lu grants taken, expected %lu and %lu\n",
+		rank->rank, (unsigned long) test_tags_granted(rank),
+		(unsigned long) test_tag_grants_taken(rank), (unsigned long) granted,
+		(unsigned long) taken);
+	return -FI_EOTHER;
+}
 
 /*
  * Broadcasts from rank 0, twice: intact at every member, each member's
@@ -700,6 +763,12 @@ static int test_pull(struct collective_rank *rank, void *argument)
 	for (int round = 0; !ret && round < 2; round++) {
 		for (size_t index = 0; index < TEST_PULL_COUNT; index++)
 			buffer[index] = rank->rank ? -1.0f : (float) (index % 100000 + (size_t) round);
+		/* A root that asks does so once its members granted: their grants wait for it. */
+		if (test->asked) {
+			collective_barrier(rank);
+			if (!rank->rank)
+				usleep(TEST_ASK_LATE_US);
+		}
 		ret = (int) fi_broadcast(rank->endpoint.ep, buffer, TEST_PULL_COUNT, NULL,
 					 rank->endpoint.coll_addr, rank->addresses[0], FI_FLOAT, 0, &context);
 		if (!ret)
@@ -715,6 +784,8 @@ static int test_pull(struct collective_rank *rank, void *argument)
 			(unsigned long) test_messages_pulled(rank), (unsigned long) expected);
 		ret = -FI_EOTHER;
 	}
+	if (!ret)
+		ret = test_pull_grants(rank, test);
 	if (!ret && test->reliable && test_exposed_registrations(rank)) {
 		fprintf(stderr, "rank %d: %d registrations still exposed\n", rank->rank,
 			test_exposed_registrations(rank));
@@ -754,10 +825,34 @@ Test(collective, rc_broadcast_written_without_pull)
 	cr_assert_eq(collective_run(&options, "coll-pull", test_pull, &test), 0);
 }
 
+/* On UC each member grants the root its receive ahead, and the root writes into it unasked. */
 Test(collective, uc_broadcast_written)
 {
 	struct collective_options options = { .profile = "thunderbolt", .size = 3 };
 	struct test_pull_case test = { .pulls = false, .reliable = false };
+
+	cr_assert_eq(collective_run(&options, "coll-pull", test_pull, &test), 0);
+}
+
+/*
+ * The root with grants off, its members with them on: the root asks, as a
+ * peer that decided otherwise would, and each member's granted receive
+ * takes the message all the same, its grant asked back and deregistered.
+ */
+Test(collective, rc_granted_receive_taken_by_a_request)
+{
+	struct collective_options options = { .profile = "rocev2", .size = 3, .pull = "0",
+					       .grants_at_rank0 = "0" };
+	struct test_pull_case test = { .pulls = false, .reliable = true, .asked = true };
+
+	cr_assert_eq(collective_run(&options, "coll-pull", test_pull, &test), 0);
+}
+
+/* FI_BOLT_COLLECTIVE_GRANTS=0: the root asks, each member answers. */
+Test(collective, uc_broadcast_written_without_grants)
+{
+	struct collective_options options = { .profile = "thunderbolt", .size = 3, .grants = "0" };
+	struct test_pull_case test = { .pulls = false, .reliable = false, .ungranted = true };
 
 	cr_assert_eq(collective_run(&options, "coll-pull", test_pull, &test), 0);
 }

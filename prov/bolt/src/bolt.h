@@ -91,6 +91,7 @@ struct bolt_params {
 	int collective_lanes;           /* FI_BOLT_COLLECTIVE_LANES: segments in flight */
 	int collective_rendezvous_threshold; /* FI_BOLT_COLLECTIVE_RENDEZVOUS_THRESHOLD: bytes */
 	int collective_pull;            /* FI_BOLT_COLLECTIVE_PULL: enum bolt_collective_pull */
+	bool collective_grants;         /* FI_BOLT_COLLECTIVE_GRANTS: receives granted ahead */
 	char collective_yield[8];       /* FI_BOLT_COLLECTIVE_YIELD: "auto", "yes", "no" */
 	bool share_queue_pairs;     /* FI_BOLT_SHARE_QUEUE_PAIRS: connections to one domain share a link */
 };

@@ -192,6 +192,10 @@ static const struct bolt_param bolt_param_table[] = {
 		"that the members of a broadcast copy at once; 2, one receiver does, the sender's "
 		"previous member in rank order, while the sender writes to the others; 0, the "
 		"sender writes each after the receiver's answer (default: -1, as the table says)"),
+	BOLT_BOOL_PARAM("collective_grants", collective_grants,
+		"The receiver of a collective's rendezvous message that is written (not pulled) "
+		"grants its receive to the sender as it posts it, so that the sender writes "
+		"without a request and its answer; must be alike at every member (default: yes)"),
 	BOLT_STRING_PARAM("collective_yield", collective_yield,
 		"Whether a collective's progress that found nothing to do gives the CPU away "
 		"(sched_yield), as Open MPI does when ranks outnumber cores: yes, no, or auto, "
@@ -234,6 +238,7 @@ static const struct bolt_params bolt_param_defaults = {
 	.collective_lanes = -1,
 	.collective_rendezvous_threshold = BOLT_COLLECTIVE_RENDEZVOUS_THRESHOLD,
 	.collective_pull = -1,
+	.collective_grants = true,
 	.collective_yield = "auto",
 	.share_queue_pairs = true,
 };
