@@ -881,16 +881,20 @@ static int test_cut_goes_on(struct collective_rank *rank, const struct timespec 
 	return *more && bolt_fixture_elapsed_ms(start) > TEST_CUT_LIMIT_MS ? -FI_ETIMEDOUT : 0;
 }
 
-/* Broadcasts from rank 0, each checked, until it says stop in element 0. */
+/*
+ * Broadcasts from rank 0, each checked, until it says stop in element 0;
+ * argument: whether the member pulls them (else the root writes each into
+ * the receive the member granted).
+ */
 static int test_pull_through_cut(struct collective_rank *rank, void *argument)
 {
+	const bool *pulled = argument;
 	float *buffer = malloc(TEST_PULL_COUNT * sizeof(float));
 	int context, error = 0, ret = buffer ? 0 : -FI_ENOMEM;
 	uint64_t rounds_after = 0, round;
 	struct timespec start;
 	bool more = true;
 
-	(void) argument;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (round = 0; !ret && more; round++) {
 		if (!rank->rank)
@@ -909,25 +913,53 @@ static int test_pull_through_cut(struct collective_rank *rank, void *argument)
 			if (buffer[index] != (float) (index % 100000 + round % 1000))
 				ret = -FI_EIO;
 	}
-	fprintf(stderr, "rank %d: %lu broadcasts, %lu pulled\n", rank->rank, (unsigned long) round,
-		    (unsigned long) test_messages_pulled(rank));
-	if (!ret && rank->rank && !test_messages_pulled(rank))
+	fprintf(stderr, "rank %d: %lu broadcasts, %lu pulled, %lu granted\n", rank->rank,
+		(unsigned long) round, (unsigned long) test_messages_pulled(rank),
+		(unsigned long) test_tags_granted(rank));
+	if (!ret && rank->rank && !(*pulled ? test_messages_pulled(rank) : test_tags_granted(rank)))
 		ret = -FI_EOTHER;
 	free(buffer);
 	return ret;
 }
 
-Test(collective, rc_pulled_broadcasts_survive_a_cut_control_cable)
+static void test_cut_run(const struct collective_options *options, bool pulled)
 {
-	struct collective_options options = { .profile = "rocev2", .size = 2, .topology = "mesh:2x2" };
 	int ret;
 
 	setenv("FI_BOLT_SOFT_FAULT_PLAN", TEST_CUT_PLAN, 1);
 	setenv("FI_BOLT_LIVENESS_TIMEOUT", "2000", 1);
-	ret = collective_run(&options, "coll-pull-cut", test_pull_through_cut, NULL);
+	ret = collective_run(options, "coll-pull-cut", test_pull_through_cut, &pulled);
 	unsetenv("FI_BOLT_SOFT_FAULT_PLAN");
 	unsetenv("FI_BOLT_LIVENESS_TIMEOUT");
 	cr_assert_eq(ret, 0);
+}
+
+Test(collective, rc_pulled_broadcasts_survive_a_cut_control_cable)
+{
+	struct collective_options options = { .profile = "rocev2", .size = 2, .topology = "mesh:2x2" };
+
+	test_cut_run(&options, true);
+}
+
+/*
+ * The same written into receives granted ahead, on both devices: grants and
+ * writes in flight when the cable goes take the other one under the ids the
+ * receivers gave them (key asks, moved stripes, on UC writes written again).
+ */
+Test(collective, rc_granted_broadcasts_survive_a_cut_control_cable)
+{
+	struct collective_options options = { .profile = "rocev2", .size = 2, .topology = "mesh:2x2",
+					       .pull = "0" };
+
+	test_cut_run(&options, false);
+}
+
+Test(collective, uc_granted_broadcasts_survive_a_cut_control_cable)
+{
+	struct collective_options options = { .profile = "thunderbolt", .size = 2,
+					       .topology = "mesh:2x2" };
+
+	test_cut_run(&options, false);
 }
 
 /* ---- float32 all-reduces of the table's sizes, with its algorithm choice and segments ---- */
