@@ -137,8 +137,10 @@ criterion test/endpoint/test_api
 criterion test/endpoint/test_liveness
 criterion test/endpoint/test_link --filter 'links/*rocev2'
 criterion test/collective/test_collective --filter 'collective_focused/*'
-# Broadcasts whose members read the root's buffer by RDMA (RC), and the same written.
+# Broadcasts whose members read the root's buffer by RDMA (RC), and the same written
+# (into receives granted ahead), and a granted receive a request takes all the same.
 criterion test/collective/test_collective --filter 'collective/rc_[mb]*'
+criterion test/collective/test_collective --filter 'collective/rc_granted_receive*'
 criterion test/collective/test_collective_failure
 write_bandwidth 1048576
 tally_end rxe
