@@ -936,7 +936,8 @@ static void test_cut_run(const struct collective_options *options, bool pulled)
 
 Test(collective, rc_pulled_broadcasts_survive_a_cut_control_cable)
 {
-	struct collective_options options = { .profile = "rocev2", .size = 2, .topology = "mesh:2x2" };
+	struct collective_options options = { .profile = "rocev2", .size = 2, .topology = "mesh:2x2",
+					       .pull = "1" };
 
 	test_cut_run(&options, true);
 }

@@ -145,7 +145,8 @@ Test(collective_choice, two_members_by_the_table)
 
 /*
  * On RC a collective's messages from 32 KiB ask a rendezvous: the exchange
- * wins up to 512 KiB. A broadcast's member reads the root's buffer itself.
+ * wins up to 512 KiB. A broadcast's member reads the root's buffer itself
+ * from 4 MiB; below, the root writes into the receive it was granted.
  */
 Test(collective_choice, two_members_on_rc_by_the_table)
 {
@@ -153,7 +154,9 @@ Test(collective_choice, two_members_on_rc_by_the_table)
 		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "direct", 0, 0, WRITTEN },
 		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "direct", 0, 0, WRITTEN },
 		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4, WRITTEN },
-		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0, PULLED },
+		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_BROADCAST, FLOATS(2048 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_BROADCAST, FLOATS(4096 * KIB), false, "direct", 0, 0, PULLED },
 	};
 	struct collective_options options = { .profile = "rocev2", .size = 2 };
 
@@ -198,10 +201,12 @@ Test(collective_choice, three_members_on_rc_by_the_table)
 		{ FI_ALLREDUCE, FLOATS(256 * KIB), false, "doubling", 0, 0, WRITTEN },
 		{ FI_ALLREDUCE, FLOATS(512 * KIB), false, "ring", 256 * KIB, 4, WRITTEN },
 		/*
-		 * Broadcasts: the root writes to both, then to one while the other
-		 * reads its buffer, from 2 MiB both read.
+		 * Broadcasts: the root writes to both, from 512 KiB to one while the
+		 * other reads its buffer, from 2 MiB both read.
 		 */
 		{ FI_BROADCAST, FLOATS(128 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_BROADCAST, FLOATS(256 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_BROADCAST, FLOATS(512 * KIB), false, "direct", 0, 0, PULLED_BY_ONE },
 		{ FI_BROADCAST, FLOATS(1024 * KIB), false, "direct", 0, 0, PULLED_BY_ONE },
 		{ FI_BROADCAST, FLOATS(2048 * KIB), false, "direct", 0, 0, PULLED },
 	};
@@ -253,6 +258,7 @@ Test(collective_choice, four_members_by_the_table)
 		{ FI_REDUCE_SCATTER, FLOATS(2048 * KIB), false, "ring", 4096 * KIB, 4, WRITTEN },
 		/* Four members on RC: a broadcast pulled from 2 MiB, never down the chain. */
 		{ FI_BROADCAST, FLOATS(64 * KIB), false, "direct", 0, 0, WRITTEN },
+		{ FI_BROADCAST, FLOATS(256 * KIB), false, "direct", 0, 0, PULLED_BY_ONE },
 		{ FI_BROADCAST, FLOATS(8192 * KIB), false, "direct", 0, 0, PULLED },
 		{ FI_BROADCAST, FLOATS(16384 * KIB), false, "direct", 0, 0, PULLED },
 		{ FI_BARRIER, 0, false, "direct", 0, 0, WRITTEN },
@@ -286,7 +292,7 @@ Test(collective_choice, parameters_override_the_table)
 		{ FI_ALLREDUCE, FLOATS(64 * KIB), false, "doubling", 0, 0, WRITTEN },
 		{ FI_ALLGATHER, FLOATS(64 * KIB), false, "doubling", 0, 0, WRITTEN },
 		{ FI_REDUCE_SCATTER, FLOATS(64 * KIB), true, "doubling", 0, 0, WRITTEN },
-		{ FI_BROADCAST, 2, false, "direct", 0, 0, PULLED },
+		{ FI_BROADCAST, 2, false, "direct", 0, 0, WRITTEN },
 		{ FI_BARRIER, 0, false, "doubling", 0, 0, WRITTEN },
 	};
 	static const struct choice_case direct[] = {
