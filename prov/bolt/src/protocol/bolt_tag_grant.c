@@ -3,8 +3,9 @@
  * request and its answer before the write, and the answer waits for the
  * receiver to run: with more processes than cores, for it to be scheduled
  * again. A receiver that knows, when it posts, the one peer whose message
- * a receive takes, its tag and its length (a collective's receive), grants
- * the receive to that peer at once: the answer sent before the question,
+ * a receive takes, its exact tag and its length (its caller says so: a
+ * receive with ignore bits is never granted), grants the receive to that
+ * peer at once: the answer sent before the question,
  * with an id of its own (BOLT_REQUEST_ID_GRANTED) naming the transfer.
  * The sender does not ask: its message waits for the grant, or takes the
  * one that came first and was held for it, and then goes as after any
@@ -18,7 +19,7 @@
  * way, takes the granted receive all the same, and the grant is asked back.
  *
  * A granted receive is the peer's until it writes it, or gives it back
- * when asked (TAG_REVOKE: a failed collective, fi_cancel): it answers that
+ * when asked (TAG_REVOKE: a cancel of the receive): it answers that
  * the grant is back unused, and the receive ends cancelled, or that its
  * message took it, and the receive ends when that lands. A peer that has
  * not answered within FI_BOLT_LIVENESS_TIMEOUT is not waited for longer:
@@ -53,7 +54,7 @@ bool bolt_tag_grant_post(struct bolt_connection *connection, struct bolt_receive
 	 * A message a bounce buffer takes whole needs no grant: it is written
 	 * unasked already. One that came first (its peer did not wait) is taken.
 	 */
-	if (receive->iov_count != 1 || receive->length < threshold ||
+	if (receive->iov_count != 1 || receive->ignore || receive->length < threshold ||
 	    !bolt_rail_port_data_writes(domain, &domain->primary) ||
 	    connection->state == BOLT_CONNECTION_FAILED ||
 	    bolt_bounce_takes(domain, receive->length, bolt_bounce_own_payload(connection->link)) ||

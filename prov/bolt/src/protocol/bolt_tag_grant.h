@@ -13,8 +13,9 @@
 #define BOLT_TAG_GRANTS_HELD_MAX 4096
 
 /*
- * Receiver: grants receive (tagged, one buffer, for the peer of connection
- * only) to that peer ahead, if its message will be a rendezvous: at least
+ * Receiver: grants receive (tagged, no ignore bits, one buffer, for the
+ * peer of connection only) to that peer ahead, if its message will be a
+ * rendezvous: at least
  * threshold bytes on a device that writes, too long for a bounce buffer
  * of the link. False if not: it is to be
  * posted as any receive. Once granted, the sender writes it, or (no
@@ -25,8 +26,8 @@
 bool bolt_tag_grant_post(struct bolt_connection *connection, struct bolt_receive *receive,
 			 size_t threshold);
 /*
- * Receiver: asks back a granted receive of context (fi_cancel, a failed
- * collective). 0 if one was asked back: it ends cancelled once the peer
+ * Receiver: asks back a granted receive of context (a cancel, as
+ * bolt_match_cancel's). 0 if one was asked back: it ends cancelled once the peer
  * gives it back, or as any receive if the peer writes it first;
  * -FI_ENOENT if none is granted (or all are being asked back already).
  */
